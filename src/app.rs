@@ -1,0 +1,165 @@
+//! Turns a parsed command line into work. Each arm: validate into config, run, print.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::cli::{Command, ExportFormat, RunArgs};
+use crate::config::{DefaultThreads, RunConfig};
+use crate::probe::{Gtod, Synthetic, Timer};
+use crate::report::export::{self, ExportOptions};
+use crate::report::{show, RunData};
+use crate::stats::Stats;
+use crate::store::{self, Store};
+
+/// Runs one command; returns the process exit code.
+pub fn run(cmd: Command) -> Result<i32> {
+    match cmd {
+        Command::Timer(a) => {
+            let probe = Timer { interval_ns: a.interval * 1000, distance_ns: a.distance * 1000 };
+            let params = json!({ "interval_us": a.interval, "distance_us": a.distance });
+            measure("timer", Arc::new(probe), params, &a.run, DefaultThreads::PerCpu)
+        }
+        Command::Gtod(a) => {
+            let params = json!({ "pairs": a.run.loops.unwrap_or(a.pairs) });
+            let mut run = a.run;
+            run.loops = Some(run.loops.unwrap_or(a.pairs));
+            measure("gtod", Arc::new(Gtod), params, &run, DefaultThreads::One)
+        }
+        Command::Synthetic(a) => {
+            let probe = Synthetic { seed: a.seed, step_ns: a.interval * 1000, median_ns: a.median as f64 };
+            let params = json!({ "seed": a.seed, "interval_us": a.interval, "median_ns": a.median });
+            let mut run = a.run;
+            run.loops = Some(run.loops.unwrap_or(1_000_000));
+            // Synthetic samples need no privilege and must not hog CPUs at FIFO priority.
+            run.policy = crate::cli::PolicyArg::Other;
+            run.no_mlock = true;
+            measure("synthetic", Arc::new(probe), params, &run, DefaultThreads::One)
+        }
+        Command::Analyze(a) => {
+            let result = crate::analyze::analyze(&a.file, a.salvage)?;
+            if let Some(at) = result.truncated_at {
+                eprintln!("rtbench: WARNING: the log is cut off at byte {at}; only the complete blocks before it were read");
+            }
+            let mut total = Stats::default();
+            for s in result.threads.values() {
+                total.merge(s);
+            }
+            if a.json {
+                let threads: Vec<_> = result
+                    .threads
+                    .iter()
+                    .map(|(t, s)| {
+                        let mut v = serde_json::to_value(s.summary()).unwrap_or_default();
+                        v["thread"] = (*t).into();
+                        v
+                    })
+                    .collect();
+                let doc = json!({ "threads": threads, "total": total.summary() });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+            } else {
+                let run = RunData {
+                    header: analyzed_header(&a.file),
+                    threads: result
+                        .threads
+                        .into_iter()
+                        .map(|(thread, stats)| store::ThreadResult { thread, cpu: None, stats })
+                        .collect(),
+                    total,
+                };
+                print!("{}", show::percentile_table(&run));
+            }
+            Ok(0)
+        }
+        Command::Runs(a) => {
+            let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+            let runs = store.runs()?;
+            let counts: Vec<u64> = runs
+                .iter()
+                .map(|r| store.threads(r.id).map(|t| t.iter().map(|x| x.stats.count).sum()).unwrap_or(0))
+                .collect();
+            if a.json {
+                let list: Vec<_> = runs
+                    .iter()
+                    .zip(&counts)
+                    .map(|(r, n)| {
+                        let mut v = serde_json::to_value(r).unwrap_or_default();
+                        v["samples"] = (*n).into();
+                        v
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else if runs.is_empty() {
+                println!("no runs in {}", store.path().display());
+            } else {
+                print!("{}", show::runs_table(&runs, &counts));
+            }
+            Ok(0)
+        }
+        Command::Show(a) => {
+            let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+            print!("{}", show::summary(&RunData::load(&store, a.run)?));
+            Ok(0)
+        }
+        Command::Export(a) => {
+            let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+            let run = RunData::load(&store, a.run)?;
+            let text = export::render(&run, a.format, &ExportOptions { buckets: a.buckets })?;
+            match &a.output {
+                Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
+                None => std::io::stdout().write_all(text.as_bytes())?,
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// A header for statistics that come from a file rather than the store.
+fn analyzed_header(path: &std::path::Path) -> store::RunHeader {
+    store::RunHeader {
+        id: 0,
+        label: path.display().to_string(),
+        probe: String::new(),
+        status: "complete".into(),
+        start: String::new(),
+        end: None,
+        params: json!({}),
+        load: json!({}),
+        system: json!({}),
+        rt_priority: false,
+        warnings: vec![],
+        command_line: String::new(),
+        tool_version: String::new(),
+        envelope_ns: 0,
+    }
+}
+
+/// One measuring run from flags to summary, JSON and histogram files.
+fn measure(
+    name: &'static str,
+    probe: Arc<dyn crate::probe::Probe>,
+    params: serde_json::Value,
+    args: &RunArgs,
+    threads: DefaultThreads,
+) -> Result<i32> {
+    let cfg = RunConfig::new(name, probe, params, args, threads)?;
+    let mut store = Store::open(&cfg.db)?;
+    let (id, outcome) = crate::runner::run(&cfg, &mut store)?;
+    let run = RunData::load(&store, id)?;
+    if let Some(path) = &cfg.json {
+        let text = serde_json::to_string_pretty(&export::document(&run))? + "\n";
+        crate::config::write_atomic(path, text.as_bytes())?;
+    }
+    if let Some(buckets) = cfg.histogram_buckets {
+        let text = export::render(&run, ExportFormat::CyclictestHist, &ExportOptions { buckets })?;
+        match &cfg.histfile {
+            Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
+            None => print!("{text}"),
+        }
+    }
+    print!("{}", show::summary(&run));
+    println!("stored as run {id} in {}", store.path().display());
+    Ok(outcome.exit_code())
+}

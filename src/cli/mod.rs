@@ -1,0 +1,195 @@
+//! The command line (clap). Nothing below `config` sees these types.
+
+pub mod parse;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(name = "rtbench", version, about = "A real-time latency laboratory for Linux")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Timer wake-up latency, as cyclictest measures it (flags follow cyclictest).
+    #[command(disable_help_flag = true)]
+    Timer(TimerArgs),
+    /// Clock read latency, as gtod_latency measures it.
+    #[command(disable_help_flag = true)]
+    Gtod(GtodArgs),
+    /// Deterministic synthetic samples, for tests and benchmarks.
+    #[command(hide = true, disable_help_flag = true)]
+    Synthetic(SyntheticArgs),
+    /// Statistics of a raw sample log written with --samples.
+    Analyze(AnalyzeArgs),
+    /// List stored runs.
+    Runs(RunsArgs),
+    /// Summary and percentiles of one run.
+    Show(ShowArgs),
+    /// Write one run in another format.
+    Export(ExportArgs),
+}
+
+/// Flags every measuring command takes.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Number of measuring threads [default: one per CPU for timer, 1 otherwise]
+    #[arg(short = 't', long, num_args = 0..=1, default_missing_value = "0", value_name = "NUM")]
+    pub threads: Option<u64>,
+    /// CPUs to run on, e.g. 0-3,6; threads are pinned round-robin [default: all online]
+    #[arg(short = 'a', long, value_name = "CPUS")]
+    pub affinity: Option<String>,
+    /// Real-time priority of the measuring threads (1-99)
+    #[arg(short = 'p', long, value_parser = parse::priority, default_value = "95")]
+    pub priority: i32,
+    /// Scheduling policy
+    #[arg(long, value_enum, default_value = "fifo")]
+    pub policy: PolicyArg,
+    /// Samples per thread, then stop
+    #[arg(short = 'l', long, value_parser = parse::positive, value_name = "LOOPS")]
+    pub loops: Option<u64>,
+    /// Stop after this long (30s, 10m, 24h, 1d)
+    #[arg(short = 'D', long, value_parser = parse::duration)]
+    pub duration: Option<Duration>,
+    /// Lock memory (the default; accepted for cyclictest compatibility)
+    #[arg(short = 'm', long)]
+    pub mlockall: bool,
+    /// Do not lock memory
+    #[arg(long, conflicts_with = "mlockall")]
+    pub no_mlock: bool,
+    /// Print a cyclictest histogram with this many 1-µs buckets at the end
+    #[arg(short = 'h', long, value_parser = parse::positive_us, value_name = "US")]
+    pub histogram: Option<u64>,
+    /// Write the histogram to this file instead of stdout
+    #[arg(long, value_name = "FILE", requires = "histogram")]
+    pub histfile: Option<PathBuf>,
+    /// No live display, only the final summary
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Write the run as JSON (rtbench's export format) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Keep every sample in a compact, crash-safe log FILE (read it with `rtbench analyze`)
+    #[arg(long, value_name = "FILE")]
+    pub samples: Option<PathBuf>,
+    /// Width of one point of the min/mean/max envelope over time
+    #[arg(long, value_parser = parse::duration, default_value = "1s", value_name = "DURATION")]
+    pub envelope_interval: Duration,
+    /// Label to store the run under (how kernels are compared) [default: uname -r]
+    #[arg(long)]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Print help
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+#[derive(Args, Debug)]
+pub struct DbArg {
+    /// Store file [default: $RTBENCH_DB, else $XDG_DATA_HOME/rtbench/rtbench.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct TimerArgs {
+    /// Wake-up interval in µs
+    #[arg(short = 'i', long, value_parser = parse::positive_us, default_value = "1000", value_name = "US")]
+    pub interval: u64,
+    /// Added to the interval per thread, in µs (cyclictest's -d)
+    #[arg(short = 'd', long, value_parser = parse::us, default_value = "0", value_name = "US")]
+    pub distance: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct GtodArgs {
+    /// Clock-read pairs per thread (the same as -l)
+    #[arg(short = 'n', long, value_parser = parse::positive, default_value = "1000000", value_name = "N")]
+    pub pairs: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SyntheticArgs {
+    /// Seed of the generator: the same seed gives the same samples
+    #[arg(long, default_value = "1")]
+    pub seed: u64,
+    /// Synthetic time between samples, in µs
+    #[arg(short = 'i', long, value_parser = parse::positive_us, default_value = "1000", value_name = "US")]
+    pub interval: u64,
+    /// Median of the lognormal body, in ns
+    #[arg(long, value_parser = parse::positive, default_value = "5000", value_name = "NS")]
+    pub median: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// A sample log written with --samples
+    pub file: PathBuf,
+    /// Analyze the complete blocks of a log whose last block was cut off by a crash
+    #[arg(long)]
+    pub salvage: bool,
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunsArgs {
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// Run id (see `rtbench runs`)
+    pub run: i64,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Run id (see `rtbench runs`)
+    pub run: i64,
+    #[arg(long, short = 'f', value_enum, default_value = "json")]
+    pub format: ExportFormat,
+    /// Write to FILE instead of stdout
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Buckets (1 µs each) of the cyclictest histogram formats
+    #[arg(long, value_parser = parse::positive_us, default_value = "1000", value_name = "US")]
+    pub buckets: u64,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyArg {
+    Fifo,
+    Rr,
+    Other,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+    Hgrm,
+    CyclictestHist,
+    CyclictestJson,
+}

@@ -1,0 +1,78 @@
+//! Value parsers for flags: each rejects a bad value with a message that says what is accepted.
+
+use std::time::Duration;
+
+/// `30s`, `10m`, `24h`, `1d`, `500ms`, or a bare number of seconds (as cyclictest takes it).
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let bad = || format!("'{s}' is not a duration; use a number with s, m, h, d or ms (e.g. 30s, 10m, 24h, 1d)");
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        "d" => n * 86_400.0,
+        _ => return Err(bad()),
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("duration '{s}' must be greater than zero"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// A positive count of microseconds.
+pub fn positive_us(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<i64>() {
+        Ok(v) if v >= 1 => Ok(v as u64),
+        _ => Err(format!("'{s}' must be a whole number of microseconds, at least 1")),
+    }
+}
+
+/// A count of microseconds that may be zero.
+pub fn us(s: &str) -> Result<u64, String> {
+    s.trim().parse::<u64>().map_err(|_| format!("'{s}' must be a whole number of microseconds (0 or more)"))
+}
+
+/// A positive count.
+pub fn positive(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<i64>() {
+        Ok(v) if v >= 1 => Ok(v as u64),
+        _ => Err(format!("'{s}' must be a whole number, at least 1")),
+    }
+}
+
+/// A real-time priority, 1–99.
+pub fn priority(s: &str) -> Result<i32, String> {
+    match s.trim().parse::<i32>() {
+        Ok(v) if (1..=99).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a real-time priority; use 1 to 99")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(duration("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(duration("1d"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration("5"), Ok(Duration::from_secs(5)));
+        for bad in ["", "0s", "-1s", "10x", "s", "1.2.3s"] {
+            assert!(duration(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn priorities() {
+        assert_eq!(priority("95"), Ok(95));
+        assert!(priority("0").is_err());
+        assert!(priority("100").is_err());
+    }
+}

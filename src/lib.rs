@@ -1,0 +1,19 @@
+//! rtbench: a real-time latency laboratory for Linux.
+//!
+//! Data flows one way: probe → recorder → store → report. `sys` is the only module with
+//! `unsafe`.
+
+pub mod analyze;
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod probe;
+pub mod recorder;
+pub mod report;
+pub mod runner;
+pub mod stats;
+pub mod store;
+pub mod sys;
+pub mod sysinfo;
+pub mod timefmt;

@@ -1,0 +1,37 @@
+//! `gtod`: gtod_latency. The time between two back-to-back CLOCK_MONOTONIC reads.
+
+use super::{Probe, ProbeInfo, ThreadCtx};
+use crate::sys;
+
+pub const INFO: ProbeInfo = ProbeInfo {
+    name: "gtod",
+    help: "clock read latency (gtod_latency): the delta between two back-to-back clock_gettime calls",
+    busy: true,
+};
+
+/// Pairs between pauses. A FIFO thread that never sleeps is throttled by the kernel
+/// (sched_rt_runtime_us), which would show up as a false 50 ms latency; LTP's gtod_latency
+/// pauses the same way.
+const PAIRS_PER_PAUSE: u64 = 10_000;
+const PAUSE_NS: u64 = 1_000_000;
+
+pub struct Gtod;
+
+impl Probe for Gtod {
+    fn step_ns(&self) -> u64 {
+        0
+    }
+
+    fn run(&self, ctx: &mut ThreadCtx) {
+        let mut taken = 0u64;
+        while taken < ctx.loops && !ctx.stopped() {
+            let t1 = sys::now_ns();
+            let t2 = sys::now_ns();
+            ctx.rec.record(t1 - ctx.start_ns, t2 - t1);
+            taken += 1;
+            if taken % PAIRS_PER_PAUSE == 0 {
+                sys::sleep_until(sys::now_ns() + PAUSE_NS);
+            }
+        }
+    }
+}

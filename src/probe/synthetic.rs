@@ -1,0 +1,81 @@
+//! `synthetic`: a deterministic probe for tests and benchmarks. It emits samples from a seeded
+//! distribution — a lognormal body, a Pareto tail, rare millisecond spikes — on a synthetic clock,
+//! with no privileges and no sleeping.
+
+use super::{Probe, ProbeInfo, ThreadCtx};
+
+pub const INFO: ProbeInfo = ProbeInfo {
+    name: "synthetic",
+    help: "deterministic synthetic samples (lognormal body, heavy tail, rare spikes) for tests and benchmarks",
+    busy: true,
+};
+
+pub struct Synthetic {
+    pub seed: u64,
+    /// Synthetic time between samples.
+    pub step_ns: u64,
+    /// Median of the lognormal body.
+    pub median_ns: f64,
+}
+
+/// Probability of a tail sample and of a spike.
+const TAIL_P: f64 = 1e-3;
+const SPIKE_P: f64 = 1e-6;
+
+impl Probe for Synthetic {
+    fn step_ns(&self) -> u64 {
+        self.step_ns
+    }
+
+    fn run(&self, ctx: &mut ThreadCtx) {
+        // Mix seed and thread number so threads draw unrelated streams, not shifted copies.
+        let mut rng = SplitMix64(SplitMix64(self.seed).next() ^ (ctx.index as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let ln_median = self.median_ns.ln();
+        let mut taken = 0u64;
+        while taken < ctx.loops {
+            // Checking the stop flag every sample would cost as much as the sample itself.
+            if taken % 4096 == 0 && ctx.stopped() {
+                break;
+            }
+            let u = rng.unit();
+            let v = if u < SPIKE_P {
+                1_000_000.0 + rng.unit() * 4_000_000.0
+            } else if u < SPIKE_P + TAIL_P {
+                // Pareto, alpha 1.5, from 8× the median, capped at 1 ms.
+                (8.0 * self.median_ns / (1.0 - rng.unit()).powf(1.0 / 1.5)).min(1_000_000.0)
+            } else {
+                (ln_median + 0.25 * rng.normal()).exp()
+            };
+            ctx.rec.record(taken * self.step_ns, v as u64);
+            taken += 1;
+        }
+    }
+}
+
+/// SplitMix64: tiny, fast, and good enough for synthetic latencies.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    #[inline(always)]
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    #[inline(always)]
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Standard normal (Box–Muller, one of the pair).
+    #[inline(always)]
+    fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.unit();
+        let u2 = self.unit();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+}

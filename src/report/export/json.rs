@@ -1,0 +1,38 @@
+//! rtbench's own JSON document (schema: `schema/run.schema.json`).
+
+use serde_json::{json, Value};
+
+use crate::report::RunData;
+use crate::stats::Stats;
+
+/// Version of the exported document's layout.
+pub const EXPORT_SCHEMA_VERSION: u32 = 1;
+
+fn stats_fields(s: &Stats) -> serde_json::Map<String, Value> {
+    match serde_json::to_value(s.summary()) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// The whole document for one run.
+pub fn document(run: &RunData) -> Value {
+    let threads: Vec<Value> = run
+        .threads
+        .iter()
+        .map(|t| {
+            let mut m = serde_json::Map::new();
+            m.insert("thread".into(), t.thread.into());
+            m.insert("cpu".into(), t.cpu.into());
+            m.extend(stats_fields(&t.stats));
+            Value::Object(m)
+        })
+        .collect();
+    json!({
+        "schema_version": EXPORT_SCHEMA_VERSION,
+        "tool_version": env!("CARGO_PKG_VERSION"),
+        "run": run.header,
+        "threads": threads,
+        "total": stats_fields(&run.total),
+    })
+}

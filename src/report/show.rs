@@ -1,0 +1,93 @@
+//! `rtbench show` and the summary printed after a run: cyclictest's final lines plus the
+//! percentiles it cannot give.
+
+use std::fmt::Write;
+
+use super::{us, RunData};
+use crate::stats::{Stats, PERCENTILES};
+use crate::store::RunHeader;
+
+/// The full text summary of a run.
+pub fn summary(run: &RunData) -> String {
+    let h = &run.header;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "run {}  label {}  probe {}  status {}  rt_priority {}",
+        h.id, h.label, h.probe, h.status, h.rt_priority
+    );
+    let _ = writeln!(out, "start {}  end {}", h.start, h.end.as_deref().unwrap_or("-"));
+    let policy = h.params["policy"].as_str().unwrap_or("?");
+    let prio = h.params["priority"].as_i64().unwrap_or(0);
+    for t in &run.threads {
+        let s = &t.stats;
+        let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
+        let (min, avg) = if s.count == 0 { (0, 0.0) } else { (s.min, s.mean()) };
+        let _ = writeln!(
+            out,
+            "T:{:>3} CPU:{:>3} P:{}{} C:{:>10} Min:{:>9} Avg:{:>9} Max:{:>10} Overruns:{}  (µs)",
+            t.thread,
+            cpu,
+            policy,
+            if policy == "other" { String::new() } else { format!("/{prio}") },
+            s.count,
+            us(min as f64),
+            us(avg),
+            us(s.max as f64),
+            s.overruns
+        );
+    }
+    out.push('\n');
+    out.push_str(&percentile_table(run));
+    for w in &h.warnings {
+        let _ = writeln!(out, "WARNING: {w}");
+    }
+    out
+}
+
+/// Percentiles per thread and merged, in µs.
+pub fn percentile_table(run: &RunData) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "{:<8}{:>12}{:>10}{:>10}", "thread", "samples", "mean", "stddev");
+    for (label, _) in PERCENTILES {
+        let _ = write!(out, "{:>10}", format!("p{label}"));
+    }
+    out.push_str("   (µs)\n");
+    let mut row = |name: String, s: &Stats| {
+        let sum = s.summary();
+        let _ = write!(out, "{:<8}{:>12}{:>10}{:>10}", name, s.count, us(sum.mean_ns), us(sum.stddev_ns));
+        for (label, _) in PERCENTILES {
+            let _ = write!(out, "{:>10}", us(sum.p(label) as f64));
+        }
+        out.push('\n');
+    };
+    for t in &run.threads {
+        row(t.thread.to_string(), &t.stats);
+    }
+    if run.threads.len() > 1 {
+        row("all".into(), &run.total);
+    }
+    out
+}
+
+/// One line per run for `rtbench runs`.
+pub fn runs_table(runs: &[RunHeader], samples: &[u64]) -> String {
+    let mut out = format!(
+        "{:>5}  {:<24} {:<10} {:<12} {:<24} {:>12}  {}\n",
+        "id", "label", "probe", "status", "start", "samples", "warnings"
+    );
+    for (h, n) in runs.iter().zip(samples) {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<24} {:<10} {:<12} {:<24} {:>12}  {}",
+            h.id,
+            h.label,
+            h.probe,
+            h.status,
+            h.start,
+            n,
+            h.warnings.len()
+        );
+    }
+    out
+}

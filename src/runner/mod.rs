@@ -1,0 +1,222 @@
+//! The one driver of every measuring run: set up, start threads, checkpoint every second, stop
+//! on time, loop count or signal, save, restore, summarise.
+
+mod live;
+pub mod rt;
+mod signals;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::config::RunConfig;
+use crate::probe::ThreadCtx;
+use crate::recorder::samplelog::SampleLogWriter;
+use crate::recorder::{self, Buffer, Collector, EnvPoint};
+use crate::stats::Stats;
+use crate::store::{NewRun, Store, ThreadResult};
+use crate::sys;
+
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+const LIVE_EVERY: Duration = Duration::from_millis(100);
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Complete,
+    Interrupted(i32),
+}
+
+impl Outcome {
+    pub fn status(self) -> &'static str {
+        match self {
+            Outcome::Complete => "complete",
+            Outcome::Interrupted(_) => "interrupted",
+        }
+    }
+
+    /// 0, or 128 + the signal, as a shell reports it.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Complete => 0,
+            Outcome::Interrupted(sig) => 128 + sig,
+        }
+    }
+}
+
+/// The runner's cumulative view of one thread.
+struct ThreadTotals {
+    index: usize,
+    cpu: Option<usize>,
+    stats: Stats,
+    last: u64,
+    collector: Collector,
+}
+
+/// Runs `cfg` to the end and stores it. Returns the run id and how it ended.
+pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
+    let mut samples = match &cfg.samples {
+        Some(path) => Some(
+            SampleLogWriter::create(path, cfg.probe.step_ns())
+                .map_err(|e| crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() })?,
+        ),
+        None => None,
+    };
+    let rt = rt::RtSetup::acquire(cfg.policy, cfg.priority, cfg.mlock);
+    for w in &rt.warnings {
+        eprintln!("rtbench: WARNING: {w}");
+    }
+    let mut warnings = rt.warnings.clone();
+    let mut system = crate::sysinfo::snapshot();
+    system["cpu_dma_latency_held"] = rt.dma_latency_held().into();
+    let params = cfg.params();
+    let id = store.begin(&NewRun {
+        label: &cfg.label,
+        probe: cfg.probe_name,
+        params: &params,
+        load: &serde_json::json!({ "profile": "none" }),
+        command_line: &cfg.command_line,
+        rt_priority: rt.rt_priority(),
+        warnings: &warnings,
+        system: &system,
+        envelope_ns: cfg.envelope_ns,
+    })?;
+    signals::install().context("could not install signal handlers")?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let start_ns = sys::now_ns();
+    let started = Instant::now();
+    let mut totals = Vec::new();
+    let mut handles = Vec::new();
+    for plan in &cfg.threads {
+        let (mut rec, collector) = recorder::pair(cfg.envelope_ns, cfg.samples.is_some());
+        totals.push(ThreadTotals { index: plan.index, cpu: plan.cpu, stats: Stats::default(), last: 0, collector });
+        let stop = Arc::clone(&stop);
+        let probe = Arc::clone(&cfg.probe);
+        let (policy, priority, loops, plan) = (rt.policy, rt.priority, cfg.loops.unwrap_or(u64::MAX), *plan);
+        handles.push(std::thread::Builder::new().name(format!("rtbench-{}", plan.index)).spawn(move || {
+            let problem = rt::enter_thread(plan.cpu, policy, priority);
+            let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
+            probe.run(&mut ctx);
+            (rec.finish(), problem)
+        })?);
+    }
+
+    let mut live = live::Live::new(cfg.quiet);
+    let collect_every = if live.is_some() { LIVE_EVERY } else { CHECKPOINT_EVERY };
+    let mut last_collect = Instant::now();
+    let mut last_checkpoint = Instant::now();
+    let mut pending_env: Vec<(u32, EnvPoint)> = Vec::new();
+    let mut outcome = Outcome::Complete;
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        if let Some(sig) = signals::received() {
+            outcome = Outcome::Interrupted(sig);
+            break;
+        }
+        if cfg.duration.is_some_and(|d| started.elapsed() >= d) || handles.iter().all(|h| h.is_finished()) {
+            break;
+        }
+        if last_collect.elapsed() >= collect_every {
+            last_collect = Instant::now();
+            collect(&mut totals, &mut pending_env, samples.as_mut())?;
+            if let Some(live) = live.as_mut() {
+                live.draw(&rows(&totals), started.elapsed(), cfg.duration);
+            }
+        }
+        if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+            last_checkpoint = Instant::now();
+            checkpoint(store, id, &totals, &mut pending_env, samples.as_mut())?;
+        }
+    }
+
+    stop.store(true, Ordering::SeqCst);
+    for (t, h) in totals.iter_mut().zip(handles) {
+        let (last, problem) = h.join().map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?;
+        if let Some(p) = problem {
+            if !warnings.contains(&p) {
+                warnings.push(p);
+            }
+        }
+        if let Some(buf) = t.collector.drain() {
+            merge(t, buf, &mut pending_env, samples.as_mut())?;
+        }
+        merge(t, last, &mut pending_env, samples.as_mut())?;
+    }
+    if let Some(live) = live.as_mut() {
+        live.draw(&rows(&totals), started.elapsed(), cfg.duration);
+    }
+    checkpoint(store, id, &totals, &mut pending_env, samples.as_mut())?;
+    if let Outcome::Interrupted(sig) = outcome {
+        warnings.push(format!(
+            "interrupted by signal {sig} after {:.1} s: statistics cover the samples taken until then",
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    store.finish(id, outcome.status(), &warnings)?;
+    signals::restore();
+    drop(rt);
+    Ok((id, outcome))
+}
+
+fn rows(totals: &[ThreadTotals]) -> Vec<live::Row<'_>> {
+    totals.iter().map(|t| live::Row { thread: t.index, cpu: t.cpu, stats: &t.stats, last_ns: t.last }).collect()
+}
+
+/// Swaps every thread's buffer out and merges it, without waiting for a sleeping thread.
+fn collect(
+    totals: &mut [ThreadTotals],
+    env: &mut Vec<(u32, EnvPoint)>,
+    mut samples: Option<&mut SampleLogWriter>,
+) -> Result<()> {
+    for t in totals.iter_mut() {
+        t.collector.request();
+    }
+    for t in totals.iter_mut() {
+        if let Some(buf) = t.collector.take(Duration::from_millis(5)) {
+            merge(t, buf, env, samples.as_deref_mut())?;
+        }
+    }
+    Ok(())
+}
+
+fn merge(
+    t: &mut ThreadTotals,
+    buf: Box<Buffer>,
+    env: &mut Vec<(u32, EnvPoint)>,
+    samples: Option<&mut SampleLogWriter>,
+) -> Result<()> {
+    t.stats.merge(&buf.stats);
+    if buf.stats.count > 0 {
+        t.last = buf.last;
+    }
+    env.extend(buf.envelope.iter().map(|p| (t.index as u32, *p)));
+    if let Some(log) = samples {
+        if !buf.samples.is_empty() {
+            log.append(t.index as u32, &buf.samples).context("could not write the sample log")?;
+        }
+    }
+    t.collector.recycle(buf);
+    Ok(())
+}
+
+fn checkpoint(
+    store: &mut Store,
+    id: i64,
+    totals: &[ThreadTotals],
+    env: &mut Vec<(u32, EnvPoint)>,
+    samples: Option<&mut SampleLogWriter>,
+) -> Result<()> {
+    if let Some(log) = samples {
+        log.flush().context("could not write the sample log")?;
+    }
+    let threads: Vec<ThreadResult> = totals
+        .iter()
+        .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
+        .collect();
+    store.checkpoint(id, &threads, env)?;
+    env.clear();
+    Ok(())
+}

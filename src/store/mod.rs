@@ -1,0 +1,326 @@
+//! The run store: one SQLite file (WAL), written at checkpoints by the runner and read by
+//! everything else.
+
+mod schema;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+
+pub use schema::SCHEMA_VERSION;
+
+use crate::error::InputError;
+use crate::recorder::EnvPoint;
+use crate::stats::Stats;
+
+/// Where the store lives: `--db`, else `$RTBENCH_DB`, else `$XDG_DATA_HOME/rtbench/rtbench.db`.
+pub fn default_path(flag: Option<&Path>) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    if let Some(p) = std::env::var_os("RTBENCH_DB").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| ".".into())).join(".local/share"));
+    data.join("rtbench").join("rtbench.db")
+}
+
+/// A run's header: everything but its per-thread results.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunHeader {
+    pub id: i64,
+    pub label: String,
+    pub probe: String,
+    pub status: String,
+    pub start: String,
+    pub end: Option<String>,
+    pub params: serde_json::Value,
+    pub load: serde_json::Value,
+    pub system: serde_json::Value,
+    pub rt_priority: bool,
+    pub warnings: Vec<String>,
+    pub command_line: String,
+    pub tool_version: String,
+    #[serde(skip)]
+    pub envelope_ns: u64,
+}
+
+/// One thread's results as stored.
+#[derive(Clone, Debug)]
+pub struct ThreadResult {
+    pub thread: u32,
+    pub cpu: Option<u32>,
+    pub stats: Stats,
+}
+
+/// What the runner writes when a run starts.
+pub struct NewRun<'a> {
+    pub label: &'a str,
+    pub probe: &'a str,
+    pub params: &'a serde_json::Value,
+    pub load: &'a serde_json::Value,
+    pub command_line: &'a str,
+    pub rt_priority: bool,
+    pub warnings: &'a [String],
+    pub system: &'a serde_json::Value,
+    pub envelope_ns: u64,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `path`, migrates it, and marks runs whose
+    /// process is gone as `aborted`.
+    pub fn open(path: &Path) -> Result<Store> {
+        let bad = |reason: String| InputError::Database { path: path.display().to_string(), reason };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| bad(format!("cannot create its directory: {e}")))?;
+        }
+        if path.is_dir() {
+            return Err(bad("is a directory, expected an SQLite file".into()).into());
+        }
+        let conn = Connection::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| bad(format!("not a readable rtbench database ({e})")))?;
+        if version > SCHEMA_VERSION {
+            return Err(bad(format!(
+                "schema version {version} is newer than this rtbench understands ({SCHEMA_VERSION}); use a newer rtbench"
+            ))
+            .into());
+        }
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| bad(format!("cannot enable WAL ({e})")))?;
+        conn.pragma_update(None, "busy_timeout", 10_000).map_err(|e| bad(e.to_string()))?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(|e| bad(e.to_string()))?;
+        let mut store = Store { conn, path: path.to_path_buf() };
+        store.migrate(version).map_err(|e| bad(format!("cannot migrate ({e:#})")))?;
+        if version > 0 {
+            let has_runs: bool = store
+                .conn
+                .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'runs'", [], |r| r.get::<_, i64>(0))
+                .map(|n| n == 1)
+                .map_err(|e| bad(e.to_string()))?;
+            if !has_runs {
+                return Err(bad("is not an rtbench database (no runs table)".into()).into());
+            }
+        }
+        store.recover_abandoned()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn migrate(&mut self, from: i64) -> Result<()> {
+        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(from as usize) {
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", i as i64 + 1)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    /// A `running` run whose process no longer exists was killed: it becomes `aborted`, keeping
+    /// its last checkpoint.
+    fn recover_abandoned(&mut self) -> Result<()> {
+        let host = crate::sysinfo::hostname();
+        let mut stmt = self.conn.prepare(
+            "SELECT id, pid, pid_start, warnings, checkpoint, start FROM runs WHERE status = 'running' AND host = ?1",
+        )?;
+        let rows: Vec<(i64, u32, String, String, Option<String>, String)> = stmt
+            .query_map([&host], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
+            .collect::<Result<_, _>>()?;
+        drop(stmt);
+        for (id, pid, pid_start, warnings, checkpoint, start) in rows {
+            let alive = crate::sys::process_exists(pid) && crate::sysinfo::process_start(pid) == pid_start;
+            if alive {
+                continue;
+            }
+            let mut w: Vec<String> = serde_json::from_str(&warnings).unwrap_or_default();
+            w.push("the run's process ended without finishing (killed or crashed); results are those of its last checkpoint".into());
+            self.conn.execute(
+                "UPDATE runs SET status = 'aborted', end = ?2, warnings = ?3 WHERE id = ?1",
+                params![id, checkpoint.unwrap_or(start), serde_json::to_string(&w)?],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Creates a run in status `running` and returns its id.
+    pub fn begin(&self, run: &NewRun) -> Result<i64> {
+        let pid = std::process::id();
+        self.conn.execute(
+            "INSERT INTO runs (label, probe, params, load, command_line, tool_version, schema_version, start, status,
+                               rt_priority, warnings, system, envelope_ns, host, pid, pid_start)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            params![
+                run.label,
+                run.probe,
+                run.params.to_string(),
+                run.load.to_string(),
+                run.command_line,
+                env!("CARGO_PKG_VERSION"),
+                SCHEMA_VERSION,
+                crate::timefmt::now_rfc3339(),
+                run.rt_priority,
+                serde_json::to_string(run.warnings)?,
+                run.system.to_string(),
+                run.envelope_ns as i64,
+                crate::sysinfo::hostname(),
+                pid,
+                crate::sysinfo::process_start(pid),
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Writes the cumulative per-thread results and the new envelope points in one transaction.
+    pub fn checkpoint(&mut self, id: i64, threads: &[ThreadResult], envelope: &[(u32, EnvPoint)]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut up = tx.prepare_cached(
+                "INSERT OR REPLACE INTO threads (run_id, thread, cpu, count, overruns, min_ns, max_ns, sum_ns, sumsq_ns, histogram)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?;
+            let mut blob = Vec::new();
+            for t in threads {
+                let s = &t.stats;
+                blob.clear();
+                V2Serializer::new().serialize(&s.hist, &mut blob).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                up.execute(params![
+                    id,
+                    t.thread,
+                    t.cpu,
+                    s.count as i64,
+                    s.overruns as i64,
+                    if s.count == 0 { 0 } else { s.min as i64 },
+                    s.max as i64,
+                    s.sum.to_string(),
+                    s.sumsq.to_string(),
+                    blob,
+                ])?;
+            }
+            let mut env = tx.prepare_cached(
+                "INSERT OR REPLACE INTO envelope (run_id, thread, idx, min_ns, max_ns, sum_ns, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for (thread, p) in envelope {
+                env.execute(params![id, thread, p.index as i64, p.min as i64, p.max as i64, p.sum as i64, p.count as i64])?;
+            }
+            tx.execute("UPDATE runs SET checkpoint = ?2 WHERE id = ?1", params![id, crate::timefmt::now_rfc3339()])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Ends a run with its final status and warnings.
+    pub fn finish(&self, id: i64, status: &str, warnings: &[String]) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET status = ?2, end = ?3, warnings = ?4 WHERE id = ?1",
+            params![id, status, crate::timefmt::now_rfc3339(), serde_json::to_string(warnings)?],
+        )?;
+        Ok(())
+    }
+
+    /// Every run, oldest first.
+    pub fn runs(&self) -> Result<Vec<RunHeader>> {
+        let mut stmt = self.conn.prepare(&format!("{HEADER_SELECT} ORDER BY id"))?;
+        let rows = stmt.query_map([], header_from_row)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// One run's header; a clear error when there is no such run.
+    pub fn header(&self, id: i64) -> Result<RunHeader> {
+        self.conn
+            .query_row(&format!("{HEADER_SELECT} WHERE id = ?1"), [id], header_from_row)
+            .optional()?
+            .ok_or_else(|| InputError::NoSuchRun(id).into())
+    }
+
+    /// One run's per-thread results, by thread number.
+    pub fn threads(&self, id: i64) -> Result<Vec<ThreadResult>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT thread, cpu, count, overruns, min_ns, max_ns, sum_ns, sumsq_ns, histogram FROM threads WHERE run_id = ?1 ORDER BY thread",
+        )?;
+        let mut rows = stmt.query([id])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let thread: u32 = r.get(0)?;
+            let blob: Vec<u8> = r.get(8)?;
+            let hist = Deserializer::new()
+                .deserialize(&mut blob.as_slice())
+                .map_err(|e| anyhow::anyhow!("run {id} thread {thread}: stored histogram is corrupt ({e:?})"))?;
+            let parse = |s: String| s.parse::<u128>().with_context(|| format!("run {id}: corrupt sum"));
+            let stats = Stats {
+                count: r.get::<_, i64>(2)? as u64,
+                overruns: r.get::<_, i64>(3)? as u64,
+                min: r.get::<_, i64>(4)? as u64,
+                max: r.get::<_, i64>(5)? as u64,
+                sum: parse(r.get(6)?)?,
+                sumsq: parse(r.get(7)?)?,
+                hist,
+            };
+            out.push(ThreadResult { thread, cpu: r.get(1)?, stats });
+        }
+        Ok(out)
+    }
+
+    /// One run's envelope, per thread, in time order.
+    pub fn envelope(&self, id: i64) -> Result<Vec<(u32, EnvPoint)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT thread, idx, min_ns, max_ns, sum_ns, count FROM envelope WHERE run_id = ?1 ORDER BY thread, idx",
+        )?;
+        let rows = stmt
+            .query_map([id], |r| {
+                Ok((
+                    r.get::<_, u32>(0)?,
+                    EnvPoint {
+                        index: r.get::<_, i64>(1)? as u64,
+                        min: r.get::<_, i64>(2)? as u64,
+                        max: r.get::<_, i64>(3)? as u64,
+                        sum: r.get::<_, i64>(4)? as u64,
+                        count: r.get::<_, i64>(5)? as u64,
+                    },
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+}
+
+const HEADER_SELECT: &str = "SELECT id, label, probe, status, start, end, params, load, system, rt_priority, warnings,
+    command_line, tool_version, envelope_ns FROM runs";
+
+fn header_from_row(r: &rusqlite::Row) -> rusqlite::Result<RunHeader> {
+    let json = |i: usize| -> rusqlite::Result<serde_json::Value> {
+        let s: String = r.get(i)?;
+        Ok(serde_json::from_str(&s).unwrap_or(serde_json::Value::Null))
+    };
+    let warnings: String = r.get(10)?;
+    Ok(RunHeader {
+        id: r.get(0)?,
+        label: r.get(1)?,
+        probe: r.get(2)?,
+        status: r.get(3)?,
+        start: r.get(4)?,
+        end: r.get(5)?,
+        params: json(6)?,
+        load: json(7)?,
+        system: json(8)?,
+        rt_priority: r.get(9)?,
+        warnings: serde_json::from_str(&warnings).unwrap_or_default(),
+        command_line: r.get(11)?,
+        tool_version: r.get(12)?,
+        envelope_ns: r.get::<_, i64>(13)? as u64,
+    })
+}

@@ -1,0 +1,120 @@
+//! The system snapshot stored with every run: what a reader needs to judge its numbers.
+
+use serde_json::{json, Value};
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+pub fn hostname() -> String {
+    read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into())
+}
+
+/// The start time (clock ticks since boot) of a process, "" when it does not exist. Together
+/// with the pid it identifies a process even after the pid is reused.
+pub fn process_start(pid: u32) -> String {
+    let Some(stat) = read(&format!("/proc/{pid}/stat")) else { return String::new() };
+    // The command name may contain spaces and parentheses: fields start after the last ')'.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    rest.split_whitespace().nth(19).unwrap_or("").to_string()
+}
+
+/// Parses a CPU list such as "0-3,6,8-9".
+pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if a > b {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.trim().parse().ok()?),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// CPUs that are online now.
+pub fn online_cpus() -> Vec<usize> {
+    read("/sys/devices/system/cpu/online")
+        .and_then(|s| parse_cpu_list(&s))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect())
+}
+
+/// The preemption model, from the most to the least authoritative source.
+fn preemption_model(version: &str) -> Value {
+    let realtime = read("/sys/kernel/realtime").map(|s| s == "1");
+    let dynamic = read("/sys/kernel/debug/sched/preempt");
+    let from_version = ["PREEMPT_RT", "PREEMPT_DYNAMIC", "PREEMPT"]
+        .iter()
+        .find(|k| version.split_whitespace().any(|w| w == **k))
+        .map(|s| s.to_string());
+    json!({
+        "uname_v": from_version,
+        "sys_kernel_realtime": realtime,
+        "debug_sched_preempt": dynamic,
+    })
+}
+
+fn cpu_model() -> (Option<String>, Option<f64>) {
+    let info = read("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().map(str::trim) == Some(name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    (field("model name"), field("cpu MHz").and_then(|m| m.parse().ok()))
+}
+
+/// Everything the report shows about the machine a run was made on.
+pub fn snapshot() -> Value {
+    let version = read("/proc/sys/kernel/version").unwrap_or_default();
+    let (model, mhz) = cpu_model();
+    json!({
+        "hostname": hostname(),
+        "kernel_release": read("/proc/sys/kernel/osrelease"),
+        "kernel_version": version,
+        "preemption": preemption_model(&version),
+        "cmdline": read("/proc/cmdline"),
+        "cpu_model": model,
+        "cpu_mhz": mhz,
+        "cpus_online": read("/sys/devices/system/cpu/online"),
+        "cpus_isolated": read("/sys/devices/system/cpu/isolated"),
+        "clocksource": read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "cpufreq_governor": read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "rt_throttling": {
+            "sched_rt_runtime_us": read("/proc/sys/kernel/sched_rt_runtime_us").and_then(|s| s.parse::<i64>().ok()),
+            "sched_rt_period_us": read("/proc/sys/kernel/sched_rt_period_us").and_then(|s| s.parse::<i64>().ok()),
+        },
+    })
+}
+
+/// `uname -r`, the default label.
+pub fn kernel_release() -> String {
+    read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,6"), Some(vec![0, 1, 2, 3, 6]));
+        assert_eq!(parse_cpu_list("1"), Some(vec![1]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("a"), None);
+    }
+
+    #[test]
+    fn own_process_start_is_known() {
+        assert!(!process_start(std::process::id()).is_empty());
+    }
+}

@@ -41,7 +41,9 @@ pub fn run(cmd: Command) -> Result<i32> {
         Command::Analyze(a) => {
             let result = crate::analyze::analyze(&a.file, a.salvage)?;
             if let Some(at) = result.truncated_at {
-                eprintln!("rtbench: WARNING: the log is cut off at byte {at}; only the complete blocks before it were read");
+                eprintln!(
+                    "rtbench: WARNING: the log is cut off at byte {at}; only the complete blocks before it were read"
+                );
             }
             let mut total = Stats::default();
             for s in result.threads.values() {

@@ -154,10 +154,8 @@ pub fn check_writable(path: &Path) -> Result<()> {
 /// Writes `bytes` to `path` atomically: a reader sees the old file or the whole new one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let fail = |e: std::io::Error| InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() };
-    let tmp = path.with_file_name(format!(
-        ".{}.rtbench-tmp",
-        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
-    ));
+    let tmp = path
+        .with_file_name(format!(".{}.rtbench-tmp", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()));
     std::fs::write(&tmp, bytes).map_err(fail)?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

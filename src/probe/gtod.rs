@@ -29,7 +29,7 @@ impl Probe for Gtod {
             let t2 = sys::now_ns();
             ctx.rec.record(t1 - ctx.start_ns, t2 - t1);
             taken += 1;
-            if taken % PAIRS_PER_PAUSE == 0 {
+            if taken.is_multiple_of(PAIRS_PER_PAUSE) {
                 sys::sleep_until(sys::now_ns() + PAUSE_NS);
             }
         }

@@ -29,12 +29,13 @@ impl Probe for Synthetic {
 
     fn run(&self, ctx: &mut ThreadCtx) {
         // Mix seed and thread number so threads draw unrelated streams, not shifted copies.
-        let mut rng = SplitMix64(SplitMix64(self.seed).next() ^ (ctx.index as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut rng =
+            SplitMix64(SplitMix64(self.seed).next() ^ (ctx.index as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
         let ln_median = self.median_ns.ln();
         let mut taken = 0u64;
         while taken < ctx.loops {
             // Checking the stop flag every sample would cost as much as the sample itself.
-            if taken % 4096 == 0 && ctx.stopped() {
+            if taken.is_multiple_of(4096) && ctx.stopped() {
                 break;
             }
             let u = rng.unit();

@@ -58,10 +58,9 @@ struct ThreadTotals {
 /// Runs `cfg` to the end and stores it. Returns the run id and how it ended.
 pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     let mut samples = match &cfg.samples {
-        Some(path) => Some(
-            SampleLogWriter::create(path, cfg.probe.step_ns())
-                .map_err(|e| crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() })?,
-        ),
+        Some(path) => Some(SampleLogWriter::create(path, cfg.probe.step_ns()).map_err(|e| {
+            crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() }
+        })?),
         None => None,
     };
     let rt = rt::RtSetup::acquire(cfg.policy, cfg.priority, cfg.mlock);

@@ -215,7 +215,15 @@ impl Store {
                 "INSERT OR REPLACE INTO envelope (run_id, thread, idx, min_ns, max_ns, sum_ns, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             for (thread, p) in envelope {
-                env.execute(params![id, thread, p.index as i64, p.min as i64, p.max as i64, p.sum as i64, p.count as i64])?;
+                env.execute(params![
+                    id,
+                    thread,
+                    p.index as i64,
+                    p.min as i64,
+                    p.max as i64,
+                    p.sum as i64,
+                    p.count as i64
+                ])?;
             }
             tx.execute("UPDATE runs SET checkpoint = ?2 WHERE id = ?1", params![id, crate::timefmt::now_rfc3339()])?;
         }

@@ -26,7 +26,8 @@ pub fn render(s: &Stats) -> String {
         out,
         "#[Buckets = {:12}, SubBuckets     = {:12}]",
         s.hist.buckets(),
-        s.hist.distinct_values()
+        // HdrHistogram's sub-bucket count: the power of two that resolves `SIGFIG` digits.
+        (2.0 * 10f64.powi(crate::stats::SIGFIG as i32)).log2().ceil().exp2() as u64
     );
     out
 }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what rtbench's tests and benchmarks need on a fresh Debian machine. Crates come
+# through cargo. Safe to run again.
+#   scripts/setup.sh          packages the tests need
+#   scripts/setup.sh --bench  also the reference tools the benchmarks compare against
+set -euo pipefail
+
+need=()
+command -v setpriv >/dev/null || need+=(util-linux)   # the unprivileged-run test drops to nobody
+command -v kill >/dev/null || need+=(procps)          # the signal tests send signals
+if [ "${1:-}" = "--bench" ]; then
+  command -v cyclictest >/dev/null || need+=(rt-tests)
+  command -v /usr/bin/time >/dev/null || need+=(time)
+  python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: need root to install: ${need[*]}" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+echo "setup: ready"

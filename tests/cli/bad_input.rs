@@ -1,0 +1,79 @@
+//! Bad input: one line naming what is wrong, exit 2, no panic, nothing half-written.
+
+use crate::helpers::*;
+
+#[test]
+fn invalid_flag_values_are_rejected_by_name() {
+    let lab = Lab::new();
+    let cases: &[(&[&str], &str)] = &[
+        (&["timer", "-i", "0"], "interval"),
+        (&["timer", "--interval=-5"], "interval"),
+        (&["timer", "-p", "0"], "priority"),
+        (&["timer", "-p", "100"], "1 to 99"),
+        (&["timer", "--policy", "deadline"], "policy"),
+        (&["timer", "-D", "10x"], "duration"),
+        (&["timer", "-D", "0s"], "greater than zero"),
+        (&["timer", "-l", "0"], "at least 1"),
+        (&["timer", "-a", "99"], "not online"),
+        (&["timer", "-a", "x-y"], "CPU list"),
+        (&["timer", "-t", "5000"], "too many"),
+        (&["timer", "-h", "0"], "histogram"),
+        (&["gtod", "-n", "0"], "at least 1"),
+        (&["timer", "--bogus"], "--bogus"),
+        (&["nonsense"], "nonsense"),
+    ];
+    for (args, needle) in cases {
+        let out = lab.run(args);
+        assert_rejected(&out, needle);
+    }
+    assert!(!lab.db().exists(), "rejected input must not create a store");
+}
+
+#[test]
+fn unwritable_outputs_are_rejected_before_measuring() {
+    let lab = Lab::new();
+    for flag in ["--json", "--samples"] {
+        let out = lab.run(&["timer", "-l", "10", flag, "/nonexistent-dir/x.out"]);
+        assert_rejected(&out, "cannot write '/nonexistent-dir/x.out'");
+    }
+    let out = lab.run(&["timer", "-l", "10", "-h", "10", "--histfile", lab.dir.path().to_str().unwrap()]);
+    assert_rejected(&out, "is a directory");
+    let out = lab.run(&["export", "1", "-o", "/nonexistent-dir/x.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "nothing was measured");
+}
+
+#[test]
+fn broken_stores_are_rejected() {
+    let lab = Lab::new();
+    let corrupt = lab.path("corrupt.db");
+    std::fs::write(&corrupt, vec![0x5Au8; 8192]).unwrap();
+    assert_rejected(&lab.run(&["runs", "--db", corrupt.to_str().unwrap()]), "not a readable rtbench database");
+    let before = std::fs::read(&corrupt).unwrap();
+    assert_eq!(before, vec![0x5Au8; 8192], "a corrupt store is never rewritten");
+
+    assert_rejected(&lab.run(&["runs", "--db", lab.dir.path().to_str().unwrap()]), "is a directory");
+
+    let newer = lab.path("newer.db");
+    {
+        let c = rusqlite::Connection::open(&newer).unwrap();
+        c.execute_batch("CREATE TABLE runs (id INTEGER); PRAGMA user_version = 99;").unwrap();
+    }
+    assert_rejected(&lab.run(&["show", "1", "--db", newer.to_str().unwrap()]), "newer than this rtbench");
+
+    let foreign = lab.path("foreign.db");
+    {
+        let c = rusqlite::Connection::open(&foreign).unwrap();
+        c.execute_batch("CREATE TABLE t (x); PRAGMA user_version = 1;").unwrap();
+    }
+    assert_rejected(&lab.run(&["runs", "--db", foreign.to_str().unwrap()]), "not an rtbench database");
+}
+
+#[test]
+fn unknown_runs_are_rejected() {
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["show", "42"]), "no run with id 42");
+    assert_rejected(&lab.run(&["export", "42", "--format", "csv"]), "no run with id 42");
+    assert_rejected(&lab.run(&["export", "1", "--format", "pdf"]), "pdf");
+    assert_rejected(&lab.run(&["show", "abc"]), "abc");
+}

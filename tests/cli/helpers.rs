@@ -1,0 +1,86 @@
+//! What every CLI test needs: a private store, a way to run rtbench, and JSON helpers.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Lab {
+    pub dir: tempfile::TempDir,
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        Lab { dir: tempfile::tempdir().expect("temp dir") }
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("rtbench.db")
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// rtbench with this lab's store, no terminal, and no inherited store settings.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rtbench"));
+        c.args(args).env("RTBENCH_DB", self.db()).env_remove("XDG_DATA_HOME");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("rtbench runs")
+    }
+
+    /// Runs and insists on exit 0.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert_eq!(out.status.code(), Some(0), "rtbench {args:?} failed: {}", text(&out.stderr));
+        text(&out.stdout)
+    }
+
+    /// The id of the newest stored run.
+    pub fn last_run(&self) -> i64 {
+        let runs = self.runs();
+        runs.as_array().and_then(|a| a.last()).map(|r| r["id"].as_i64().unwrap()).expect("a stored run")
+    }
+
+    pub fn runs(&self) -> serde_json::Value {
+        serde_json::from_str(&self.ok(&["runs", "--json"])).expect("runs --json is JSON")
+    }
+
+    pub fn export_json(&self, id: i64) -> serde_json::Value {
+        serde_json::from_str(&self.ok(&["export", &id.to_string(), "--format", "json"])).expect("export is JSON")
+    }
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false)
+}
+
+/// Asserts the output of a bad invocation: exit 2, one line on stderr naming `needle`, no panic.
+pub fn assert_rejected(out: &Output, needle: &str) {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "expected exit 2, stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "expected one line, got: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.to_lowercase().contains(&needle.to_lowercase()), "'{needle}' not in: {err}");
+}
+
+/// Validates `doc` against the committed JSON Schema of the export.
+pub fn assert_valid_export(doc: &serde_json::Value) {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/run.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let compiled = jsonschema::JSONSchema::compile(&schema).expect("schema compiles");
+    let msgs: Vec<String> = match compiled.validate(doc) {
+        Ok(()) => return,
+        Err(errors) => errors.map(|e| format!("{} at {}", e, e.instance_path)).collect(),
+    };
+    panic!("export does not match the schema: {msgs:?}");
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests of the rtbench binary: one test binary, one module per topic.
+
+mod bad_input;
+mod export;
+mod helpers;
+mod measure;
+mod samplelog;
+mod signals;

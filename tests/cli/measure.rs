@@ -1,0 +1,134 @@
+//! The measuring commands run, store what they measured, and say how they ran.
+
+use crate::helpers::*;
+
+#[test]
+fn timer_runs_stores_and_writes_json() {
+    let lab = Lab::new();
+    let json = lab.path("run.json");
+    let out = lab.ok(&[
+        "timer",
+        "-t",
+        "2",
+        "-i",
+        "500",
+        "-l",
+        "400",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+        "--label",
+        "lab-a",
+    ]);
+    assert!(out.contains("stored as run"), "{out}");
+    assert!(out.contains("p99.9999"), "summary has the tail percentiles: {out}");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_valid_export(&doc);
+    assert_eq!(doc["run"]["probe"], "timer");
+    assert_eq!(doc["run"]["label"], "lab-a");
+    assert_eq!(doc["run"]["status"], "complete");
+    assert_eq!(doc["threads"].as_array().unwrap().len(), 2);
+    for t in doc["threads"].as_array().unwrap() {
+        assert_eq!(t["count"], 400, "each thread takes -l samples");
+    }
+    assert_eq!(doc["total"]["count"], 800);
+    assert_eq!(doc["run"]["params"]["interval_us"], 500);
+    let sys = &doc["run"]["system"];
+    assert!(sys["kernel_release"].is_string() && sys["rt_throttling"].is_object(), "{sys}");
+    // The file export and the store agree.
+    assert_eq!(lab.export_json(doc["run"]["id"].as_i64().unwrap()), doc);
+}
+
+#[test]
+fn timer_envelope_has_a_point_per_interval() {
+    let lab = Lab::new();
+    lab.ok(&["timer", "-t", "1", "-i", "1000", "-D", "2500ms", "--envelope-interval", "500ms", "-q"]);
+    let db = rusqlite::Connection::open(lab.db()).unwrap();
+    let (points, samples): (i64, i64) =
+        db.query_row("SELECT count(*), sum(count) FROM envelope", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    let stored: i64 = db.query_row("SELECT count FROM threads", [], |r| r.get(0)).unwrap();
+    assert!((4..=6).contains(&points), "2.5 s in 500 ms points gives about 5, got {points}");
+    assert_eq!(samples, stored, "the envelope accounts for every sample");
+}
+
+#[test]
+fn gtod_takes_the_requested_pairs() {
+    let lab = Lab::new();
+    lab.ok(&["gtod", "-n", "50000", "-q"]);
+    let doc = lab.export_json(lab.last_run());
+    assert_valid_export(&doc);
+    assert_eq!(doc["run"]["probe"], "gtod");
+    assert_eq!(doc["total"]["count"], 50_000);
+    assert!(doc["total"]["min_ns"].as_u64().unwrap() > 0, "two clock reads are never 0 ns apart");
+}
+
+#[test]
+fn synthetic_is_deterministic() {
+    let lab = Lab::new();
+    lab.ok(&["synthetic", "-l", "300000", "--seed", "7", "-q"]);
+    let a = lab.export_json(lab.last_run());
+    lab.ok(&["synthetic", "-l", "300000", "--seed", "7", "-q"]);
+    let b = lab.export_json(lab.last_run());
+    lab.ok(&["synthetic", "-l", "300000", "--seed", "8", "-q"]);
+    let c = lab.export_json(lab.last_run());
+    assert_eq!(a["total"], b["total"], "same seed, same samples");
+    assert_ne!(a["total"], c["total"], "another seed, other samples");
+    assert_eq!(a["run"]["rt_priority"], false, "synthetic needs no privilege");
+}
+
+#[test]
+fn without_privilege_runs_at_sched_other_and_says_so() {
+    if !is_root() {
+        eprintln!("skipped: needs root to drop to an unprivileged user");
+        return;
+    }
+    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: setpriv (util-linux) is not installed");
+        return;
+    }
+    let lab = Lab::new();
+    std::fs::set_permissions(lab.dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .arg(env!("CARGO_BIN_EXE_rtbench"))
+        .args(["timer", "-t", "1", "-l", "100", "-q"])
+        .env("RTBENCH_DB", lab.db())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("WARNING") && err.contains("SCHED_OTHER"), "says so loudly: {err}");
+    let doc = lab.export_json(lab.last_run());
+    assert_eq!(doc["run"]["rt_priority"], false);
+    assert_eq!(doc["run"]["params"]["policy"], "fifo", "what was asked is kept");
+    let warnings = doc["run"]["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("not real-time numbers")), "{warnings:?}");
+}
+
+#[test]
+fn runs_and_show_list_what_was_stored() {
+    let lab = Lab::new();
+    assert!(lab.ok(&["runs"]).contains("no runs"));
+    lab.ok(&["synthetic", "-l", "1000", "-q", "--label", "k1"]);
+    lab.ok(&["synthetic", "-l", "2000", "-q", "--label", "k2"]);
+    let table = lab.ok(&["runs"]);
+    assert!(table.contains("k1") && table.contains("k2"), "{table}");
+    let runs = lab.runs();
+    assert_eq!(runs.as_array().unwrap().len(), 2);
+    assert_eq!(runs[1]["samples"], 2000);
+    let shown = lab.ok(&["show", &runs[1]["id"].to_string()]);
+    assert!(shown.contains("k2") && shown.contains("p99.99"), "{shown}");
+}
+
+#[test]
+fn store_path_follows_xdg_data_home() {
+    let lab = Lab::new();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rtbench"))
+        .args(["synthetic", "-l", "100", "-q"])
+        .env_remove("RTBENCH_DB")
+        .env("XDG_DATA_HOME", lab.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(lab.dir.path().join("rtbench/rtbench.db").is_file());
+}

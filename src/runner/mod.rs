@@ -67,7 +67,7 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     for w in &rt.warnings {
         eprintln!("rtbench: WARNING: {w}");
     }
-    let mut warnings = rt.warnings.clone();
+    let warnings = rt.warnings.clone();
     let mut system = crate::sysinfo::snapshot();
     system["cpu_dma_latency_held"] = rt.dma_latency_held().into();
     let params = cfg.params();
@@ -82,9 +82,32 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         system: &system,
         envelope_ns: cfg.envelope_ns,
     })?;
+    let result = drive(cfg, store, id, &rt, warnings, samples.as_mut());
+    signals::restore();
+    drop(rt);
+    match result {
+        Ok(outcome) => Ok((id, outcome)),
+        Err(e) => {
+            // Whatever was checkpointed stays; the run says why it ended.
+            let _ = store.mark_failed(id, &format!("{e:#}"));
+            Err(e)
+        }
+    }
+}
+
+/// Starts the threads, checkpoints until the run ends, and saves the end.
+fn drive(
+    cfg: &RunConfig,
+    store: &mut Store,
+    id: i64,
+    rt: &rt::RtSetup,
+    mut warnings: Vec<String>,
+    mut samples: Option<&mut SampleLogWriter>,
+) -> Result<Outcome> {
     signals::install().context("could not install signal handlers")?;
 
     let stop = Arc::new(AtomicBool::new(false));
+    let _stop_on_error = StopOnDrop(Arc::clone(&stop));
     let start_ns = sys::now_ns();
     let started = Instant::now();
     let mut totals = Vec::new();
@@ -120,14 +143,14 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         }
         if last_collect.elapsed() >= collect_every {
             last_collect = Instant::now();
-            collect(&mut totals, &mut pending_env, samples.as_mut())?;
+            collect(&mut totals, &mut pending_env, samples.as_deref_mut())?;
             if let Some(live) = live.as_mut() {
                 live.draw(&rows(&totals), started.elapsed(), cfg.duration);
             }
         }
         if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
             last_checkpoint = Instant::now();
-            checkpoint(store, id, &totals, &mut pending_env, samples.as_mut())?;
+            checkpoint(store, id, &totals, &mut pending_env, samples.as_deref_mut())?;
         }
     }
 
@@ -140,14 +163,14 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
             }
         }
         if let Some(buf) = t.collector.drain() {
-            merge(t, buf, &mut pending_env, samples.as_mut())?;
+            merge(t, buf, &mut pending_env, samples.as_deref_mut())?;
         }
-        merge(t, last, &mut pending_env, samples.as_mut())?;
+        merge(t, last, &mut pending_env, samples.as_deref_mut())?;
     }
     if let Some(live) = live.as_mut() {
         live.draw(&rows(&totals), started.elapsed(), cfg.duration);
     }
-    checkpoint(store, id, &totals, &mut pending_env, samples.as_mut())?;
+    checkpoint(store, id, &totals, &mut pending_env, samples.as_deref_mut())?;
     if let Outcome::Interrupted(sig) = outcome {
         warnings.push(format!(
             "interrupted by signal {sig} after {:.1} s: statistics cover the samples taken until then",
@@ -155,9 +178,16 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         ));
     }
     store.finish(id, outcome.status(), &warnings)?;
-    signals::restore();
-    drop(rt);
-    Ok((id, outcome))
+    Ok(outcome)
+}
+
+/// Tells the measuring threads to stop however `drive` is left, an error included.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 fn rows(totals: &[ThreadTotals]) -> Vec<live::Row<'_>> {

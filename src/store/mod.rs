@@ -332,3 +332,12 @@ fn header_from_row(r: &rusqlite::Row) -> rusqlite::Result<RunHeader> {
         envelope_ns: r.get::<_, i64>(13)? as u64,
     })
 }
+
+impl Store {
+    /// Ends a run as `failed`, keeping its checkpointed results and adding the reason.
+    pub fn mark_failed(&self, id: i64, reason: &str) -> Result<()> {
+        let mut warnings = self.header(id)?.warnings;
+        warnings.push(format!("the run failed: {reason}"));
+        self.finish(id, "failed", &warnings)
+    }
+}

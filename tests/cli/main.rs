@@ -3,6 +3,7 @@
 mod bad_input;
 mod export;
 mod helpers;
+mod live;
 mod measure;
 mod samplelog;
 mod signals;

@@ -95,3 +95,25 @@ fn a_running_run_of_a_live_process_is_left_alone() {
     assert!(child.wait().unwrap().success());
     assert_eq!(lab.runs()[0]["status"], "complete");
 }
+
+#[test]
+fn a_second_sigint_aborts_at_once() {
+    let lab = Lab::new();
+    // A 3 s period keeps the threads asleep after the first signal, so the second one lands
+    // while the run is still stopping.
+    let mut child = lab
+        .cmd(&["timer", "-t", "1", "-i", "3000000", "-D", "60s", "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(child.id(), "-INT");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(child.id(), "-INT");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert!(text(&out.stderr).contains("second signal"), "{}", text(&out.stderr));
+    let runs = lab.runs();
+    assert_eq!(runs[0]["status"], "aborted", "the next command finds the abandoned run");
+}

@@ -170,7 +170,7 @@ fn drive(
     if let Some(live) = live.as_mut() {
         live.draw(&rows(&totals), started.elapsed(), cfg.duration);
     }
-    checkpoint(store, id, &totals, &mut pending_env, samples.as_deref_mut())?;
+    checkpoint(store, id, &totals, &mut pending_env, samples)?;
     if let Outcome::Interrupted(sig) = outcome {
         warnings.push(format!(
             "interrupted by signal {sig} after {:.1} s: statistics cover the samples taken until then",

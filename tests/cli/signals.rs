@@ -101,7 +101,7 @@ fn a_second_sigint_aborts_at_once() {
     let lab = Lab::new();
     // A 3 s period keeps the threads asleep after the first signal, so the second one lands
     // while the run is still stopping.
-    let mut child = lab
+    let child = lab
         .cmd(&["timer", "-t", "1", "-i", "3000000", "-D", "60s", "-q"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

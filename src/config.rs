@@ -39,6 +39,10 @@ pub struct RunConfig {
     pub envelope_ns: u64,
     pub label: String,
     pub db: PathBuf,
+    /// The load to run while measuring (`None`: idle).
+    pub load: Option<crate::load::LoadSpec>,
+    pub settle: Duration,
+    pub tmpdir: PathBuf,
     pub command_line: String,
 }
 
@@ -89,6 +93,8 @@ impl RunConfig {
         }
         let envelope_ns = args.envelope_interval.as_nanos().min(u64::MAX as u128) as u64;
         let db = crate::store::default_path(args.db.db.as_deref());
+        let load = crate::load::LoadSpec::parse(&args.load, load_options(&args.load_args))?;
+        let tmpdir = if load.is_none() { std::env::temp_dir() } else { tmp_dir(&args.load_args)? };
         Ok(RunConfig {
             probe_name,
             probe,
@@ -107,6 +113,9 @@ impl RunConfig {
             envelope_ns,
             label: args.label.clone().unwrap_or_else(crate::sysinfo::kernel_release),
             db,
+            load: (!load.is_none()).then_some(load),
+            settle: args.settle,
+            tmpdir,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
         })
     }
@@ -129,6 +138,24 @@ impl RunConfig {
         }
         p
     }
+}
+
+/// The load options a user gave, with their defaults filled in.
+pub fn load_options(a: &crate::cli::LoadArgs) -> crate::load::LoadOptions {
+    crate::load::LoadOptions {
+        jobs: a.jobs.map_or(2 * crate::sysinfo::online_cpus().len(), |j| j as usize),
+        kernel_tree: a.kernel_tree.as_ref().map(|p| p.display().to_string()),
+        fswalk_path: a.fswalk_path.display().to_string(),
+        hackbench_groups: a.hackbench_groups as usize,
+        stress_ng_args: Vec::new(),
+    }
+}
+
+/// The directory load generators write in, checked before anything runs.
+pub fn tmp_dir(a: &crate::cli::LoadArgs) -> Result<PathBuf> {
+    let dir = a.tmpdir.clone().unwrap_or_else(std::env::temp_dir);
+    check_writable(&dir.join("rtbench-load-check"))?;
+    Ok(dir)
 }
 
 /// Fails with a clear error unless a file can be created at `path` (nothing is left behind).

@@ -25,6 +25,8 @@ pub enum Command {
     /// Deterministic synthetic samples, for tests and benchmarks.
     #[command(hide = true, disable_help_flag = true)]
     Synthetic(SyntheticArgs),
+    /// Run a system load by itself (the seed's Appendix I script, cleanly).
+    Load(LoadCmdArgs),
     /// Statistics of a raw sample log written with --samples.
     Analyze(AnalyzeArgs),
     /// List stored runs.
@@ -33,6 +35,49 @@ pub enum Command {
     Show(ShowArgs),
     /// Write one run in another format.
     Export(ExportArgs),
+    /// Internal: the process that owns a load's generators.
+    #[command(name = "__load-supervisor", hide = true)]
+    LoadSupervisor { dir: PathBuf, deadline_s: u64, spec: String },
+    /// Internal: one load generator.
+    #[command(name = "__load-worker", hide = true)]
+    LoadWorker { dir: PathBuf, index: usize, deadline_s: u64, spec: String },
+}
+
+/// How to shape a system load.
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// Parallel jobs of the compile generator [default: 2 × online CPUs]
+    #[arg(long, value_parser = parse::positive, value_name = "N")]
+    pub jobs: Option<u64>,
+    /// Build this kernel tree in the compile generator instead of a generated C tree
+    #[arg(long, value_name = "DIR")]
+    pub kernel_tree: Option<PathBuf>,
+    /// Tree the fswalk generator walks
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub fswalk_path: PathBuf,
+    /// Groups of the hackbench generator
+    #[arg(long, value_parser = parse::positive, default_value = "30", value_name = "N")]
+    pub hackbench_groups: u64,
+    /// Where load generators keep their files (removed afterwards) [default: $TMPDIR or /tmp]
+    #[arg(long, value_name = "DIR")]
+    pub tmpdir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct LoadCmdArgs {
+    /// A profile (paper, ipipe-hd, none) or a comma-separated list of generators
+    pub profile: Option<String>,
+    /// Stop after this long
+    #[arg(short = 'D', long, value_parser = parse::duration, default_value = "60s")]
+    pub duration: Duration,
+    /// List the profiles and generators, and whether each can run here
+    #[arg(long)]
+    pub list: bool,
+    /// No live display
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 /// Flags every measuring command takes.
@@ -80,6 +125,14 @@ pub struct RunArgs {
     /// Width of one point of the min/mean/max envelope over time
     #[arg(long, value_parser = parse::duration, default_value = "1s", value_name = "DURATION")]
     pub envelope_interval: Duration,
+    /// System load while measuring: a profile (paper, ipipe-hd, none) or generators (cpu,disk,...)
+    #[arg(long, value_name = "PROFILE", default_value = "none")]
+    pub load: String,
+    /// Time the load runs before measuring starts
+    #[arg(long, value_parser = parse::duration, default_value = "3s", value_name = "DURATION")]
+    pub settle: Duration,
+    #[command(flatten)]
+    pub load_args: LoadArgs,
     /// Label to store the run under (how kernels are compared) [default: uname -r]
     #[arg(long)]
     pub label: Option<String>,

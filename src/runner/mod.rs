@@ -3,7 +3,7 @@
 
 mod live;
 pub mod rt;
-mod signals;
+pub mod signals;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::config::RunConfig;
+use crate::load::{CpuSample, LoadSession};
 use crate::probe::ThreadCtx;
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::recorder::{self, Buffer, Collector, EnvPoint};
@@ -63,6 +64,7 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         })?),
         None => None,
     };
+    let load = start_load(cfg)?;
     let rt = rt::RtSetup::acquire(cfg.policy, cfg.priority, cfg.mlock);
     for w in &rt.warnings {
         eprintln!("rtbench: WARNING: {w}");
@@ -75,14 +77,14 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         label: &cfg.label,
         probe: cfg.probe_name,
         params: &params,
-        load: &serde_json::json!({ "profile": "none" }),
+        load: &load_header(cfg),
         command_line: &cfg.command_line,
         rt_priority: rt.rt_priority(),
         warnings: &warnings,
         system: &system,
         envelope_ns: cfg.envelope_ns,
     })?;
-    let result = drive(cfg, store, id, &rt, warnings, samples.as_mut());
+    let result = drive(cfg, store, id, &rt, warnings, samples.as_mut(), load);
     signals::restore();
     drop(rt);
     match result {
@@ -103,11 +105,13 @@ fn drive(
     rt: &rt::RtSetup,
     mut warnings: Vec<String>,
     mut samples: Option<&mut SampleLogWriter>,
+    load: Option<LoadSession>,
 ) -> Result<Outcome> {
     signals::install().context("could not install signal handlers")?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
+    let before = CpuSample::read();
     let start_ns = sys::now_ns();
     let started = Instant::now();
     let mut totals = Vec::new();
@@ -155,6 +159,19 @@ fn drive(
     }
 
     stop.store(true, Ordering::SeqCst);
+    let after = CpuSample::read();
+    if let Some(session) = load {
+        let spec = session.spec.clone();
+        let generators = session.stop();
+        let (report, load_warnings) = crate::load::session_report(&spec, generators, &before, &after);
+        for w in &load_warnings {
+            eprintln!("rtbench: WARNING: {w}");
+        }
+        warnings.extend(load_warnings);
+        let mut json = serde_json::to_value(&report)?;
+        json["settle_s"] = cfg.settle.as_secs_f64().into();
+        store.set_load(id, &json)?;
+    }
     for (t, h) in totals.iter_mut().zip(handles) {
         let (last, problem) = h.join().map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?;
         if let Some(p) = problem {
@@ -179,6 +196,31 @@ fn drive(
     }
     store.finish(id, outcome.status(), &warnings)?;
     Ok(outcome)
+}
+
+/// Starts the configured load and lets it settle; `None` when measuring idle.
+fn start_load(cfg: &RunConfig) -> Result<Option<LoadSession>> {
+    let Some(spec) = &cfg.load else { return Ok(None) };
+    // Bounded: every load process ends by itself a minute after the run was due to end.
+    let deadline = cfg.duration.map_or(0, |d| (d + cfg.settle).as_secs() + 60);
+    let session = LoadSession::start(spec, &cfg.tmpdir, deadline)?;
+    if !cfg.quiet {
+        eprintln!("rtbench: load '{}' started; settling for {:.0} s", spec.profile, cfg.settle.as_secs_f64());
+    }
+    std::thread::sleep(cfg.settle);
+    Ok(Some(session))
+}
+
+/// What is stored about the load when the run begins; replaced by what it did at the end.
+fn load_header(cfg: &RunConfig) -> serde_json::Value {
+    match &cfg.load {
+        None => serde_json::json!({ "profile": "none" }),
+        Some(spec) => serde_json::json!({
+            "profile": spec.profile,
+            "generators": spec.generators.iter().map(|g| &g.name).collect::<Vec<_>>(),
+            "settle_s": cfg.settle.as_secs_f64(),
+        }),
+    }
 }
 
 /// Tells the measuring threads to stop however `drive` is left, an error included.

@@ -334,6 +334,12 @@ fn header_from_row(r: &rusqlite::Row) -> rusqlite::Result<RunHeader> {
 }
 
 impl Store {
+    /// Replaces what is stored about a run's load (what it actually did).
+    pub fn set_load(&self, id: i64, load: &serde_json::Value) -> Result<()> {
+        self.conn.execute("UPDATE runs SET load = ?2 WHERE id = ?1", params![id, load.to_string()])?;
+        Ok(())
+    }
+
     /// Ends a run as `failed`, keeping its checkpointed results and adding the reason.
     pub fn mark_failed(&self, id: i64, reason: &str) -> Result<()> {
         let mut warnings = self.header(id)?.warnings;

@@ -1,5 +1,7 @@
 //! Turns a parsed command line into work. Each arm: validate into config, run, print.
 
+mod load;
+
 use std::io::Write;
 use std::sync::Arc;
 
@@ -37,6 +39,17 @@ pub fn run(cmd: Command) -> Result<i32> {
             run.policy = crate::cli::PolicyArg::Other;
             run.no_mlock = true;
             measure("synthetic", Arc::new(probe), params, &run, DefaultThreads::One)
+        }
+        Command::Load(a) => load::run(a),
+        Command::LoadSupervisor { dir, deadline_s, spec } => {
+            let spec: crate::load::LoadSpec = serde_json::from_str(&spec)?;
+            crate::load::supervisor::run(&dir, &spec, deadline_s)?;
+            Ok(0)
+        }
+        Command::LoadWorker { dir, index, deadline_s, spec } => {
+            let spec: crate::load::LoadSpec = serde_json::from_str(&spec)?;
+            crate::load::run_worker(&dir, &spec, index, deadline_s)?;
+            Ok(0)
         }
         Command::Analyze(a) => {
             let result = crate::analyze::analyze(&a.file, a.salvage)?;

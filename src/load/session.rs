@@ -1,0 +1,144 @@
+//! The parent's side of a load: start the supervisor, read progress, stop, report.
+
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::procstat::{self, Activity, CpuSample};
+use super::LoadSpec;
+use crate::error::InputError;
+use crate::sys;
+
+pub struct LoadSession {
+    pub spec: LoadSpec,
+    dir: PathBuf,
+    supervisor: Option<Child>,
+}
+
+/// One generator's progress.
+#[derive(Clone, Debug, Serialize)]
+pub struct GeneratorReport {
+    pub name: String,
+    pub ran: bool,
+    pub iterations: u64,
+    /// What one iteration is.
+    pub unit: String,
+    /// Which variant ran, when a generator has several (pingflood: icmp or udp).
+    pub variant: Option<String>,
+}
+
+/// What the load did, stored with the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadReport {
+    pub profile: String,
+    pub generators: Vec<GeneratorReport>,
+    /// During the measurement only (not the settling).
+    pub activity: Option<Activity>,
+    pub cpu_target_percent: Option<f64>,
+}
+
+impl LoadSession {
+    /// Starts the load. `tmp` must be writable; `deadline_s` (0: none) bounds every process.
+    pub fn start(spec: &LoadSpec, tmp: &Path, deadline_s: u64) -> Result<LoadSession> {
+        let stamp = sys::now_ns() % 1_000_000_000;
+        let dir = tmp.join(format!("rtbench-load-{}-{stamp}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| InputError::Unwritable {
+            path: tmp.display().to_string(),
+            reason: format!("temporary directory for the load: {e}"),
+        })?;
+        let exe = std::env::current_exe().context("cannot find rtbench's own executable")?;
+        let mut cmd = std::process::Command::new(exe);
+        cmd.arg("__load-supervisor")
+            .arg(&dir)
+            .arg(deadline_s.to_string())
+            .arg(serde_json::to_string(spec)?)
+            .stdin(std::process::Stdio::null());
+        sys::own_child(&mut cmd, libc::SIGTERM, Some(0), 0);
+        let supervisor = cmd.spawn().context("could not start the load supervisor")?;
+        Ok(LoadSession { spec: spec.clone(), dir, supervisor: Some(supervisor) })
+    }
+
+    /// Iteration counts and variants so far.
+    pub fn progress(&self) -> Vec<GeneratorReport> {
+        let status = self.dir.join("status");
+        self.spec
+            .generators
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let count = std::fs::read_to_string(status.join(i.to_string())).ok();
+                let variant = std::fs::read_to_string(status.join(format!("{i}.note"))).ok();
+                GeneratorReport {
+                    name: g.args.as_ref().map_or(g.name.clone(), |a| format!("{}:{a}", g.name)),
+                    ran: count.is_some(),
+                    iterations: count.and_then(|c| c.trim().parse().ok()).unwrap_or(0),
+                    unit: super::info(&g.name).map_or("", |i| i.unit).to_string(),
+                    variant,
+                }
+            })
+            .collect()
+    }
+
+    /// Stops every load process and removes the temporary directory; returns the last progress.
+    pub fn stop(mut self) -> Vec<GeneratorReport> {
+        let progress = self.progress();
+        self.shutdown();
+        progress
+    }
+
+    fn shutdown(&mut self) {
+        let Some(mut sup) = self.supervisor.take() else { return };
+        let _ = sys::send_signal(sup.id() as i32, libc::SIGTERM);
+        let until = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = sup.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if sup.try_wait().ok().flatten().is_none() {
+            let _ = sup.kill();
+            let _ = sup.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for LoadSession {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The report of a load measured from `before` to `after`, with a warning when it fell short.
+pub fn report(
+    spec: &LoadSpec,
+    generators: Vec<GeneratorReport>,
+    before: &CpuSample,
+    after: &CpuSample,
+) -> (LoadReport, Vec<String>) {
+    let activity = procstat::between(before, after);
+    let target = spec.cpu_target();
+    let mut warnings = Vec::new();
+    if let Some(t) = target {
+        let short: Vec<String> = activity
+            .cpu_busy_percent
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b < t)
+            .map(|(cpu, b)| format!("CPU {cpu} {b:.1} %"))
+            .collect();
+        if !short.is_empty() {
+            warnings.push(format!("load '{}' fell short of {t:.0} % busy: {}", spec.profile, short.join(", ")));
+        }
+    }
+    for g in generators.iter().filter(|g| !g.ran) {
+        warnings.push(format!("load generator '{}' never ran", g.name));
+    }
+    let report =
+        LoadReport { profile: spec.profile.clone(), generators, activity: Some(activity), cpu_target_percent: target };
+    (report, warnings)
+}

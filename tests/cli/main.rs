@@ -4,6 +4,7 @@ mod bad_input;
 mod export;
 mod helpers;
 mod live;
+mod load;
 mod measure;
 mod samplelog;
 mod signals;

@@ -1,0 +1,193 @@
+//! Loads run as owned processes and leave nothing behind, however rtbench ends.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::helpers::*;
+
+/// A small but real load: every kind of process a generator makes (threads, make and cc,
+/// forked hackbench children, a raw or UDP socket).
+const LOAD: &str = "cpu,memcopy,hackbench,compile,pingflood,disk";
+
+/// Pids of live processes whose environment carries `mark` (every load process inherits it).
+fn marked(mark: &str) -> Vec<u32> {
+    let needle = format!("RTBENCH_TEST_MARK={mark}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+fn leftovers(lab: &Lab) -> Vec<String> {
+    std::fs::read_dir(lab.dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rtbench-load"))
+        .collect()
+}
+
+/// After rtbench has ended: within 2 s no marked process and no temporary file is left.
+fn assert_clean_within_2s(lab: &Lab, mark: &str) {
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let procs = marked(mark);
+        let files = leftovers(lab);
+        if procs.is_empty() && files.is_empty() {
+            return;
+        }
+        if Instant::now() > until {
+            let names: Vec<String> = procs
+                .iter()
+                .map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default())
+                .collect();
+            panic!("left behind after 2 s: processes {names:?}, files {files:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts `rtbench load` and waits until its generators are up.
+fn start(lab: &Lab, mark: &str, extra_env: &[(&str, &str)]) -> std::process::Child {
+    let tmp = lab.dir.path().to_str().unwrap();
+    let mut cmd = lab.cmd(&["load", LOAD, "-D", "60s", "-q", "--tmpdir", tmp, "--hackbench-groups", "2"]);
+    cmd.env("RTBENCH_TEST_MARK", mark).stdout(Stdio::null()).stderr(Stdio::null());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while marked(mark).len() < 4 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
+}
+
+fn wait(child: &mut std::process::Child) -> Option<i32> {
+    let until = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code();
+        }
+        assert!(Instant::now() < until, "rtbench did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn kill(pid: u32, sig: &str) {
+    assert!(std::process::Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
+}
+
+fn case(sig: Option<&str>, expect_code: Option<i32>, name: &str) {
+    let lab = Lab::new();
+    let mark = format!("{name}-{}", std::process::id());
+    let mut child = start(&lab, &mark, &[]);
+    assert!(marked(&mark).len() >= 4, "the load started its processes: {:?}", marked(&mark));
+    assert!(!leftovers(&lab).is_empty(), "the load has a temporary directory");
+    if let Some(sig) = sig {
+        kill(child.id(), sig);
+    }
+    assert_eq!(wait(&mut child), expect_code);
+    assert_clean_within_2s(&lab, &mark);
+}
+
+#[test]
+fn nothing_is_left_after_sigint() {
+    case(Some("-INT"), Some(130), "int");
+}
+
+#[test]
+fn nothing_is_left_after_sigterm() {
+    case(Some("-TERM"), Some(143), "term");
+}
+
+#[test]
+fn nothing_is_left_after_sigkill() {
+    case(Some("-KILL"), None, "kill");
+}
+
+#[test]
+fn nothing_is_left_after_a_panic() {
+    let lab = Lab::new();
+    let mark = format!("panic-{}", std::process::id());
+    let mut child = start(&lab, &mark, &[("RTBENCH_TEST_PANIC_WITH_LOAD", "1")]);
+    assert_eq!(wait(&mut child), Some(101), "a panic exits with 101");
+    assert_clean_within_2s(&lab, &mark);
+}
+
+#[test]
+fn nothing_is_left_after_a_normal_end_and_the_report_says_what_ran() {
+    let lab = Lab::new();
+    let mark = format!("end-{}", std::process::id());
+    let tmp = lab.dir.path().to_str().unwrap();
+    let out = lab
+        .cmd(&["load", "cpu,memcopy,pingflood", "-D", "2s", "--tmpdir", tmp])
+        .env("RTBENCH_TEST_MARK", &mark)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(report.contains("MB copied") && report.contains("echo replies"), "{report}");
+    assert!(report.contains("CPU0") && report.contains("context switches"), "{report}");
+    assert_clean_within_2s(&lab, &mark);
+}
+
+#[test]
+fn a_measured_run_stores_what_the_load_did_and_the_load_never_runs_at_rt_priority() {
+    let lab = Lab::new();
+    let mark = format!("timer-{}", std::process::id());
+    let tmp = lab.dir.path().to_str().unwrap();
+    let mut child = lab
+        .cmd(&["timer", "-D", "3s", "-q", "--load", "cpu,hackbench", "--hackbench-groups", "1", "--settle", "1s"])
+        .args(["--tmpdir", tmp])
+        .env("RTBENCH_TEST_MARK", &mark)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let me = child.id();
+    let mut seen = 0;
+    for pid in marked(&mark).into_iter().filter(|p| *p != me) {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+        // Fields after the command: nice is the 17th, policy the 39th (0 = SCHED_OTHER).
+        assert_eq!(fields[38], "0", "load process {pid} runs at SCHED_OTHER: {stat}");
+        seen += 1;
+    }
+    assert!(seen >= 2, "load processes were seen while measuring");
+    assert_eq!(wait(&mut child), Some(0));
+    assert_clean_within_2s(&lab, &mark);
+    let doc = lab.export_json(lab.last_run());
+    assert_valid_export(&doc);
+    let load = &doc["run"]["load"];
+    assert_eq!(load["profile"], "cpu,hackbench");
+    let gens = load["generators"].as_array().unwrap();
+    assert_eq!(gens.len(), 2);
+    assert!(gens.iter().all(|g| g["ran"] == true), "{load}");
+    assert!(gens[0]["iterations"].as_u64().unwrap() > 0, "the cpu generator spun: {load}");
+    let busy = load["activity"]["cpu_busy_percent"].as_array().unwrap();
+    assert!(!busy.is_empty() && load["activity"]["context_switches_per_s"].as_f64().unwrap() > 0.0, "{load}");
+}
+
+#[test]
+fn bad_loads_are_rejected_before_anything_runs() {
+    let lab = Lab::new();
+    let out = lab.run(&["timer", "-l", "10", "--load", "cpu,warp-drive"]);
+    assert_rejected(&out, "unknown load 'warp-drive'");
+    assert!(text(&out.stderr).contains("paper") && text(&out.stderr).contains("fswalk"), "lists the known ones");
+    assert_rejected(&lab.run(&["load", "bogus", "-D", "1s"]), "unknown load 'bogus'");
+    assert_rejected(
+        &lab.run(&["timer", "-l", "10", "--load", "compile", "--kernel-tree", "/nonexistent-tree"]),
+        "no makefile",
+    );
+    assert_rejected(&lab.run(&["timer", "-l", "10", "--load", "cpu", "--tmpdir", "/nonexistent-dir"]), "cannot write");
+    if std::process::Command::new("stress-ng").arg("--version").output().is_err() {
+        assert_rejected(&lab.run(&["load", "stress-ng:--cpu 1", "-D", "1s"]), "stress-ng is not installed");
+    }
+    assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "nothing was measured");
+}

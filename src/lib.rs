@@ -8,6 +8,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod import;
 pub mod load;
 pub mod probe;
 pub mod recorder;

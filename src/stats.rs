@@ -60,6 +60,19 @@ impl Stats {
         self.hist.saturating_record(ns);
     }
 
+    /// Adds `n` samples of the same value (imports of bucketed data).
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.count += n;
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+        self.sum += ns as u128 * n as u128;
+        self.sumsq += (ns as u128) * (ns as u128) * n as u128;
+        self.hist.saturating_record_n(ns, n);
+    }
+
     /// Adds everything `other` holds.
     pub fn merge(&mut self, other: &Stats) {
         if other.count == 0 {

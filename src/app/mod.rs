@@ -1,6 +1,7 @@
 //! Turns a parsed command line into work. Each arm: validate into config, run, print.
 
 mod load;
+mod study;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -41,6 +42,35 @@ pub fn run(cmd: Command) -> Result<i32> {
             measure("synthetic", Arc::new(probe), params, &run, DefaultThreads::One)
         }
         Command::Load(a) => load::run(a),
+        Command::Study(a) => study::run(a),
+        Command::Report(a) => {
+            let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+            let started = std::time::Instant::now();
+            let runs = crate::report::select::runs(&store, &a.labels, &a.runs)?;
+            let files = crate::report::build::write(&a.output, &runs)?;
+            println!(
+                "report: {} ({} runs, {} figures, index.html {} KB, {:.2} s)",
+                files.index.display(),
+                runs.len(),
+                files.figures,
+                files.html_bytes / 1024,
+                started.elapsed().as_secs_f64()
+            );
+            Ok(0)
+        }
+        Command::Compare(a) => crate::report::compare::run(a),
+        Command::Import(a) => {
+            let mut store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+            let id = crate::import::import(&mut store, &a.file, &a.label, &a.load)?;
+            println!("imported '{}' as run {id}", a.file.display());
+            Ok(0)
+        }
+        Command::Merge(a) => {
+            let mut store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+            let (added, skipped) = store.merge(&a.other)?;
+            println!("merged {added} runs from '{}' ({skipped} already here)", a.other.display());
+            Ok(0)
+        }
         Command::LoadSupervisor { dir, deadline_s, spec } => {
             let spec: crate::load::LoadSpec = serde_json::from_str(&spec)?;
             crate::load::supervisor::run(&dir, &spec, deadline_s)?;

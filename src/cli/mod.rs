@@ -25,6 +25,16 @@ pub enum Command {
     /// Deterministic synthetic samples, for tests and benchmarks.
     #[command(hide = true, disable_help_flag = true)]
     Synthetic(SyntheticArgs),
+    /// The seed study in one command: every probe idle and loaded, then the report.
+    Study(StudyArgs),
+    /// Draw stored runs: figures, tables and index.html.
+    Report(ReportArgs),
+    /// Ratios of one label against a baseline; exit 1 when --fail-if holds.
+    Compare(CompareArgs),
+    /// Turn cyclictest output (--json file or -h histogram) into a stored run.
+    Import(ImportArgs),
+    /// Copy the runs of another store into this one.
+    Merge(MergeArgs),
     /// Run a system load by itself (the seed's Appendix I script, cleanly).
     Load(LoadCmdArgs),
     /// Statistics of a raw sample log written with --samples.
@@ -41,6 +51,86 @@ pub enum Command {
     /// Internal: one load generator.
     #[command(name = "__load-worker", hide = true)]
     LoadWorker { dir: PathBuf, index: usize, deadline_s: u64, spec: String },
+}
+
+#[derive(Args, Debug)]
+pub struct StudyArgs {
+    /// Length of each cell (the seeds' short runs were 1 minute)
+    #[arg(short = 'D', long, value_parser = parse::duration, default_value = "60s")]
+    pub duration: Duration,
+    /// Also run every probe under load for this long (the seeds' 24-hour runs)
+    #[arg(long, value_parser = parse::duration, value_name = "DURATION")]
+    pub extended: Option<Duration>,
+    /// The load of the loaded cells
+    #[arg(long, default_value = "paper", value_name = "PROFILE")]
+    pub load: String,
+    /// Time the load runs before each loaded cell measures
+    #[arg(long, value_parser = parse::duration, default_value = "3s", value_name = "DURATION")]
+    pub settle: Duration,
+    /// Label of every run of the study [default: uname -r]
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Where to write the report
+    #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
+    pub output: PathBuf,
+    /// No live display
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub load_args: LoadArgs,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Labels to draw (repeat to compare kernels) [default: every label]
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Runs to draw besides the labels' newest
+    #[arg(long = "run", value_name = "ID")]
+    pub runs: Vec<i64>,
+    /// Where to write the report
+    #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The label everything is compared against
+    #[arg(long, value_name = "LABEL")]
+    pub baseline: String,
+    /// The label compared
+    pub label: String,
+    /// Fail (exit 1) when a condition holds, e.g. 'p99 > 1.10x', 'max > 2x, avg > 1.2x', 'p99.9 > 500us'
+    #[arg(long, value_name = "EXPR")]
+    pub fail_if: Option<String>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// A cyclictest --json file or a cyclictest -h histogram (stdout or --histfile)
+    pub file: PathBuf,
+    /// Label of the imported run
+    #[arg(long)]
+    pub label: String,
+    /// Load it was measured under (a profile name, for the report)
+    #[arg(long, default_value = "none")]
+    pub load: String,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Another rtbench store
+    pub other: PathBuf,
+    #[command(flatten)]
+    pub db: DbArg,
 }
 
 /// How to shape a system load.

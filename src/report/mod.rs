@@ -32,3 +32,10 @@ impl RunData {
 pub fn us(ns: f64) -> String {
     format!("{:.3}", ns / 1000.0)
 }
+
+pub mod build;
+pub mod compare;
+pub mod figures;
+pub mod select;
+pub mod svg;
+pub mod tables;

@@ -1,6 +1,7 @@
 //! The run store: one SQLite file (WAL), written at checkpoints by the runner and read by
 //! everything else.
 
+mod merge;
 mod schema;
 
 use std::path::{Path, PathBuf};

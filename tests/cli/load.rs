@@ -42,10 +42,8 @@ fn assert_clean_within_2s(lab: &Lab, mark: &str) {
             return;
         }
         if Instant::now() > until {
-            let names: Vec<String> = procs
-                .iter()
-                .map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default())
-                .collect();
+            let names: Vec<String> =
+                procs.iter().map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default()).collect();
             panic!("left behind after 2 s: processes {names:?}, files {files:?}");
         }
         std::thread::sleep(Duration::from_millis(50));

@@ -1,0 +1,160 @@
+//! `rtbench import`: cyclictest's `--json` files and `-h` histograms become stored runs, so
+//! results made with cyclictest join the same reports.
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde_json::{json, Value};
+
+use crate::error::InputError;
+use crate::stats::Stats;
+use crate::store::{NewRun, Store, ThreadResult};
+
+/// One thread of a cyclictest file: counts by µs bucket, min and max in µs when the file
+/// says, and samples past the last bucket.
+struct ImportedThread {
+    buckets: Vec<(u64, u64)>,
+    min: Option<u64>,
+    max: Option<u64>,
+    overflows: u64,
+}
+
+struct Imported {
+    format: &'static str,
+    threads: Vec<ImportedThread>,
+    command_line: String,
+    system: Value,
+}
+
+pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result<i64> {
+    let bad = |reason: String| InputError::Invalid(format!("'{}' {reason}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
+    let imported = if text.trim_start().starts_with('{') {
+        from_json(&text).map_err(bad)?
+    } else {
+        from_histogram(&text).map_err(bad)?
+    };
+    let mut threads = Vec::new();
+    let mut beyond = 0u64;
+    for (i, ImportedThread { buckets, min, max, overflows }) in imported.threads.iter().enumerate() {
+        let mut s = Stats::default();
+        for &(us, n) in buckets {
+            s.record_n(us * 1000, n);
+        }
+        if *overflows > 0 {
+            // cyclictest keeps no values past its last bucket; its max is the best we know.
+            let at = max.map_or(buckets.last().map_or(0, |b| b.0 + 1), |m| m) * 1000;
+            s.record_n(at, *overflows);
+            beyond += overflows;
+        }
+        if let Some(m) = min.filter(|_| s.count > 0) {
+            s.min = m * 1000;
+        }
+        if let Some(m) = max.filter(|_| s.count > 0) {
+            s.max = s.max.max(m * 1000);
+        }
+        threads.push(ThreadResult { thread: i as u32, cpu: None, stats: s });
+    }
+    let mut warnings = vec![format!(
+        "imported from a cyclictest {}: 1 µs resolution, mean and stddev from the histogram, scheduling priority not recorded",
+        imported.format
+    )];
+    if beyond > 0 {
+        warnings.push(format!("{beyond} samples past the cyclictest histogram were counted at its max"));
+    }
+    let id = store.begin(&NewRun {
+        label,
+        probe: "timer",
+        params: &json!({ "imported_from": path.display().to_string(), "format": imported.format }),
+        load: &json!({ "profile": load }),
+        command_line: &imported.command_line,
+        rt_priority: false,
+        warnings: &warnings,
+        system: &imported.system,
+        envelope_ns: 1_000_000_000,
+    })?;
+    store.checkpoint(id, &threads, &[])?;
+    store.finish(id, "complete", &warnings)?;
+    Ok(id)
+}
+
+fn from_json(text: &str) -> Result<Imported, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("is not valid JSON ({e})"))?;
+    let threads = v["thread"].as_object().ok_or("is JSON but not cyclictest --json output (no \"thread\" object)")?;
+    let mut keys: Vec<(u64, &Value)> = threads.iter().filter_map(|(k, t)| Some((k.parse().ok()?, t))).collect();
+    keys.sort_by_key(|k| k.0);
+    let mut out = Vec::new();
+    for (n, t) in keys {
+        let hist = t["histogram"].as_object().ok_or(format!(
+            "thread {n} has no histogram: cyclictest was run without -h, so there is no distribution to import"
+        ))?;
+        let mut buckets: Vec<(u64, u64)> = hist
+            .iter()
+            .map(|(k, c)| Some((k.parse::<u64>().ok()?, c.as_u64()?)))
+            .collect::<Option<_>>()
+            .ok_or(format!("thread {n} has a malformed histogram"))?;
+        buckets.sort_unstable();
+        let cycles = t["cycles"].as_u64().unwrap_or(0);
+        let counted: u64 = buckets.iter().map(|b| b.1).sum();
+        out.push(ImportedThread {
+            buckets,
+            min: t["min"].as_u64(),
+            max: t["max"].as_u64(),
+            overflows: cycles.saturating_sub(counted),
+        });
+    }
+    if out.is_empty() {
+        return Err("has no threads".into());
+    }
+    let sys = &v["sysinfo"];
+    Ok(Imported {
+        format: "--json file",
+        threads: out,
+        command_line: v["cmdline:"].as_str().or(v["cmdline"].as_str()).unwrap_or("cyclictest").to_string(),
+        system: json!({
+            "hostname": sys["nodename"],
+            "kernel_release": sys["release"],
+            "kernel_version": sys["version"],
+            "preemption": { "sys_kernel_realtime": sys["realtime"].as_i64().map(|r| r == 1) },
+        }),
+    })
+}
+
+fn from_histogram(text: &str) -> Result<Imported, String> {
+    let mut rows: Vec<Vec<u64>> = Vec::new();
+    let trailer = |name: &str| -> Option<Vec<u64>> {
+        let line = text.lines().find(|l| l.starts_with(&format!("# {name}:")))?;
+        line.split_once(':')?.1.split_whitespace().map(|x| x.parse().ok()).collect()
+    };
+    let (mins, maxes, overflows) = (trailer("Min Latencies"), trailer("Max Latencies"), trailer("Histogram Overflows"));
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let vals: Option<Vec<u64>> = line.split_whitespace().map(|x| x.parse().ok()).collect();
+        match vals {
+            Some(v) if v.len() >= 2 => rows.push(v),
+            _ => return Err(format!("is not a cyclictest histogram (line {} is '{}')", n + 1, line.trim())),
+        }
+    }
+    if rows.is_empty() || maxes.is_none() {
+        return Err("is not a cyclictest histogram (no bucket rows or no '# Max Latencies' line)".into());
+    }
+    let threads = rows[0].len() - 1;
+    if rows.iter().any(|r| r.len() - 1 < threads) {
+        return Err("has rows with fewer columns than the first".into());
+    }
+    let out = (0..threads)
+        .map(|t| {
+            let buckets = rows.iter().map(|r| (r[0], r[t + 1])).filter(|b| b.1 > 0).collect();
+            let pick = |v: &Option<Vec<u64>>| v.as_ref().and_then(|v| v.get(t).copied());
+            ImportedThread { buckets, min: pick(&mins), max: pick(&maxes), overflows: pick(&overflows).unwrap_or(0) }
+        })
+        .collect();
+    Ok(Imported {
+        format: "histogram",
+        threads: out,
+        command_line: "cyclictest (histogram file)".into(),
+        system: json!({}),
+    })
+}

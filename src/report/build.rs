@@ -1,0 +1,303 @@
+//! `rtbench report`: figures, tables and one self-contained index.html, written whole or not
+//! at all.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::figures::{bars, histogram, load_name, percentiles, scatter, Figure};
+use super::select::RunView;
+use super::svg::{esc, PALETTE};
+use super::tables;
+use crate::error::InputError;
+
+const TEMPLATE: &str = include_str!("template.html");
+
+/// Every figure of a report over `runs`.
+pub fn figures(runs: &[RunView]) -> Vec<Figure> {
+    let mut figs = Vec::new();
+    let labels = distinct(runs.iter().map(|r| r.label().to_string()));
+    let color = |label: &str| labels.iter().position(|l| l == label).unwrap_or(0);
+    for probe in distinct(runs.iter().map(|r| r.probe().to_string())) {
+        let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
+        let groups: Vec<bars::Group> = these
+            .iter()
+            .map(|r| bars::Group {
+                line1: r.label().to_string(),
+                line2: load_name(&r.load()),
+                min: if r.data.total.count == 0 { 0.0 } else { r.data.total.min as f64 / 1000.0 },
+                avg: r.data.total.mean() / 1000.0,
+                max: r.data.total.max as f64 / 1000.0,
+            })
+            .collect();
+        figs.push(Figure {
+            name: format!("{probe}-bars"),
+            caption: format!("{probe}: min, avg and max per label and load (log scale)"),
+            svg: bars::render(&format!("{probe}: min / avg / max"), &groups),
+        });
+        let series: Vec<percentiles::Series> = these
+            .iter()
+            .map(|r| percentiles::Series {
+                color: color(r.label()),
+                label: r.label().to_string(),
+                load: r.load(),
+                stats: &r.data.total,
+            })
+            .collect();
+        for (view, tag, what) in [
+            (percentiles::View::Linear, "percentiles", "0–100 %"),
+            (percentiles::View::Nines, "nines", "90 … 99.9999 %"),
+        ] {
+            figs.push(Figure {
+                name: format!("{probe}-{tag}"),
+                caption: format!("{probe}: latency by percentile, {what}; colour = label, dashed = loaded"),
+                svg: percentiles::render(&format!("{probe}: latency by percentile ({what})"), &series, view),
+            });
+        }
+        let axes = histogram::axes(&these.iter().map(|r| &r.data.total).collect::<Vec<_>>());
+        for r in &these {
+            let title = format!("run {} · {} · {} · {}", r.data.header.id, r.label(), probe, load_name(&r.load()));
+            figs.push(Figure {
+                name: format!("run{}-histogram", r.data.header.id),
+                caption: format!("{title}: histogram (same axes for every {probe} run), max marked"),
+                svg: histogram::render(&title, &r.data.total, axes, PALETTE[color(r.label()) % PALETTE.len()]),
+            });
+            let interval_s = r.data.header.envelope_ns.max(1) as f64 / 1e9;
+            figs.push(Figure {
+                name: format!("run{}-scatter", r.data.header.id),
+                caption: format!("{title}: latency over time, per {} s", super::svg::fmt_us(interval_s * 1e6)),
+                svg: scatter::render(&title, &r.envelope, interval_s),
+            });
+        }
+    }
+    for label in &labels {
+        let groups: Vec<bars::Group> = runs
+            .iter()
+            .filter(|r| r.label() == label)
+            .map(|r| bars::Group {
+                line1: r.probe().to_string(),
+                line2: load_name(&r.load()),
+                min: if r.data.total.count == 0 { 0.0 } else { r.data.total.min as f64 / 1000.0 },
+                avg: r.data.total.mean() / 1000.0,
+                max: r.data.total.max as f64 / 1000.0,
+            })
+            .collect();
+        figs.push(Figure {
+            name: format!("label-{}-probes", file_safe(label)),
+            caption: format!("{label}: every probe, idle and loaded"),
+            svg: bars::render(&format!("{label}: all probes"), &groups),
+        });
+    }
+    figs
+}
+
+fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in it {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect()
+}
+
+fn figure_html(f: &Figure) -> String {
+    format!(r#"<figure id="{}">{}<figcaption>{}</figcaption></figure>"#, f.name, f.svg, esc(&f.caption))
+}
+
+/// The whole page.
+pub fn html(runs: &[RunView], figs: &[Figure]) -> String {
+    let labels = distinct(runs.iter().map(|r| r.label().to_string()));
+    let find = |name: &str| figs.iter().find(|f| f.name == name);
+    let mut b = String::new();
+    let _ = write!(b, "<h1>rtbench report: {}</h1>", esc(&labels.join(" vs ")));
+    let _ = write!(
+        b,
+        r#"<p class="note">{} runs, generated {} by rtbench {}. Latencies in µs. Figures are also in <code>figures/</code> as SVG and PNG. ⚠ marks a run with caveats (hover for them).</p>"#,
+        runs.len(),
+        crate::timefmt::now_rfc3339(),
+        env!("CARGO_PKG_VERSION")
+    );
+    b.push_str("<h2>Summary (Appendix III)</h2>");
+    b.push_str(&tables::appendix_iii(runs));
+    b.push_str("<h2>Percentiles</h2>");
+    b.push_str(&tables::percentiles(runs));
+    b.push_str("<h2>By kernel and load (I-pipe layout)</h2>");
+    b.push_str(&tables::ipipe(runs));
+    b.push_str("<h2>Rule of thumb: worst case within 10⁵ CPU cycles</h2>");
+    b.push_str(&tables::rules(runs));
+    for probe in distinct(runs.iter().map(|r| r.probe().to_string())) {
+        let help = crate::probe::info(&probe).map_or("", |p| p.help);
+        let _ = write!(b, "<h2>{}</h2><p class=\"note\">{}</p>", esc(&probe), esc(help));
+        for tag in ["bars", "percentiles", "nines"] {
+            if let Some(f) = find(&format!("{probe}-{tag}")) {
+                b.push_str(&figure_html(f));
+            }
+        }
+        for r in runs.iter().filter(|r| r.probe() == probe) {
+            let _ = write!(
+                b,
+                "<h3>run {} · {} · {}{}</h3>",
+                r.data.header.id,
+                esc(r.label()),
+                esc(&load_name(&r.load())),
+                tables::caveat(r)
+            );
+            for kind in ["histogram", "scatter"] {
+                if let Some(f) = find(&format!("run{}-{kind}", r.data.header.id)) {
+                    b.push_str(&figure_html(f));
+                }
+            }
+            b.push_str(&warnings_html(r));
+        }
+    }
+    b.push_str("<h2>Per label</h2>");
+    for label in &labels {
+        if let Some(f) = find(&format!("label-{}-probes", file_safe(label))) {
+            b.push_str(&figure_html(f));
+        }
+    }
+    b.push_str("<h2>Systems</h2>");
+    for label in &labels {
+        if let Some(r) = runs.iter().rev().find(|r| r.label() == label) {
+            b.push_str(&system_html(label, &r.data.header.system));
+        }
+    }
+    TEMPLATE.replace("{{title}}", &esc(&format!("rtbench report: {}", labels.join(" vs ")))).replace("{{body}}", &b)
+}
+
+fn warnings_html(r: &RunView) -> String {
+    let h = &r.data.header;
+    let mut items: Vec<String> = h.warnings.clone();
+    if let Some((_, verdict)) = tables::rule_of_thumb(r) {
+        items.push(format!("rule of thumb: {verdict}"));
+    }
+    if let Some(load) = h.load.get("activity") {
+        if let Some(busy) = load["cpu_busy_percent"].as_array() {
+            let b: Vec<String> = busy.iter().map(|v| format!("{}", v.as_f64().unwrap_or(0.0))).collect();
+            items.push(format!(
+                "load: CPUs busy {} %, {} context switches/s, {} interrupts/s",
+                b.join(" / "),
+                load["context_switches_per_s"],
+                load["interrupts_per_s"]
+            ));
+        }
+    }
+    if items.is_empty() {
+        return String::new();
+    }
+    let lis: String = items.iter().map(|w| format!("<li>{}</li>", esc(w))).collect();
+    format!(r#"<ul class="warnings">{lis}</ul>"#)
+}
+
+fn system_html(label: &str, sys: &serde_json::Value) -> String {
+    let mut rows = String::new();
+    let preempt = &sys["preemption"];
+    let model = preempt["sys_kernel_realtime"]
+        .as_bool()
+        .filter(|b| *b)
+        .map(|_| "PREEMPT_RT (/sys/kernel/realtime)".to_string())
+        .or_else(|| preempt["debug_sched_preempt"].as_str().map(|s| format!("{s} (debugfs)")))
+        .or_else(|| preempt["uname_v"].as_str().map(|s| format!("{s} (uname -v)")))
+        .unwrap_or_else(|| "unknown".into());
+    let fields: [(&str, String); 8] = [
+        ("kernel", sys["kernel_release"].as_str().unwrap_or("?").to_string()),
+        ("version", sys["kernel_version"].as_str().unwrap_or("?").to_string()),
+        ("preemption", model),
+        ("command line", sys["cmdline"].as_str().unwrap_or("?").to_string()),
+        ("CPU", format!("{} @ {} MHz", sys["cpu_model"].as_str().unwrap_or("?"), sys["cpu_mhz"])),
+        ("CPUs online / isolated", format!("{} / {}", sys["cpus_online"], sys["cpus_isolated"])),
+        ("clocksource", sys["clocksource"].as_str().unwrap_or("?").to_string()),
+        (
+            "RT throttling",
+            format!(
+                "{} µs per {} µs",
+                sys["rt_throttling"]["sched_rt_runtime_us"], sys["rt_throttling"]["sched_rt_period_us"]
+            ),
+        ),
+    ];
+    for (k, v) in fields {
+        let _ = write!(rows, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
+    }
+    format!(r#"<h3>{}</h3><table class="sys">{rows}</table>"#, esc(label))
+}
+
+/// Writes the report into `out` atomically: built beside it, then moved into place.
+pub fn write(out: &Path, runs: &[RunView]) -> Result<ReportFiles> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(InputError::Unwritable {
+            path: out.display().to_string(),
+            reason: format!("directory '{}' does not exist", parent.display()),
+        }
+        .into());
+    }
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "report".into());
+    let partial = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    let result = (|| -> Result<ReportFiles> {
+        std::fs::create_dir_all(partial.join("figures"))
+            .map_err(|e| InputError::Unwritable { path: out.display().to_string(), reason: e.to_string() })?;
+        let figs = figures(runs);
+        render_files(&partial.join("figures"), &figs)?;
+        let page = html(runs, &figs);
+        std::fs::write(partial.join("index.html"), &page)?;
+        Ok(ReportFiles { index: out.join("index.html"), figures: figs.len(), html_bytes: page.len() })
+    })();
+    match result {
+        Ok(files) => {
+            let old = parent.join(format!(".{name}.old-{}", std::process::id()));
+            if out.exists() {
+                std::fs::rename(out, &old).with_context(|| format!("could not replace '{}'", out.display()))?;
+            }
+            std::fs::rename(&partial, out).with_context(|| format!("could not write '{}'", out.display()))?;
+            let _ = std::fs::remove_dir_all(&old);
+            Ok(files)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&partial);
+            Err(e)
+        }
+    }
+}
+
+/// What `write` produced.
+pub struct ReportFiles {
+    pub index: PathBuf,
+    pub figures: usize,
+    pub html_bytes: usize,
+}
+
+/// Each figure as SVG and PNG, rendered on every core.
+fn render_files(dir: &Path, figs: &[Figure]) -> Result<()> {
+    let mut opt = resvg::usvg::Options::default();
+    opt.fontdb_mut().load_system_fonts();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = figs.len().div_ceil(workers).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = figs
+            .chunks(per)
+            .map(|chunk| {
+                let opt = &opt;
+                s.spawn(move || -> Result<()> {
+                    for f in chunk {
+                        std::fs::write(dir.join(format!("{}.svg", f.name)), &f.svg)?;
+                        let tree = resvg::usvg::Tree::from_str(&f.svg, opt)
+                            .with_context(|| format!("figure {} is not valid SVG", f.name))?;
+                        let size = tree.size().to_int_size();
+                        let mut pixmap =
+                            resvg::tiny_skia::Pixmap::new(size.width(), size.height()).context("figure has no size")?;
+                        resvg::render(&tree, resvg::tiny_skia::Transform::default(), &mut pixmap.as_mut());
+                        pixmap.save_png(dir.join(format!("{}.png", f.name)))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().map_err(|_| anyhow::anyhow!("figure renderer panicked"))?)
+    })
+}

@@ -1,0 +1,185 @@
+//! `rtbench compare`: one label against a baseline, per probe × load, with an optional
+//! condition that fails the command (exit 1) so CI can gate a kernel change.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+
+use super::select::{self, RunView};
+use crate::cli::CompareArgs;
+use crate::invalid;
+use crate::stats::Stats;
+use crate::store::{self, Store};
+
+/// The statistics compared, by the names conditions use.
+const STATS: &[&str] = &["min", "avg", "stddev", "p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999", "max"];
+
+fn value(s: &Stats, stat: &str) -> f64 {
+    match stat {
+        "min" => {
+            if s.count == 0 {
+                0.0
+            } else {
+                s.min as f64
+            }
+        }
+        "avg" | "mean" => s.mean(),
+        "stddev" => s.stddev(),
+        "max" | "p100" => s.max as f64,
+        p => {
+            p.strip_prefix('p').and_then(|q| q.parse::<f64>().ok()).map_or(f64::NAN, |q| s.percentile(q / 100.0) as f64)
+        }
+    }
+}
+
+/// One parsed condition: `stat op threshold`, the threshold a ratio (`1.1x`) or a latency.
+#[derive(Debug, PartialEq)]
+pub struct Condition {
+    pub stat: String,
+    pub op: String,
+    pub threshold: f64,
+    pub ratio: bool,
+}
+
+/// Parses `'p99 > 1.10x'`, `'max > 2x, avg >= 1.2x'`, `'p99.9 > 500us'` (units ns, us, ms, s).
+pub fn parse_conditions(expr: &str) -> Result<Vec<Condition>> {
+    let bad = |part: &str, why: &str| {
+        invalid!("--fail-if '{part}': {why}; expected STAT OP VALUE like 'p99 > 1.10x' or 'max > 500us' (STAT one of {}, OP one of > >= < <=)", STATS.join(" "))
+    };
+    let mut out = Vec::new();
+    for part in expr.split([',', ';']).flat_map(|p| p.split(" or ")).map(str::trim) {
+        if part.is_empty() {
+            return Err(bad(expr, "empty condition"));
+        }
+        let op =
+            [">=", "<=", ">", "<"].into_iter().find(|o| part.contains(o)).ok_or_else(|| bad(part, "no comparison"))?;
+        let (stat, val) = part.split_once(op).unwrap();
+        let stat = stat.trim().to_lowercase();
+        let stat = if stat == "mean" { "avg".into() } else { stat };
+        if !STATS.contains(&stat.as_str()) && stat != "p100" {
+            return Err(bad(part, &format!("unknown statistic '{stat}'")));
+        }
+        let val = val.trim().to_lowercase();
+        let (num, ratio, scale) = if let Some(n) = val.strip_suffix('x') {
+            (n, true, 1.0)
+        } else if let Some(n) = val.strip_suffix("ns") {
+            (n, false, 1.0)
+        } else if let Some(n) = val.strip_suffix("us").or_else(|| val.strip_suffix("µs")) {
+            (n, false, 1e3)
+        } else if let Some(n) = val.strip_suffix("ms") {
+            (n, false, 1e6)
+        } else if let Some(n) = val.strip_suffix('s') {
+            (n, false, 1e9)
+        } else {
+            return Err(bad(part, "the value needs a unit: x for a ratio, or ns, us, ms, s"));
+        };
+        let n: f64 = num.trim().parse().map_err(|_| bad(part, &format!("'{num}' is not a number")))?;
+        if !n.is_finite() || n < 0.0 {
+            return Err(bad(part, "the value must be a non-negative number"));
+        }
+        out.push(Condition { stat, op: op.to_string(), threshold: n * scale, ratio });
+    }
+    Ok(out)
+}
+
+impl Condition {
+    fn holds(&self, base: f64, cand: f64) -> bool {
+        let v = if self.ratio {
+            if base > 0.0 {
+                cand / base
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            cand
+        };
+        match self.op.as_str() {
+            ">" => v > self.threshold,
+            ">=" => v >= self.threshold,
+            "<" => v < self.threshold,
+            _ => v <= self.threshold,
+        }
+    }
+}
+
+pub fn run(a: CompareArgs) -> Result<i32> {
+    // The condition is checked first: a typo must not wait for the store.
+    let conditions = a.fail_if.as_deref().map(parse_conditions).transpose()?.unwrap_or_default();
+    let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+    let runs = select::runs(&store, &[a.baseline.clone(), a.label.clone()], &[])?;
+    let pick = |label: &str, probe: &str, load: &str| {
+        runs.iter().find(|r| r.label() == label && r.probe() == probe && r.load() == load)
+    };
+    let pairs: Vec<(&RunView, &RunView)> = runs
+        .iter()
+        .filter(|r| r.label() == a.baseline)
+        .filter_map(|b| pick(&a.label, b.probe(), &b.load()).map(|c| (b, c)))
+        .collect();
+    if pairs.is_empty() {
+        return Err(invalid!("labels '{}' and '{}' share no probe × load to compare", a.baseline, a.label));
+    }
+    let mut out =
+        format!("{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}\n", "probe", "load", "stat", a.baseline, a.label, "ratio");
+    let mut failed = Vec::new();
+    for (b, c) in &pairs {
+        for stat in STATS {
+            let (vb, vc) = (value(&b.data.total, stat), value(&c.data.total, stat));
+            let ratio = if vb > 0.0 { format!("{:.3}", vc / vb) } else { "-".into() };
+            let _ = writeln!(
+                out,
+                "{:<10} {:<14} {:<10} {:>14.3} {:>14.3} {:>8}",
+                b.probe(),
+                crate::report::figures::load_name(&b.load()),
+                stat,
+                vb / 1000.0,
+                vc / 1000.0,
+                ratio
+            );
+        }
+        for cond in &conditions {
+            let (vb, vc) = (value(&b.data.total, &cond.stat), value(&c.data.total, &cond.stat));
+            if cond.holds(vb, vc) {
+                failed.push(format!(
+                    "{} {}: {} {} {}{} ({:.3} µs vs {:.3} µs)",
+                    b.probe(),
+                    crate::report::figures::load_name(&b.load()),
+                    cond.stat,
+                    cond.op,
+                    if cond.ratio { cond.threshold } else { cond.threshold / 1000.0 },
+                    if cond.ratio { "x" } else { " µs" },
+                    vc / 1000.0,
+                    vb / 1000.0
+                ));
+            }
+        }
+    }
+    print!("(µs)\n{out}");
+    if failed.is_empty() {
+        if !conditions.is_empty() {
+            println!("no --fail-if condition holds");
+        }
+        Ok(0)
+    } else {
+        for f in &failed {
+            println!("FAIL: {f}");
+        }
+        Ok(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_parse_and_reject() {
+        let c = parse_conditions("p99 > 1.10x, max >= 500us").unwrap();
+        assert_eq!(c[0], Condition { stat: "p99".into(), op: ">".into(), threshold: 1.10, ratio: true });
+        assert_eq!(c[1].threshold, 500_000.0);
+        assert!(!c[1].ratio);
+        assert!(c[0].holds(100.0, 111.0) && !c[0].holds(100.0, 109.0));
+        for bad in ["p99 1.1x", "p42x > 1x", "p99 > fast", "p99 > 1.1", ""] {
+            assert!(parse_conditions(bad).is_err(), "{bad} accepted");
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! A run's latency histogram: log count over log latency, the max marked (Figures 7, 8, 12 …).
+//! Every run of one probe is drawn on the same axes so kernels compare by eye.
+
+use crate::report::svg::{fmt_us, Plot, Scale, Svg};
+use crate::stats::Stats;
+
+/// Bins per decade of latency.
+const PER_DECADE: f64 = 20.0;
+
+/// Shared axes of a probe's histograms: latency range (µs) and the largest bin count.
+#[derive(Clone, Copy, Debug)]
+pub struct Axes {
+    pub x: Scale,
+    pub max_count: f64,
+}
+
+/// Counts per log-spaced bin, starting at the axis minimum.
+pub fn bins(s: &Stats, x: Scale) -> Vec<u64> {
+    let Scale::Log { min, max } = x else { return vec![] };
+    let n = ((max / min).log10() * PER_DECADE).ceil() as usize;
+    let mut out = vec![0u64; n.max(1)];
+    for v in s.hist.iter_recorded() {
+        let us = s.hist.median_equivalent(v.value_iterated_to()) as f64 / 1000.0;
+        let i = (((us.max(min) / min).log10() * PER_DECADE) as usize).min(out.len() - 1);
+        out[i] += v.count_at_value();
+    }
+    out
+}
+
+/// Axes that fit every one of `runs`.
+pub fn axes(runs: &[&Stats]) -> Axes {
+    let lo = runs.iter().filter(|s| s.count > 0).map(|s| s.min as f64 / 1000.0).fold(f64::INFINITY, f64::min);
+    let hi = runs.iter().map(|s| s.max as f64 / 1000.0).fold(0.0, f64::max);
+    let x = Scale::log_around(if lo.is_finite() { lo } else { 1.0 }, hi.max(1e-3), 0.001);
+    let max_count = runs.iter().flat_map(|s| bins(s, x)).max().unwrap_or(1) as f64;
+    Axes { x, max_count }
+}
+
+pub fn render(title: &str, s: &Stats, axes: Axes, color: &str) -> String {
+    let mut svg = Svg::new(560.0, 340.0);
+    let y = Scale::Log { min: 0.5, max: 10f64.powf(axes.max_count.max(1.0).log10().ceil() + 0.3) };
+    let plot = Plot { left: 70.0, top: 36.0, width: 470.0, height: 250.0, x: axes.x, y };
+    let counts = bins(s, axes.x);
+    let Scale::Log { min, .. } = axes.x else { unreachable!("histogram x is a log scale") };
+    for (i, c) in counts.iter().enumerate().filter(|(_, c)| **c > 0) {
+        let (a, b) = (min * 10f64.powf(i as f64 / PER_DECADE), min * 10f64.powf((i + 1) as f64 / PER_DECADE));
+        let (x0, x1) = (plot.px(a), plot.px(b));
+        let top = plot.py(*c as f64);
+        svg.rect(x0, top, (x1 - x0 - 0.5).max(1.0), plot.py(0.5) - top, &format!(r#"fill="{color}""#));
+    }
+    svg.frame(&plot, title, "latency (µs, log scale)", "samples (log scale)", &fmt_us);
+    if s.count > 0 {
+        let max_us = s.max as f64 / 1000.0;
+        let x = plot.px(max_us);
+        svg.line(
+            x,
+            plot.top,
+            x,
+            plot.top + plot.height,
+            r##"stroke="#d62728" stroke-width="1.5" stroke-dasharray="4,3""##,
+        );
+        let anchor = if x > plot.left + plot.width * 0.7 { "end" } else { "start" };
+        let dx = if anchor == "end" { -4.0 } else { 4.0 };
+        svg.text(x + dx, plot.top + 14.0, &format!("max {} µs", fmt_us(max_us)), anchor, 11.0, r##" fill="#d62728""##);
+    }
+    svg.finish()
+}

@@ -1,0 +1,88 @@
+//! Latency over time on a log axis (Figures 2–5, 9, 10, 14, 15), drawn from the per-interval
+//! envelope: a min–max band and the mean per thread. Long runs are merged into at most
+//! `COLUMNS` columns, so a 24-hour run stays readable and small.
+
+use crate::recorder::EnvPoint;
+use crate::report::svg::{fmt_us, Plot, Scale, Svg, PALETTE};
+
+const COLUMNS: usize = 1200;
+
+/// Merges consecutive points so at most `COLUMNS` remain.
+pub fn decimate(points: &[EnvPoint]) -> Vec<EnvPoint> {
+    if points.len() <= COLUMNS {
+        return points.to_vec();
+    }
+    let per = points.len().div_ceil(COLUMNS);
+    points
+        .chunks(per)
+        .map(|c| EnvPoint {
+            index: c[0].index,
+            min: c.iter().map(|p| p.min).min().unwrap_or(0),
+            max: c.iter().map(|p| p.max).max().unwrap_or(0),
+            sum: c.iter().map(|p| p.sum).sum(),
+            count: c.iter().map(|p| p.count).sum(),
+        })
+        .collect()
+}
+
+/// `threads`: per thread, its envelope in time order. `interval_s`: seconds per envelope index.
+pub fn render(title: &str, threads: &[(u32, Vec<EnvPoint>)], interval_s: f64) -> String {
+    let mut svg = Svg::new(560.0, 340.0);
+    let all = threads.iter().flat_map(|t| t.1.iter());
+    let (mut lo, mut hi, mut tmax) = (f64::INFINITY, 0.0f64, 0.0f64);
+    for p in all {
+        lo = lo.min(p.min as f64 / 1000.0);
+        hi = hi.max(p.max as f64 / 1000.0);
+        tmax = tmax.max((p.index + 1) as f64 * interval_s);
+    }
+    let (div, unit) = if tmax > 7200.0 {
+        (3600.0, "h")
+    } else if tmax > 300.0 {
+        (60.0, "min")
+    } else {
+        (1.0, "s")
+    };
+    let y = Scale::log_around(if lo.is_finite() { lo } else { 1.0 }, hi.max(1e-3), 0.001);
+    let x = Scale::Linear { min: 0.0, max: (tmax / div).max(1e-9) };
+    let plot = Plot { left: 70.0, top: 36.0, width: 470.0, height: 250.0, x, y };
+    svg.frame(&plot, title, &format!("time ({unit})"), "latency (µs, log scale)", &fmt_us);
+    let mut legend = Vec::new();
+    for (i, (thread, pts)) in threads.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let pts = decimate(pts);
+        let t = |p: &EnvPoint| plot.px((p.index as f64 + 0.5) * interval_s / div);
+        let mut band: Vec<(f64, f64)> = pts.iter().map(|p| (t(p), plot.py(p.max as f64 / 1000.0))).collect();
+        band.extend(pts.iter().rev().map(|p| (t(p), plot.py((p.min as f64 / 1000.0).max(1e-3)))));
+        svg.polygon(&band, &format!(r#"fill="{color}" fill-opacity="0.22" stroke="none""#));
+        // Maxima as dots: the spikes a reader is looking for.
+        for p in &pts {
+            svg.raw(&format!(
+                r#"<circle cx="{:.1}" cy="{:.1}" r="1.6" fill="{color}"/>"#,
+                t(p),
+                plot.py(p.max as f64 / 1000.0)
+            ));
+        }
+        let mean: Vec<(f64, f64)> = pts.iter().map(|p| (t(p), plot.py((p.mean() / 1000.0).max(1e-3)))).collect();
+        svg.polyline(&mean, &format!(r#"stroke="{color}" stroke-width="1.5""#));
+        legend.push((color.to_string(), String::new(), format!("thread {thread}: mean, band min–max, dots max")));
+    }
+    svg.legend(&plot, &legend);
+    svg.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimation_keeps_extremes_and_counts() {
+        let pts: Vec<EnvPoint> = (0..86_400)
+            .map(|i| EnvPoint { index: i, min: 5 + i % 7, max: 100 + i % 1000, sum: 50, count: 10 })
+            .collect();
+        let d = decimate(&pts);
+        assert!(d.len() <= COLUMNS);
+        assert_eq!(d.iter().map(|p| p.count).sum::<u64>(), 864_000);
+        assert_eq!(d.iter().map(|p| p.max).max(), Some(1099));
+        assert_eq!(d.iter().map(|p| p.min).min(), Some(5));
+    }
+}

@@ -1,0 +1,90 @@
+//! Which runs a report or comparison covers, read from the store.
+
+use anyhow::Result;
+
+use super::RunData;
+use crate::invalid;
+use crate::recorder::EnvPoint;
+use crate::store::Store;
+
+/// One run with what the figures need beside its statistics.
+pub struct RunView {
+    pub data: RunData,
+    /// Per thread, its envelope in time order.
+    pub envelope: Vec<(u32, Vec<EnvPoint>)>,
+}
+
+impl RunView {
+    pub fn label(&self) -> &str {
+        &self.data.header.label
+    }
+    pub fn probe(&self) -> &str {
+        &self.data.header.probe
+    }
+    /// The load profile the run was measured under ("none" when idle).
+    pub fn load(&self) -> String {
+        self.data.header.load["profile"].as_str().unwrap_or("none").to_string()
+    }
+}
+
+/// The runs asked for: those with the given ids, plus for each given label the newest run of
+/// every probe × load. With neither, every label in the store.
+pub fn runs(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<RunView>> {
+    let all = store.runs()?;
+    if all.is_empty() {
+        return Err(invalid!("the store {} holds no runs yet; run `rtbench study` first", store.path().display()));
+    }
+    let known: Vec<&str> = {
+        let mut k: Vec<&str> = all.iter().map(|r| r.label.as_str()).collect();
+        k.dedup();
+        k.sort_unstable();
+        k.dedup();
+        k
+    };
+    for l in labels {
+        if !known.contains(&l.as_str()) {
+            return Err(invalid!("unknown label '{l}'; the store has {}", known.join(", ")));
+        }
+    }
+    for id in ids {
+        if !all.iter().any(|r| r.id == *id) {
+            return Err(crate::error::InputError::NoSuchRun(*id).into());
+        }
+    }
+    let wanted_labels: Vec<&str> =
+        if labels.is_empty() && ids.is_empty() { known.clone() } else { labels.iter().map(|s| s.as_str()).collect() };
+    let mut chosen: Vec<i64> = ids.to_vec();
+    for label in &wanted_labels {
+        // Newest first, so the first run of each probe × load wins.
+        let mut seen: Vec<(String, String)> = Vec::new();
+        for r in all.iter().rev().filter(|r| r.label == *label) {
+            let key = (r.probe.clone(), r.load["profile"].as_str().unwrap_or("none").to_string());
+            if !seen.contains(&key) {
+                seen.push(key);
+                chosen.push(r.id);
+            }
+        }
+    }
+    chosen.sort_unstable();
+    chosen.dedup();
+    let mut out = Vec::new();
+    for id in chosen {
+        let data = RunData::load(store, id)?;
+        let mut envelope: Vec<(u32, Vec<EnvPoint>)> = Vec::new();
+        for (t, p) in store.envelope(id)? {
+            match envelope.last_mut() {
+                Some((last, v)) if *last == t => v.push(p),
+                _ => envelope.push((t, vec![p])),
+            }
+        }
+        out.push(RunView { data, envelope });
+    }
+    // Reports read by label, then probe in registry order, then idle before loaded.
+    let probe_rank = |p: &str| crate::probe::REGISTRY.iter().position(|x| x.name == p).unwrap_or(usize::MAX);
+    out.sort_by(|a, b| {
+        (wanted_labels.iter().position(|l| *l == a.label()), probe_rank(a.probe()), a.load() != "none", a.load()).cmp(
+            &(wanted_labels.iter().position(|l| *l == b.label()), probe_rank(b.probe()), b.load() != "none", b.load()),
+        )
+    });
+    Ok(out)
+}

@@ -1,0 +1,130 @@
+//! The report's tables: Appendix III, the ØMQ study's percentiles, the I-pipe layout, and the
+//! seed's rule of thumb.
+
+use std::fmt::Write;
+
+use super::figures::load_name;
+use super::select::RunView;
+use super::svg::{esc, fmt_us};
+
+fn us(ns: f64) -> String {
+    fmt_us(ns / 1000.0)
+}
+
+/// A ⚠ marker carrying the run's warnings, or nothing.
+pub fn caveat(r: &RunView) -> String {
+    let w = &r.data.header.warnings;
+    let mut notes: Vec<String> = w.clone();
+    if !r.data.header.rt_priority {
+        notes.insert(0, "not measured at real-time priority".into());
+    }
+    if r.data.header.status != "complete" {
+        notes.insert(0, format!("run {}", r.data.header.status));
+    }
+    notes.dedup();
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!(r#" <span class="warn" title="{}">⚠ {}</span>"#, esc(&notes.join("\n")), notes.len())
+    }
+}
+
+fn row_head(r: &RunView) -> String {
+    format!(
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}{}</td>",
+        esc(r.probe()),
+        esc(r.label()),
+        esc(&load_name(&r.load())),
+        r.data.header.id,
+        caveat(r)
+    )
+}
+
+/// Appendix III: Min, Max, Avg, StdDev and samples per probe × label × load.
+pub fn appendix_iii(runs: &[RunView]) -> String {
+    let mut out = String::from(
+        "<table><tr><th>probe</th><th>label</th><th>load</th><th>run</th><th>Min</th><th>Max</th><th>Avg</th><th>StdDev</th><th>samples</th></tr>",
+    );
+    for r in runs {
+        let s = &r.data.total;
+        let min = if s.count == 0 { 0 } else { s.min };
+        let _ = write!(
+            out,
+            "<tr>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            row_head(r),
+            us(min as f64),
+            us(s.max as f64),
+            us(s.mean()),
+            us(s.stddev()),
+            s.count
+        );
+    }
+    out + "</table>"
+}
+
+/// The ØMQ study's table: percentiles 50, 99, 99.9 and 100, plus the deeper tail.
+pub fn percentiles(runs: &[RunView]) -> String {
+    let cols = ["50", "99", "99.9", "99.99", "99.9999", "100"];
+    let mut out = String::from("<table><tr><th>probe</th><th>label</th><th>load</th><th>run</th>");
+    for c in cols {
+        let _ = write!(out, "<th>p{c}</th>");
+    }
+    out.push_str("</tr>");
+    for r in runs {
+        let sum = r.data.total.summary();
+        out.push_str(&format!("<tr>{}", row_head(r)));
+        for c in cols {
+            let _ = write!(out, "<td>{}</td>", us(sum.p(c) as f64));
+        }
+        out.push_str("</tr>");
+    }
+    out + "</table>"
+}
+
+/// The I-pipe study's layout: per kernel × load, Aver, Max, Min, StdDev.
+pub fn ipipe(runs: &[RunView]) -> String {
+    let mut out = String::from(
+        "<table><tr><th>probe</th><th>kernel</th><th>load</th><th>run</th><th>Aver</th><th>Max</th><th>Min</th><th>StdDev</th></tr>",
+    );
+    for r in runs {
+        let s = &r.data.total;
+        let min = if s.count == 0 { 0 } else { s.min };
+        let _ = write!(
+            out,
+            "<tr>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            row_head(r),
+            us(s.mean()),
+            us(s.max as f64),
+            us(min as f64),
+            us(s.stddev())
+        );
+    }
+    out + "</table>"
+}
+
+/// The Geode paper's rule of thumb: worst case within 10⁵ cycles of the CPU clock (200 µs at
+/// 500 MHz). Returns (budget µs, verdict) when the CPU clock is known.
+pub fn rule_of_thumb(r: &RunView) -> Option<(f64, String)> {
+    let mhz = r.data.header.system["cpu_mhz"].as_f64().filter(|m| *m > 0.0)?;
+    let budget = 1e5 / mhz;
+    let max = r.data.total.max as f64 / 1000.0;
+    let verdict = if max <= budget {
+        format!("within: max {} µs ≤ {} µs", fmt_us(max), fmt_us(budget))
+    } else {
+        format!("exceeds: max {} µs is {:.1}× the {} µs budget", fmt_us(max), max / budget, fmt_us(budget))
+    };
+    Some((budget, verdict))
+}
+
+pub fn rules(runs: &[RunView]) -> String {
+    let mut out = String::from(
+        "<table><tr><th>probe</th><th>label</th><th>load</th><th>run</th><th>10⁵ cycles</th><th>verdict</th></tr>",
+    );
+    for r in runs {
+        let (budget, verdict) =
+            rule_of_thumb(r).map_or(("?".into(), "CPU clock unknown".into()), |(b, v)| (fmt_us(b), v));
+        let class = if verdict.starts_with("exceeds") { " class=\"bad\"" } else { "" };
+        let _ = write!(out, "<tr>{}<td>{budget} µs</td><td{class}>{}</td></tr>", row_head(r), esc(&verdict));
+    }
+    out + "</table>"
+}

@@ -1,0 +1,68 @@
+//! `rtbench merge`: runs made on other machines join this store, with new ids.
+
+use std::path::Path;
+
+use anyhow::Result;
+use rusqlite::params;
+
+use super::{Store, SCHEMA_VERSION};
+use crate::error::InputError;
+
+const RUN_COLUMNS: &str = "label, probe, params, load, command_line, tool_version, schema_version, start, end, status,
+    rt_priority, warnings, system, envelope_ns, host, pid, pid_start, checkpoint";
+
+impl Store {
+    /// Copies every run of `other` that this store does not have yet. Returns (added, skipped).
+    pub fn merge(&mut self, other: &Path) -> Result<(usize, usize)> {
+        let bad = |reason: String| InputError::Database { path: other.display().to_string(), reason };
+        if !other.is_file() {
+            return Err(bad("does not exist".into()).into());
+        }
+        // Opening it as a store checks it is one, and of a schema we can read.
+        let theirs = Store::open(other)?;
+        drop(theirs);
+        if std::fs::canonicalize(other).ok() == std::fs::canonicalize(&self.path).ok() {
+            return Err(bad("is this store itself".into()).into());
+        }
+        self.conn.execute("ATTACH DATABASE ?1 AS other", [other.display().to_string()])?;
+        let result = self.merge_attached();
+        self.conn.execute("DETACH DATABASE other", [])?;
+        result
+    }
+
+    fn merge_attached(&mut self) -> Result<(usize, usize)> {
+        let version: i64 = self.conn.query_row("PRAGMA other.user_version", [], |r| r.get(0))?;
+        anyhow::ensure!(version <= SCHEMA_VERSION, "the other store's schema is newer");
+        let tx = self.conn.transaction()?;
+        let ids: Vec<i64> = {
+            let mut stmt = tx.prepare(
+                "SELECT o.id FROM other.runs o WHERE NOT EXISTS (SELECT 1 FROM main.runs m
+                 WHERE m.start = o.start AND m.host = o.host AND m.pid = o.pid AND m.label = o.label AND m.probe = o.probe)
+                 ORDER BY o.id",
+            )?;
+            let rows = stmt.query_map([], |r| r.get(0))?.collect::<Result<Vec<i64>, _>>()?;
+            rows
+        };
+        let total: i64 = tx.query_row("SELECT count(*) FROM other.runs", [], |r| r.get(0))?;
+        for old in &ids {
+            tx.execute(
+                &format!("INSERT INTO main.runs ({RUN_COLUMNS}) SELECT {RUN_COLUMNS} FROM other.runs WHERE id = ?1"),
+                [old],
+            )?;
+            let new = tx.last_insert_rowid();
+            // A run still `running` elsewhere can never finish here.
+            tx.execute("UPDATE main.runs SET status = 'aborted' WHERE id = ?1 AND status = 'running'", [new])?;
+            tx.execute(
+                "INSERT INTO main.threads SELECT ?2, thread, cpu, count, overruns, min_ns, max_ns, sum_ns, sumsq_ns, histogram
+                 FROM other.threads WHERE run_id = ?1",
+                params![old, new],
+            )?;
+            tx.execute(
+                "INSERT INTO main.envelope SELECT ?2, thread, idx, min_ns, max_ns, sum_ns, count FROM other.envelope WHERE run_id = ?1",
+                params![old, new],
+            )?;
+        }
+        tx.commit()?;
+        Ok((ids.len(), total as usize - ids.len()))
+    }
+}

@@ -8,8 +8,14 @@ set -euo pipefail
 need=()
 command -v setpriv >/dev/null || need+=(util-linux)   # the unprivileged-run test drops to nobody
 command -v kill >/dev/null || need+=(procps)          # the signal tests send signals
+command -v script >/dev/null || need+=(bsdutils)      # the live-view test needs a terminal
+command -v chromium >/dev/null || need+=(chromium)    # the report test renders index.html
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)  # text in PNG figures
+command -v make >/dev/null || need+=(make)            # the compile load
+command -v cc >/dev/null || need+=(gcc)
 if [ "${1:-}" = "--bench" ]; then
   command -v cyclictest >/dev/null || need+=(rt-tests)
+  command -v stress-ng >/dev/null || need+=(stress-ng)
   command -v /usr/bin/time >/dev/null || need+=(time)
   python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
 fi

@@ -66,7 +66,7 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
             let interval_s = r.data.header.envelope_ns.max(1) as f64 / 1e9;
             figs.push(Figure {
                 name: format!("run{}-scatter", r.data.header.id),
-                caption: format!("{title}: latency over time, per {} s", super::svg::fmt_us(interval_s * 1e6)),
+                caption: format!("{title}: latency over time, min–max band and mean per {}", span(interval_s)),
                 svg: scatter::render(&title, &r.envelope, interval_s),
             });
         }
@@ -90,6 +90,15 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
         });
     }
     figs
+}
+
+/// A short duration for captions: "1 s", "100 ms".
+fn span(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{} s", super::svg::fmt_us(s))
+    } else {
+        format!("{} ms", super::svg::fmt_us(s * 1000.0))
+    }
 }
 
 fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {

@@ -6,5 +6,6 @@ mod helpers;
 mod live;
 mod load;
 mod measure;
+mod report;
 mod samplelog;
 mod signals;

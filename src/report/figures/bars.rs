@@ -19,7 +19,8 @@ pub fn render(title: &str, groups: &[Group]) -> String {
     let mut svg = Svg::new(width, 420.0);
     let lo = groups.iter().map(|g| g.min).fold(f64::INFINITY, f64::min);
     let hi = groups.iter().map(|g| g.max).fold(0.0, f64::max);
-    let y = Scale::log_around(if lo.is_finite() { lo } else { 1.0 }, hi.max(1e-3), 0.001);
+    // Headroom above the tallest bar for its value, written above it.
+    let y = Scale::log_around(if lo.is_finite() { lo } else { 1.0 }, hi.max(1e-3) * 8.0, 0.001);
     let plot =
         Plot { left: 70.0, top: 36.0, width: width - 90.0, height: 290.0, x: Scale::Linear { min: 0.0, max: 1.0 }, y };
     svg.frame(&plot, title, "", "latency (µs, log scale)", &|_| String::new());

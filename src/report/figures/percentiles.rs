@@ -46,7 +46,7 @@ pub fn render(title: &str, series: &[Series], view: View) -> String {
         View::Linear => (Scale::Linear { min: 0.0, max: 100.0 }, "percentile (%)", Box::new(|v| format!("{v}"))),
         View::Nines => (Scale::Linear { min: 1.0, max: 6.0 }, "percentile (log nines)", Box::new(nines_label)),
     };
-    let plot = Plot { left: 70.0, top: 36.0, width: 530.0, height: 290.0, x, y };
+    let plot = Plot { left: 70.0, top: 36.0, width: 510.0, height: 290.0, x, y };
     svg.frame(&plot, title, xlabel, "latency (µs, log scale)", &*xfmt);
     let mut legend = Vec::new();
     for (s, pts) in series.iter().zip(&points) {

@@ -6,6 +6,7 @@ use crate::sys;
 pub const INFO: ProbeInfo = ProbeInfo {
     name: "gtod",
     help: "clock read latency (gtod_latency): the delta between two back-to-back clock_gettime calls",
+    synthetic: false,
     busy: true,
 };
 

@@ -50,6 +50,8 @@ pub trait Probe: Send + Sync {
 pub struct ProbeInfo {
     pub name: &'static str,
     pub help: &'static str,
+    /// Emits generated samples rather than measuring this machine.
+    pub synthetic: bool,
     /// Never sleeps between samples (needs pauses against RT throttling when at FIFO priority).
     pub busy: bool,
 }

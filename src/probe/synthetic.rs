@@ -7,6 +7,7 @@ use super::{Probe, ProbeInfo, ThreadCtx};
 pub const INFO: ProbeInfo = ProbeInfo {
     name: "synthetic",
     help: "deterministic synthetic samples (lognormal body, heavy tail, rare spikes) for tests and benchmarks",
+    synthetic: true,
     busy: true,
 };
 

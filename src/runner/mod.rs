@@ -66,10 +66,15 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     };
     let load = start_load(cfg)?;
     let rt = rt::RtSetup::acquire(cfg.policy, cfg.priority, cfg.mlock);
-    for w in &rt.warnings {
-        eprintln!("rtbench: WARNING: {w}");
-    }
-    let warnings = rt.warnings.clone();
+    let synthetic = crate::probe::info(cfg.probe_name).is_some_and(|p| p.synthetic);
+    let warnings = if synthetic {
+        vec!["synthetic samples from a seeded generator, not a measurement of this machine".to_string()]
+    } else {
+        for w in &rt.warnings {
+            eprintln!("rtbench: WARNING: {w}");
+        }
+        rt.warnings.clone()
+    };
     let mut system = crate::sysinfo::snapshot();
     system["cpu_dma_latency_held"] = rt.dma_latency_held().into();
     let params = cfg.params();

@@ -42,7 +42,11 @@ fn report_writes_every_figure_as_svg_and_png_and_an_offline_page() {
     }
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert_eq!(html.matches("<figure").count(), svgs.len(), "every figure is in the page");
-    assert!(!html.contains("http://") || html.matches("http://").count() == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(), "no network references");
+    assert!(
+        !html.contains("http://")
+            || html.matches("http://").count() == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(),
+        "no network references"
+    );
     assert!(!html.contains("<script src"), "no external script");
     for needle in ["Appendix III", "p99.9999", "Rule of thumb", "k-base", "k-new", "StdDev", "Aver"] {
         assert!(html.contains(needle), "page lacks {needle}");
@@ -52,9 +56,10 @@ fn report_writes_every_figure_as_svg_and_png_and_an_offline_page() {
 
 #[test]
 fn report_renders_in_headless_chromium_without_errors() {
-    let Some(chromium) = ["chromium", "chromium-browser"].into_iter().find(|c| {
-        std::process::Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
-    }) else {
+    let Some(chromium) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| std::process::Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))
+    else {
         eprintln!("skipped: chromium is not installed (scripts/setup.sh installs it)");
         return;
     };
@@ -224,7 +229,19 @@ fn a_short_study_stores_every_cell_and_reports_it() {
     let out = lab.path("study-report");
     let tmp = lab.dir.path().to_str().unwrap();
     let said = lab.ok(&[
-        "study", "-D", "1s", "--settle", "500ms", "--label", "st", "-q", "--load", "cpu", "--tmpdir", tmp, "-o",
+        "study",
+        "-D",
+        "1s",
+        "--settle",
+        "500ms",
+        "--label",
+        "st",
+        "-q",
+        "--load",
+        "cpu",
+        "--tmpdir",
+        tmp,
+        "-o",
         out.to_str().unwrap(),
     ]);
     assert!(said.contains("cell 4 of 4"), "{said}");
@@ -236,8 +253,10 @@ fn a_short_study_stores_every_cell_and_reports_it() {
         .iter()
         .map(|r| (r["probe"].as_str().unwrap().into(), r["load"]["profile"].as_str().unwrap().into()))
         .collect();
-    let want: Vec<(String, String)> =
-        [("timer", "none"), ("timer", "cpu"), ("gtod", "none"), ("gtod", "cpu")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    let want: Vec<(String, String)> = [("timer", "none"), ("timer", "cpu"), ("gtod", "none"), ("gtod", "cpu")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
     assert_eq!(cells, want);
     assert!(runs.as_array().unwrap().iter().all(|r| r["label"] == "st" && r["status"] == "complete"));
     assert!(out.join("index.html").is_file());

@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod import;
 pub mod load;
+pub mod net;
 pub mod probe;
 pub mod recorder;
 pub mod report;

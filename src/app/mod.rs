@@ -1,6 +1,7 @@
 //! Turns a parsed command line into work. Each arm: validate into config, run, print.
 
 mod load;
+mod net;
 mod study;
 
 use std::io::Write;
@@ -41,6 +42,8 @@ pub fn run(cmd: Command) -> Result<i32> {
             run.no_mlock = true;
             measure("synthetic", Arc::new(probe), params, &run, DefaultThreads::One)
         }
+        Command::Pingpong(a) => net::pingpong(a),
+        Command::Response(a) => net::response(a),
         Command::Load(a) => load::run(a),
         Command::Study(a) => study::run(a),
         Command::Report(a) => {
@@ -182,7 +185,7 @@ fn analyzed_header(path: &std::path::Path) -> store::RunHeader {
 }
 
 /// One measuring run from flags to summary, JSON and histogram files.
-fn measure(
+pub(crate) fn measure(
     name: &'static str,
     probe: Arc<dyn crate::probe::Probe>,
     params: serde_json::Value,

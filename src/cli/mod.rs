@@ -22,6 +22,12 @@ pub enum Command {
     /// Clock read latency, as gtod_latency measures it.
     #[command(disable_help_flag = true)]
     Gtod(GtodArgs),
+    /// Round trips to an echo server (the ØMQ study's ping-pong); `--serve` runs the server.
+    #[command(disable_help_flag = true)]
+    Pingpong(PingpongArgs),
+    /// Response to an external trigger (lpptest): `--target` answers, `--logger` measures.
+    #[command(disable_help_flag = true)]
+    Response(ResponseArgs),
     /// Deterministic synthetic samples, for tests and benchmarks.
     #[command(hide = true, disable_help_flag = true)]
     Synthetic(SyntheticArgs),
@@ -272,6 +278,64 @@ pub struct SyntheticArgs {
     /// Median of the lognormal body, in ns
     #[arg(long, value_parser = parse::positive, default_value = "5000", value_name = "NS")]
     pub median: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct PingpongArgs {
+    /// Server address (HOST:PORT, or a socket path for unix) [default: loopback]
+    pub addr: Option<String>,
+    /// Run the echo server, on ADDR [default: 127.0.0.1:17700]
+    #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "ADDR")]
+    pub serve: Option<String>,
+    #[arg(long, value_enum, default_value = "udp")]
+    pub transport: crate::net::transport::Transport,
+    /// Message payload in bytes (1 to 65536)
+    #[arg(short = 's', long, value_parser = parse::message_size, default_value = "1", value_name = "BYTES")]
+    pub size: usize,
+    /// Round trips per thread (the same as -l)
+    #[arg(short = 'n', long, value_parser = parse::positive, default_value = "1000000", value_name = "N")]
+    pub round_trips: u64,
+    /// Store full round-trip times instead of one-way (RTT/2)
+    #[arg(long)]
+    pub rtt: bool,
+    /// Round trips before measuring, reported apart
+    #[arg(long, default_value = "1000", value_name = "N")]
+    pub warmup: u64,
+    /// Spin on a non-blocking socket instead of sleeping in recv (UDP)
+    #[arg(long)]
+    pub busy_poll: bool,
+    /// Session token (decimal); a server given one accepts only it [default: random per session]
+    #[arg(long)]
+    pub token: Option<u64>,
+    /// Server only: stop after this long
+    #[arg(long, value_parser = parse::duration, value_name = "DURATION")]
+    pub serve_for: Option<Duration>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ResponseArgs {
+    /// Answer triggers on ADDR [default: 127.0.0.1:17700]
+    #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "ADDR", conflicts_with = "logger")]
+    pub target: Option<String>,
+    /// Send triggers to TARGET and measure its answers
+    #[arg(long, value_name = "TARGET")]
+    pub logger: Option<String>,
+    /// Time between triggers
+    #[arg(long, value_parser = parse::duration, default_value = "1ms")]
+    pub period: Duration,
+    /// A trigger not answered within this long is lost
+    #[arg(long, value_parser = parse::duration, default_value = "100ms")]
+    pub timeout: Duration,
+    /// Session token (decimal); a target given one accepts only it [default: random]
+    #[arg(long)]
+    pub token: Option<u64>,
+    /// Target only: stop after this long
+    #[arg(long, value_parser = parse::duration, value_name = "DURATION")]
+    pub serve_for: Option<Duration>,
     #[command(flatten)]
     pub run: RunArgs,
 }

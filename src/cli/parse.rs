@@ -44,6 +44,14 @@ pub fn positive(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A message payload size, 1 byte to 64 KiB.
+pub fn message_size(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<i64>() {
+        Ok(v) if (1..=65_536).contains(&v) => Ok(v as usize),
+        _ => Err(format!("'{s}' is not a message size; use 1 to 65536 bytes")),
+    }
+}
+
 /// A real-time priority, 1–99.
 pub fn priority(s: &str) -> Result<i32, String> {
     match s.trim().parse::<i32>() {

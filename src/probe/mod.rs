@@ -2,6 +2,8 @@
 //! integers into its thread's recorder; the runner owns everything else.
 
 mod gtod;
+mod pingpong;
+mod response;
 mod synthetic;
 mod timer;
 
@@ -10,6 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::recorder::Recorder;
 
 pub use gtod::Gtod;
+pub use pingpong::Pingpong;
+pub use response::Response;
 pub use synthetic::Synthetic;
 pub use timer::Timer;
 
@@ -44,6 +48,15 @@ pub trait Probe: Send + Sync {
     fn step_ns(&self) -> u64;
     /// Runs until `ctx.loops` samples are taken or the runner says stop.
     fn run(&self, ctx: &mut ThreadCtx);
+    /// Gets ready for `threads` threads before the run begins (connect to a peer, …). An error
+    /// here ends the command before anything is stored.
+    fn prepare(&self, _threads: usize) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// What the probe learnt while running that belongs in the run's parameters.
+    fn extras(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
 }
 
 /// What the registry says about a probe.
@@ -57,7 +70,7 @@ pub struct ProbeInfo {
 }
 
 /// Every probe rtbench knows, in the order the study runs them.
-pub static REGISTRY: &[ProbeInfo] = &[timer::INFO, gtod::INFO, synthetic::INFO];
+pub static REGISTRY: &[ProbeInfo] = &[timer::INFO, gtod::INFO, pingpong::INFO, response::INFO, synthetic::INFO];
 
 /// A probe's registry entry by name.
 pub fn info(name: &str) -> Option<&'static ProbeInfo> {

@@ -64,6 +64,7 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         })?),
         None => None,
     };
+    cfg.probe.prepare(cfg.threads.len())?;
     let load = start_load(cfg)?;
     let rt = rt::RtSetup::acquire(cfg.policy, cfg.priority, cfg.mlock);
     let synthetic = crate::probe::info(cfg.probe_name).is_some_and(|p| p.synthetic);
@@ -193,6 +194,13 @@ fn drive(
         live.draw(&rows(&totals), started.elapsed(), cfg.duration);
     }
     checkpoint(store, id, &totals, &mut pending_env, samples)?;
+    if let serde_json::Value::Object(extras) = cfg.probe.extras() {
+        let mut params = cfg.params();
+        if let Some(p) = params.as_object_mut() {
+            p.extend(extras);
+        }
+        store.set_params(id, &params)?;
+    }
     if let Outcome::Interrupted(sig) = outcome {
         warnings.push(format!(
             "interrupted by signal {sig} after {:.1} s: statistics cover the samples taken until then",

@@ -335,6 +335,12 @@ fn header_from_row(r: &rusqlite::Row) -> rusqlite::Result<RunHeader> {
 }
 
 impl Store {
+    /// Replaces a run's parameters (a probe adds what it learnt while running).
+    pub fn set_params(&self, id: i64, params: &serde_json::Value) -> Result<()> {
+        self.conn.execute("UPDATE runs SET params = ?2 WHERE id = ?1", params![id, params.to_string()])?;
+        Ok(())
+    }
+
     /// Replaces what is stored about a run's load (what it actually did).
     pub fn set_load(&self, id: i64, load: &serde_json::Value) -> Result<()> {
         self.conn.execute("UPDATE runs SET load = ?2 WHERE id = ?1", params![id, load.to_string()])?;

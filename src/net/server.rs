@@ -1,0 +1,334 @@
+//! The echo server behind `pingpong --serve` and `response --target`: it answers well-formed
+//! probe packets of its session at once, byte for byte, and drops everything else.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, UdpSocket};
+use std::os::unix::net::UnixListener;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::transport::Transport;
+use super::wire::{self, Kind};
+use crate::error::InputError;
+
+/// At most this many answers per second: the server cannot be turned into a flood.
+const MAX_RATE: u64 = 2_000_000;
+const POLL: Duration = Duration::from_millis(200);
+/// Concurrent stream sessions at most.
+const MAX_SESSIONS: usize = 16;
+/// UDP peers remembered at most.
+const MAX_PEERS: usize = 64;
+
+/// What a server did.
+#[derive(Default, Debug)]
+pub struct Counters {
+    pub answered: AtomicU64,
+    pub foreign: AtomicU64,
+    pub sessions: AtomicU64,
+}
+
+/// A bound server, ready to serve.
+pub struct Server {
+    transport: Transport,
+    kind: Bound,
+    /// Only this token is accepted; without it, each session's hello sets its token.
+    token: Option<u64>,
+    host: String,
+    pub counters: Arc<Counters>,
+    pub local: String,
+}
+
+enum Bound {
+    Udp(UdpSocket),
+    Tcp(TcpListener),
+    Unix(UnixListener, std::path::PathBuf),
+    Zmq(zmq::Socket),
+}
+
+impl Server {
+    /// Binds `addr`; a port in use or an address not on this host is a clear error.
+    pub fn bind(transport: Transport, addr: &str, token: Option<u64>) -> Result<Server> {
+        let fail = |e: String| InputError::Invalid(format!("cannot serve on {addr} over {transport:?}: {e}"));
+        let (kind, local) = match transport {
+            Transport::Udp => {
+                let s = UdpSocket::bind(addr).map_err(|e| fail(e.to_string()))?;
+                s.set_read_timeout(Some(POLL))?;
+                let local = s.local_addr()?.to_string();
+                (Bound::Udp(s), local)
+            }
+            Transport::Tcp => {
+                let l = TcpListener::bind(addr).map_err(|e| fail(e.to_string()))?;
+                l.set_nonblocking(true)?;
+                let local = l.local_addr()?.to_string();
+                (Bound::Tcp(l), local)
+            }
+            Transport::Unix => {
+                let path = std::path::PathBuf::from(addr);
+                let l = UnixListener::bind(&path).map_err(|e| fail(e.to_string()))?;
+                l.set_nonblocking(true)?;
+                (Bound::Unix(l, path), addr.to_string())
+            }
+            Transport::Zmq => {
+                let s = zmq::Context::new().socket(zmq::REP).map_err(|e| fail(e.to_string()))?;
+                s.set_rcvtimeo(POLL.as_millis() as i32).map_err(|e| fail(e.to_string()))?;
+                s.set_linger(0).map_err(|e| fail(e.to_string()))?;
+                s.bind(&format!("tcp://{addr}")).map_err(|e| fail(e.to_string()))?;
+                let local = s.get_last_endpoint().ok().and_then(|r| r.ok()).unwrap_or_default();
+                (Bound::Zmq(s), local.trim_start_matches("tcp://").to_string())
+            }
+        };
+        Ok(Server { transport, kind, token, host: crate::sysinfo::hostname(), counters: Arc::default(), local })
+    }
+
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// Serves until `stop` is set. `enter` runs first on every serving thread (pinning, priority).
+    pub fn serve(self, stop: &AtomicBool, enter: &(dyn Fn() + Sync)) -> Result<()> {
+        let c = &self.counters;
+        match &self.kind {
+            Bound::Udp(s) => {
+                enter();
+                serve_udp(s, self.token, &self.host, stop, c)
+            }
+            Bound::Zmq(s) => {
+                enter();
+                serve_zmq(s, self.token, &self.host, stop, c)
+            }
+            Bound::Tcp(l) => serve_streams(
+                || {
+                    l.accept().map(|(s, _)| {
+                        let _ = s.set_nodelay(true);
+                        let _ = s.set_nonblocking(false);
+                        let _ = s.set_read_timeout(Some(POLL));
+                        Box::new(s) as Box<dyn ReadWrite>
+                    })
+                },
+                self.token,
+                &self.host,
+                stop,
+                c,
+                enter,
+            ),
+            Bound::Unix(l, path) => {
+                let r = serve_streams(
+                    || {
+                        l.accept().map(|(s, _)| {
+                            let _ = s.set_nonblocking(false);
+                            let _ = s.set_read_timeout(Some(POLL));
+                            Box::new(s) as Box<dyn ReadWrite>
+                        })
+                    },
+                    self.token,
+                    &self.host,
+                    stop,
+                    c,
+                    enter,
+                );
+                let _ = std::fs::remove_file(path);
+                r
+            }
+        }
+    }
+}
+
+/// Counts answers per second and says when the cap is reached.
+struct RateCap {
+    second: Instant,
+    count: u64,
+}
+
+impl RateCap {
+    fn new() -> Self {
+        RateCap { second: Instant::now(), count: 0 }
+    }
+    fn allow(&mut self) -> bool {
+        if self.second.elapsed() >= Duration::from_secs(1) {
+            self.second = Instant::now();
+            self.count = 0;
+        }
+        self.count += 1;
+        self.count <= MAX_RATE
+    }
+}
+
+/// The answer to one packet, if it gets one: (kind of answer, token to remember).
+fn judge(pkt: &[u8], fixed: Option<u64>, session: Option<u64>) -> Option<(Kind, u64)> {
+    let h = wire::read_header(pkt)?;
+    match h.kind {
+        Kind::Hello if pkt.len() == wire::HELLO_LEN && h.seq as usize <= wire::MAX_SIZE => {
+            Some(if fixed.is_none_or(|t| t == h.token) { (Kind::Welcome, h.token) } else { (Kind::Reject, h.token) })
+        }
+        Kind::Ping if session == Some(h.token) => Some((Kind::Ping, h.token)),
+        _ => None,
+    }
+}
+
+fn serve_udp(s: &UdpSocket, fixed: Option<u64>, host: &str, stop: &AtomicBool, c: &Counters) -> Result<()> {
+    let mut buf = vec![0u8; wire::HEADER + wire::MAX_SIZE];
+    let mut peers: Vec<(std::net::SocketAddr, u64)> = Vec::new();
+    let mut cap = RateCap::new();
+    while !stop.load(Ordering::Relaxed) {
+        let (n, from) = match s.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let session = peers.iter().find(|p| p.0 == from).map(|p| p.1);
+        match judge(&buf[..n], fixed, session) {
+            Some((Kind::Ping, _)) if cap.allow() => {
+                let _ = s.send_to(&buf[..n], from);
+                c.answered.fetch_add(1, Ordering::Relaxed);
+            }
+            Some((kind @ (Kind::Welcome | Kind::Reject), token)) => {
+                if kind == Kind::Welcome {
+                    peers.retain(|p| p.0 != from);
+                    if peers.len() >= MAX_PEERS {
+                        peers.remove(0);
+                    }
+                    peers.push((from, token));
+                    c.sessions.fetch_add(1, Ordering::Relaxed);
+                }
+                let _ = s.send_to(&wire::answer(kind, token, host, n), from);
+            }
+            _ => {
+                c.foreign.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn serve_zmq(s: &zmq::Socket, fixed: Option<u64>, host: &str, stop: &AtomicBool, c: &Counters) -> Result<()> {
+    let mut buf = vec![0u8; wire::HEADER + wire::MAX_SIZE];
+    let mut session = None;
+    let mut cap = RateCap::new();
+    while !stop.load(Ordering::Relaxed) {
+        let n = match s.recv_into(&mut buf, 0) {
+            Ok(n) => n.min(buf.len()),
+            Err(zmq::Error::EAGAIN) => continue,
+            Err(e) => return Err(anyhow::anyhow!("zmq: {e}")),
+        };
+        // REP must answer every request: a foreign one gets an empty reply, never more bytes.
+        let reply: Vec<u8> = match judge(&buf[..n], fixed, session) {
+            Some((Kind::Ping, _)) if cap.allow() => {
+                c.answered.fetch_add(1, Ordering::Relaxed);
+                buf[..n].to_vec()
+            }
+            Some((kind @ (Kind::Welcome | Kind::Reject), token)) => {
+                if kind == Kind::Welcome {
+                    session = Some(token);
+                    c.sessions.fetch_add(1, Ordering::Relaxed);
+                }
+                wire::answer(kind, token, host, n)
+            }
+            _ => {
+                c.foreign.fetch_add(1, Ordering::Relaxed);
+                Vec::new()
+            }
+        };
+        s.send(reply, 0).map_err(|e| anyhow::anyhow!("zmq: {e}"))?;
+    }
+    Ok(())
+}
+
+trait ReadWrite: Read + Write + Send {}
+impl<T: Read + Write + Send> ReadWrite for T {}
+
+fn serve_streams(
+    accept: impl Fn() -> io::Result<Box<dyn ReadWrite>>,
+    fixed: Option<u64>,
+    host: &str,
+    stop: &AtomicBool,
+    c: &Counters,
+    enter: &(dyn Fn() + Sync),
+) -> Result<()> {
+    let live = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        while !stop.load(Ordering::Relaxed) {
+            match accept() {
+                Ok(stream) if (live.load(Ordering::Relaxed) as usize) < MAX_SESSIONS => {
+                    live.fetch_add(1, Ordering::Relaxed);
+                    let live = &live;
+                    scope.spawn(move || {
+                        enter();
+                        let _ = session(stream, fixed, host, stop, c);
+                        live.fetch_sub(1, Ordering::Relaxed);
+                    });
+                }
+                Ok(_) => {
+                    c.foreign.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    });
+    Ok(())
+}
+
+/// One stream session: a hello of fixed length, then fixed-size pings echoed.
+fn session(
+    mut s: Box<dyn ReadWrite>,
+    fixed: Option<u64>,
+    host: &str,
+    stop: &AtomicBool,
+    c: &Counters,
+) -> io::Result<()> {
+    let mut hello = [0u8; wire::HELLO_LEN];
+    read_full(&mut s, &mut hello, stop)?;
+    let (kind, token) = match judge(&hello, fixed, None) {
+        Some(x) => x,
+        None => {
+            c.foreign.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+    };
+    // The answer is padded to the hello's length: the client reads a fixed size.
+    let mut answer = wire::answer(kind, token, host, wire::HELLO_LEN);
+    answer.resize(wire::HELLO_LEN, 0);
+    s.write_all(&answer)?;
+    if kind == Kind::Reject {
+        return Ok(());
+    }
+    c.sessions.fetch_add(1, Ordering::Relaxed);
+    let size = wire::read_header(&hello).map_or(0, |h| h.seq as usize);
+    let mut buf = vec![0u8; wire::HEADER + size];
+    let mut cap = RateCap::new();
+    loop {
+        read_full(&mut s, &mut buf, stop)?;
+        match judge(&buf, fixed, Some(token)) {
+            Some((Kind::Ping, _)) if cap.allow() => {
+                s.write_all(&buf)?;
+                c.answered.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {
+                // A stream out of step cannot be trusted again.
+                c.foreign.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Reads exactly `buf.len()` bytes, waking up to check `stop`.
+fn read_full(s: &mut Box<dyn ReadWrite>, buf: &mut [u8], stop: &AtomicBool) -> io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -9,7 +9,8 @@ use serde_json::json;
 
 use crate::cli::{DbArg, PolicyArg, RunArgs, StudyArgs};
 use crate::config::{DefaultThreads, RunConfig};
-use crate::probe::{Gtod, Probe, Timer};
+use crate::net::transport::Transport;
+use crate::probe::{Gtod, Pingpong, Probe, Response, Timer};
 use crate::report::select;
 use crate::runner::Outcome;
 use crate::store::Store;
@@ -21,9 +22,21 @@ struct Cell {
     duration: Duration,
 }
 
-/// The probes a study runs, in registry order (the synthetic probe is for tests).
-fn probe(name: &str) -> Option<(Arc<dyn Probe>, serde_json::Value, DefaultThreads)> {
+/// The probes a study runs, in registry order (the synthetic probe is for tests). `peer` is
+/// the echo server of the network probes.
+fn probe(name: &str, peer: &str) -> Option<(Arc<dyn Probe>, serde_json::Value, DefaultThreads)> {
+    let token = crate::net::wire::random_token();
     match name {
+        "pingpong" => Some((
+            Arc::new(Pingpong::new(Transport::Udp, peer.into(), 1, token, false, 1000, false, Duration::from_secs(2))),
+            json!({ "transport": "udp", "peer": peer, "size_bytes": 1, "sample": "one-way = RTT/2", "warmup_round_trips": 1000 }),
+            DefaultThreads::One,
+        )),
+        "response" => Some((
+            Arc::new(Response::new(peer.into(), 1_000_000, token, Duration::from_millis(100))),
+            json!({ "target": peer, "period_ns": 1_000_000, "timeout_ns": 100_000_000 }),
+            DefaultThreads::One,
+        )),
         "timer" => Some((
             Arc::new(Timer { interval_ns: 1_000_000, distance_ns: 0 }),
             json!({ "interval_us": 1000, "distance_us": 0 }),
@@ -36,7 +49,7 @@ fn probe(name: &str) -> Option<(Arc<dyn Probe>, serde_json::Value, DefaultThread
 
 fn cells(a: &StudyArgs) -> Vec<Cell> {
     let probes: Vec<&'static str> =
-        crate::probe::REGISTRY.iter().map(|p| p.name).filter(|n| probe(n).is_some()).collect();
+        crate::probe::REGISTRY.iter().map(|p| p.name).filter(|n| probe(n, "").is_some()).collect();
     let mut out = Vec::new();
     for p in &probes {
         out.push(Cell { probe: p, load: "none".into(), duration: a.duration });
@@ -84,15 +97,46 @@ fn hms(d: Duration) -> String {
 pub fn run(a: StudyArgs) -> Result<i32> {
     let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
     let cells = cells(&a);
+    // The network probes talk to --peer, or to an echo server of our own on loopback.
+    let local = match &a.peer {
+        Some(_) => None,
+        None => Some(crate::net::server::Server::bind(Transport::Udp, "127.0.0.1:0", None)?),
+    };
+    let peer = match (&a.peer, &local) {
+        (Some(p), _) => crate::net::transport::address(Transport::Udp, Some(p)),
+        (None, Some(server)) => server.local.clone(),
+        (None, None) => unreachable!("a local server exists without --peer"),
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let server = local.map(|server| {
+            let stop = &stop;
+            s.spawn(move || {
+                let enter = || {
+                    let _ = crate::runner::rt::enter_thread(None, crate::sys::Policy::Fifo, 95);
+                };
+                server.serve(stop, &enter)
+            })
+        });
+        let result = run_cells(&a, &cells, &label, &peer);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(h) = server {
+            let _ = h.join();
+        }
+        result
+    })
+}
+
+fn run_cells(a: &StudyArgs, cells: &[Cell], label: &str, peer: &str) -> Result<i32> {
     // Everything is checked before the first cell runs: a bad load fails now, not in an hour.
     let mut configs = Vec::new();
-    for cell in &cells {
-        let (p, params, threads) = probe(cell.probe).expect("cells only hold study probes");
+    for cell in cells {
+        let (p, params, threads) = probe(cell.probe, peer).expect("cells only hold study probes");
         configs.push(RunConfig::new(
             crate::probe::info(cell.probe).map_or("?", |i| i.name),
             p,
             params,
-            &run_args(&a, cell, &label),
+            &run_args(a, cell, label),
             threads,
         )?);
     }

@@ -79,6 +79,10 @@ pub struct StudyArgs {
     /// Where to write the report
     #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
     pub output: PathBuf,
+    /// A second machine running `rtbench pingpong --serve` for the network probes [default: an
+    /// echo server of the study's own on loopback]
+    #[arg(long, value_name = "HOST")]
+    pub peer: Option<String>,
     /// No live display
     #[arg(short = 'q', long)]
     pub quiet: bool,

@@ -6,6 +6,7 @@ mod helpers;
 mod live;
 mod load;
 mod measure;
+mod net;
 mod report;
 mod samplelog;
 mod signals;

@@ -244,7 +244,7 @@ fn a_short_study_stores_every_cell_and_reports_it() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert!(said.contains("cell 4 of 4"), "{said}");
+    assert!(said.contains("cell 8 of 8"), "{said}");
     assert!(said.contains("Appendix III"), "{said}");
     let runs = lab.runs();
     let cells: Vec<(String, String)> = runs
@@ -253,14 +253,16 @@ fn a_short_study_stores_every_cell_and_reports_it() {
         .iter()
         .map(|r| (r["probe"].as_str().unwrap().into(), r["load"]["profile"].as_str().unwrap().into()))
         .collect();
-    let want: Vec<(String, String)> = [("timer", "none"), ("timer", "cpu"), ("gtod", "none"), ("gtod", "cpu")]
+    let want: Vec<(String, String)> = ["timer", "gtod", "pingpong", "response"]
         .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .flat_map(|p| [(p.to_string(), "none".to_string()), (p.to_string(), "cpu".to_string())])
         .collect();
     assert_eq!(cells, want);
     assert!(runs.as_array().unwrap().iter().all(|r| r["label"] == "st" && r["status"] == "complete"));
     assert!(out.join("index.html").is_file());
-    assert!(figures_in(&out).iter().any(|f| f == "gtod-nines.png"));
+    for probe in ["timer", "gtod", "pingpong", "response"] {
+        assert!(figures_in(&out).iter().any(|f| *f == format!("{probe}-nines.png")), "{probe} is in the report");
+    }
 }
 
 #[test]

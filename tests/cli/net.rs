@@ -1,0 +1,201 @@
+//! The network probes between two hosts: two network namespaces joined by a veth pair, made
+//! and removed by the test itself.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::helpers::*;
+
+/// Two namespaces, `a` (10.231.0.1) and `b` (10.231.0.2), joined by a veth pair.
+struct Hosts {
+    a: String,
+    b: String,
+}
+
+const A_ADDR: &str = "10.231.0.1";
+
+fn ip(args: &[&str]) -> bool {
+    Command::new("ip").args(args).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+impl Hosts {
+    fn new(tag: &str) -> Option<Hosts> {
+        if !is_root() {
+            eprintln!("skipped: network namespaces need root");
+            return None;
+        }
+        let id = format!("{}{tag}", std::process::id() % 100_000);
+        let h = Hosts { a: format!("rtbA{id}"), b: format!("rtbB{id}") };
+        let (va, vb) = (format!("va{id}"), format!("vb{id}"));
+        let ok = ip(&["netns", "add", &h.a])
+            && ip(&["netns", "add", &h.b])
+            && ip(&["link", "add", &va, "netns", &h.a, "type", "veth", "peer", "name", &vb, "netns", &h.b])
+            && ip(&["-n", &h.a, "addr", "add", "10.231.0.1/30", "dev", &va])
+            && ip(&["-n", &h.b, "addr", "add", "10.231.0.2/30", "dev", &vb])
+            && ip(&["-n", &h.a, "link", "set", &va, "up"])
+            && ip(&["-n", &h.b, "link", "set", &vb, "up"])
+            && ip(&["-n", &h.a, "link", "set", "lo", "up"])
+            && ip(&["-n", &h.b, "link", "set", "lo", "up"]);
+        if !ok {
+            eprintln!("skipped: could not make network namespaces with iproute2");
+            return None;
+        }
+        Some(h)
+    }
+
+    /// rtbench inside namespace `ns`.
+    fn rtbench(&self, lab: &Lab, ns: &str, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns, env!("CARGO_BIN_EXE_rtbench")]).args(args).env("RTBENCH_DB", lab.db());
+        c
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        ip(&["netns", "del", &self.a]);
+        ip(&["netns", "del", &self.b]);
+    }
+}
+
+/// A running server and the lines it prints.
+struct Srv {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+/// Starts a server and waits until it says it is serving.
+fn server(mut cmd: Command) -> Srv {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx.recv_timeout(Duration::from_secs(10)).expect("the server says it is serving");
+    assert!(line.starts_with("serving"), "{line}");
+    Srv { child, lines: rx }
+}
+
+/// Stops a server with SIGTERM; returns its exit code and its last line.
+fn stop(srv: Srv) -> (Option<i32>, String) {
+    let Srv { mut child, lines } = srv;
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let until = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < until, "the server did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let code = child.wait().unwrap().code();
+    let last = lines.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
+    (code, last)
+}
+
+#[test]
+fn pingpong_crosses_a_network_between_two_hosts_on_every_transport() {
+    let Some(hosts) = Hosts::new("p") else { return };
+    let lab = Lab::new();
+    for (i, transport) in ["udp", "tcp", "zmq"].iter().enumerate() {
+        let addr = format!("{A_ADDR}:{}", 17_800 + i);
+        let srv = server(hosts.rtbench(&lab, &hosts.a, &["pingpong", "--serve", &addr, "--transport", transport]));
+        let out = hosts
+            .rtbench(
+                &lab,
+                &hosts.b,
+                &["pingpong", &addr, "--transport", transport, "-n", "3000", "--warmup", "200", "-q"],
+            )
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{transport}: {}", text(&out.stderr));
+        let (code, _) = stop(srv);
+        assert_eq!(code, Some(0), "the server stops cleanly on SIGTERM");
+        let doc = lab.export_json(lab.last_run());
+        assert_valid_export(&doc);
+        assert_eq!(doc["run"]["probe"], "pingpong");
+        assert_eq!(doc["run"]["params"]["transport"], *transport);
+        assert_eq!(doc["run"]["params"]["peer"], addr);
+        assert_eq!(doc["total"]["count"], 3000, "{transport}: warm-up and cold round trips are not counted");
+        assert_eq!(doc["run"]["params"]["thread0_warmup"]["round_trips"], 200);
+        assert!(doc["run"]["params"]["thread0_cold_rtt_ns"].as_u64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn unix_and_rtt_on_one_host() {
+    let lab = Lab::new();
+    let sock = lab.path("pp.sock");
+    let s = sock.to_str().unwrap();
+    let srv = server(lab.cmd(&["pingpong", "--serve", s, "--transport", "unix"]));
+    lab.ok(&["pingpong", s, "--transport", "unix", "-n", "2000", "--rtt", "-s", "512", "-q"]);
+    stop(srv);
+    let doc = lab.export_json(lab.last_run());
+    assert_eq!(doc["run"]["params"]["sample"], "round trip");
+    assert_eq!(doc["run"]["params"]["size_bytes"], 512);
+    assert_eq!(doc["total"]["count"], 2000);
+    assert!(!sock.exists(), "the server removes its socket");
+}
+
+#[test]
+fn response_measures_the_target_from_the_logger_host() {
+    let Some(hosts) = Hosts::new("r") else { return };
+    let lab = Lab::new();
+    let addr = format!("{A_ADDR}:17810");
+    let srv = server(hosts.rtbench(&lab, &hosts.a, &["response", "--target", &addr]));
+    let out = hosts.rtbench(&lab, &hosts.b, &["response", "--logger", &addr, "-D", "2s", "-q"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    stop(srv);
+    let doc = lab.export_json(lab.last_run());
+    assert_valid_export(&doc);
+    let p = &doc["run"]["params"];
+    assert_eq!(p["target"], addr, "the stored run names its target");
+    assert!(p["target_host"].is_string());
+    let t = &doc["threads"][0];
+    let triggers = t["count"].as_u64().unwrap() + t["overruns"].as_u64().unwrap();
+    // 2 s at 1 ms: every trigger is either answered or counted lost.
+    assert!((1500..=2100).contains(&triggers), "{triggers} triggers in 2 s");
+    assert_eq!(p["lost_triggers"].as_u64().unwrap(), t["overruns"].as_u64().unwrap());
+}
+
+#[test]
+fn foreign_and_malformed_packets_are_dropped_and_counted() {
+    let lab = Lab::new();
+    let addr = "127.0.0.1:17820";
+    let srv = server(lab.cmd(&["pingpong", "--serve", addr]));
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let mut ping = vec![0u8; 40];
+    ping[..4].copy_from_slice(b"RTB1");
+    ping[4] = 4;
+    for junk in [b"hello?".to_vec(), vec![0xff; 2000], ping.clone(), vec![]] {
+        sock.send_to(&junk, addr).unwrap();
+    }
+    let mut buf = [0u8; 4096];
+    assert!(sock.recv(&mut buf).is_err(), "nothing answers a packet outside a session");
+    lab.ok(&["pingpong", addr, "-n", "500", "-q"]);
+    let (code, last) = stop(srv);
+    assert_eq!(code, Some(0));
+    assert!(last.contains("1 sessions") && last.contains("dropped 4 foreign"), "{last}");
+}
+
+#[test]
+fn network_bad_input_is_rejected() {
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["pingpong", "127.0.0.1:1", "-n", "10", "-q"]), "cannot reach 127.0.0.1:1");
+    assert_rejected(&lab.run(&["pingpong", "--transport", "tcp", "127.0.0.1:1", "-n", "10"]), "connection refused");
+    assert_rejected(&lab.run(&["pingpong", "--transport", "carrier-pigeon"]), "carrier-pigeon");
+    assert_rejected(&lab.run(&["pingpong", "-s", "0"]), "1 to 65536");
+    assert_rejected(&lab.run(&["pingpong", "-s", "70000"]), "1 to 65536");
+    assert_rejected(&lab.run(&["response", "-D", "1s"]), "--target");
+    let srv = server(lab.cmd(&["pingpong", "--serve", "127.0.0.1:17830", "--token", "5"]));
+    assert_rejected(
+        &lab.run(&["pingpong", "127.0.0.1:17830", "--token", "6", "-n", "10"]),
+        "refused the session token",
+    );
+    assert_rejected(&lab.run(&["pingpong", "--serve", "127.0.0.1:17830"]), "address already in use");
+    lab.ok(&["pingpong", "127.0.0.1:17830", "--token", "5", "-n", "100", "-q"]);
+    stop(srv);
+    assert_eq!(lab.runs().as_array().unwrap().len(), 1, "only the good run was stored");
+}

@@ -21,10 +21,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 pub fn pingpong(a: PingpongArgs) -> Result<i32> {
     if let Some(addr) = &a.serve {
         let addr = transport::address(a.transport, (!addr.is_empty()).then_some(addr.as_str()));
-        return serve(a.transport, &addr, a.token, a.serve_for, &a.run, "pingpong");
+        return serve(a.transport, &addr, a.session.token, a.session.serve_for, &a.run, "pingpong");
     }
     let addr = transport::address(a.transport, a.addr.as_deref());
-    let token = a.token.unwrap_or_else(wire::random_token);
+    let token = a.session.token.unwrap_or_else(wire::random_token);
     let probe = Pingpong::new(a.transport, addr.clone(), a.size, token, a.rtt, a.warmup, a.busy_poll, CONNECT_TIMEOUT);
     let params = json!({
         "transport": a.transport,
@@ -42,13 +42,13 @@ pub fn pingpong(a: PingpongArgs) -> Result<i32> {
 pub fn response(a: ResponseArgs) -> Result<i32> {
     if let Some(addr) = &a.target {
         let addr = transport::address(Transport::Udp, (!addr.is_empty()).then_some(addr.as_str()));
-        return serve(Transport::Udp, &addr, a.token, a.serve_for, &a.run, "response");
+        return serve(Transport::Udp, &addr, a.session.token, a.session.serve_for, &a.run, "response");
     }
     let Some(target) = &a.logger else {
         return Err(crate::invalid!("response needs --target (on the machine under test) or --logger TARGET"));
     };
     let target = transport::address(Transport::Udp, Some(target));
-    let token = a.token.unwrap_or_else(wire::random_token);
+    let token = a.session.token.unwrap_or_else(wire::random_token);
     let period_ns = a.period.as_nanos() as u64;
     if period_ns < 10_000 {
         return Err(crate::invalid!("--period must be at least 10us"));

@@ -310,14 +310,21 @@ pub struct PingpongArgs {
     /// Spin on a non-blocking socket instead of sleeping in recv (UDP)
     #[arg(long)]
     pub busy_poll: bool,
+    #[command(flatten)]
+    pub session: SessionArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// What the two ends of a network probe agree on.
+#[derive(Args, Debug)]
+pub struct SessionArgs {
     /// Session token (decimal); a server given one accepts only it [default: random per session]
     #[arg(long)]
     pub token: Option<u64>,
-    /// Server only: stop after this long
+    /// Server or target only: stop after this long
     #[arg(long, value_parser = parse::duration, value_name = "DURATION")]
     pub serve_for: Option<Duration>,
-    #[command(flatten)]
-    pub run: RunArgs,
 }
 
 #[derive(Args, Debug)]
@@ -334,12 +341,8 @@ pub struct ResponseArgs {
     /// A trigger not answered within this long is lost
     #[arg(long, value_parser = parse::duration, default_value = "100ms")]
     pub timeout: Duration,
-    /// Session token (decimal); a target given one accepts only it [default: random]
-    #[arg(long)]
-    pub token: Option<u64>,
-    /// Target only: stop after this long
-    #[arg(long, value_parser = parse::duration, value_name = "DURATION")]
-    pub serve_for: Option<Duration>,
+    #[command(flatten)]
+    pub session: SessionArgs,
     #[command(flatten)]
     pub run: RunArgs,
 }

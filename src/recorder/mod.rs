@@ -1,11 +1,14 @@
 //! Per-thread recording without stopping the thread.
 //!
 //! A measuring thread writes into its *active* [`Buffer`]. To checkpoint, the runner offers an
-//! empty buffer over a one-slot channel; the thread notices it between samples (one atomic load),
-//! swaps, and hands the full buffer back. The timed path never locks, allocates (except when a
-//! raw-sample vector outgrows its reserve) or does I/O.
+//! empty buffer over a one-slot channel and raises a flag; the thread notices the flag between
+//! samples (one relaxed atomic load), swaps, and hands the full buffer back. Raw samples, when
+//! kept, travel separately in fixed-size chunks that the runner drains and recycles, so a fast
+//! probe never grows a vector on its timed path. The timed path never locks or does I/O.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::stats::Stats;
@@ -43,8 +46,6 @@ pub struct Buffer {
     pub stats: Stats,
     /// Completed envelope intervals, oldest first.
     pub envelope: Vec<EnvPoint>,
-    /// Raw samples (time offset ns, latency ns), only when a sample log was asked for.
-    pub samples: Vec<(u64, u64)>,
     /// The most recent sample (the live view's "Act").
     pub last: u64,
 }
@@ -53,42 +54,63 @@ impl Buffer {
     fn clear(&mut self) {
         self.stats.reset();
         self.envelope.clear();
-        self.samples.clear();
     }
 }
+
+/// Raw samples (time offset ns, latency ns) per chunk.
+pub const CHUNK: usize = 1 << 16;
+/// Chunks in flight per thread before the thread waits for the runner (a synthetic probe can
+/// outrun the disk; a real one at 10 kHz fills one chunk in 6 s).
+const CHUNKS_IN_FLIGHT: usize = 64;
 
 /// The measuring thread's side.
 pub struct Recorder {
     active: Box<Buffer>,
     current: EnvPoint,
     env_interval_ns: u64,
-    keep_samples: bool,
+    /// Where the current envelope interval ends (exclusive).
+    env_end: u64,
+    asked: Arc<AtomicBool>,
     spare: Receiver<Box<Buffer>>,
     full: SyncSender<Box<Buffer>>,
+    /// Raw samples, when a sample log was asked for.
+    chunk: Option<Vec<(u64, u64)>>,
+    chunks: Option<(SyncSender<Vec<(u64, u64)>>, Receiver<Vec<(u64, u64)>>)>,
 }
 
 /// The runner's side of one thread's recorder.
 pub struct Collector {
     spare: Option<Box<Buffer>>,
+    asked: Arc<AtomicBool>,
     offer: SyncSender<Box<Buffer>>,
     full: Receiver<Box<Buffer>>,
+    chunks: Option<(Receiver<Vec<(u64, u64)>>, SyncSender<Vec<(u64, u64)>>)>,
 }
 
 /// Makes a connected recorder (for the thread) and collector (for the runner).
 pub fn pair(env_interval_ns: u64, keep_samples: bool) -> (Recorder, Collector) {
     let (offer, spare) = sync_channel(1);
     let (full_tx, full_rx) = sync_channel(1);
-    let reserve = if keep_samples { 1 << 16 } else { 0 };
-    let mk = || Box::new(Buffer { samples: Vec::with_capacity(reserve), ..Buffer::default() });
+    let asked = Arc::new(AtomicBool::new(false));
+    let (chunk, rec_chunks, col_chunks) = if keep_samples {
+        let (filled_tx, filled_rx) = sync_channel(CHUNKS_IN_FLIGHT);
+        let (pool_tx, pool_rx) = sync_channel(CHUNKS_IN_FLIGHT);
+        (Some(Vec::with_capacity(CHUNK)), Some((filled_tx, pool_rx)), Some((filled_rx, pool_tx)))
+    } else {
+        (None, None, None)
+    };
     let rec = Recorder {
-        active: mk(),
+        active: Box::default(),
         current: EnvPoint::new(0),
         env_interval_ns: env_interval_ns.max(1),
-        keep_samples,
+        env_end: env_interval_ns.max(1),
+        asked: Arc::clone(&asked),
         spare,
         full: full_tx,
+        chunk,
+        chunks: rec_chunks,
     };
-    (rec, Collector { spare: Some(mk()), offer, full: full_rx })
+    (rec, Collector { spare: Some(Box::default()), asked, offer, full: full_rx, chunks: col_chunks })
 }
 
 impl Recorder {
@@ -97,19 +119,24 @@ impl Recorder {
     pub fn record(&mut self, t_ns: u64, latency_ns: u64) {
         self.active.stats.record(latency_ns);
         self.active.last = latency_ns;
-        let index = t_ns / self.env_interval_ns;
-        if index != self.current.index {
-            self.roll_envelope(index);
+        // A compare instead of a division per sample: the interval changes rarely.
+        if t_ns >= self.env_end || t_ns < self.env_end - self.env_interval_ns {
+            self.roll_envelope(t_ns / self.env_interval_ns);
         }
         let c = &mut self.current;
         c.count += 1;
         c.sum += latency_ns;
         c.min = c.min.min(latency_ns);
         c.max = c.max.max(latency_ns);
-        if self.keep_samples {
-            self.active.samples.push((t_ns, latency_ns));
+        if let Some(chunk) = self.chunk.as_mut() {
+            chunk.push((t_ns, latency_ns));
+            if chunk.len() == CHUNK {
+                self.hand_over_chunk();
+            }
         }
-        self.swap_if_asked();
+        if self.asked.load(Ordering::Relaxed) {
+            self.swap();
+        }
     }
 
     /// Counts a missed period (the probe skipped ahead).
@@ -124,24 +151,44 @@ impl Recorder {
             self.active.envelope.push(self.current);
         }
         self.current = EnvPoint::new(index);
+        self.env_end = (index + 1).saturating_mul(self.env_interval_ns);
     }
 
-    #[inline(always)]
-    fn swap_if_asked(&mut self) {
+    #[cold]
+    fn swap(&mut self) {
         match self.spare.try_recv() {
             Ok(empty) => {
+                self.asked.store(false, Ordering::Relaxed);
                 let full = std::mem::replace(&mut self.active, empty);
                 // The collector keeps its receiver for as long as the thread runs.
                 let _ = self.full.send(full);
+                // Raw samples reach the log at every checkpoint too, not only when a chunk fills.
+                if self.chunk.as_ref().is_some_and(|c| !c.is_empty()) {
+                    self.hand_over_chunk();
+                }
             }
             Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => {}
         }
     }
 
-    /// Ends recording: the partial envelope interval joins the last buffer, which is returned.
+    /// Passes the current chunk of raw samples to the runner and takes an empty one.
+    #[cold]
+    fn hand_over_chunk(&mut self) {
+        let (Some(chunk), Some((filled, pool))) = (self.chunk.as_mut(), self.chunks.as_ref()) else { return };
+        let fresh = pool.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let full = std::mem::replace(chunk, fresh);
+        // Waits only when the runner is CHUNKS_IN_FLIGHT chunks behind: samples are never dropped.
+        let _ = filled.send(full);
+    }
+
+    /// Ends recording: the partial envelope interval joins the last buffer, which is returned,
+    /// and the last raw samples go to the runner.
     pub fn finish(mut self) -> Box<Buffer> {
         if self.current.count > 0 {
             self.active.envelope.push(self.current);
+        }
+        if self.chunk.as_ref().is_some_and(|c| !c.is_empty()) {
+            self.hand_over_chunk();
         }
         self.active
     }
@@ -151,10 +198,26 @@ impl Collector {
     /// Offers an empty buffer to the thread if the last one came back (non-blocking).
     pub fn request(&mut self) {
         if let Some(buf) = self.spare.take() {
-            if let Err(e) = self.offer.try_send(buf) {
-                self.spare = Some(e.into_inner());
+            match self.offer.try_send(buf) {
+                Ok(()) => self.asked.store(true, Ordering::Relaxed),
+                Err(e) => self.spare = Some(e.into_inner()),
             }
         }
+    }
+
+    /// Hands every chunk of raw samples the thread has filled to `write`, oldest first, and
+    /// gives the emptied chunks back for reuse.
+    pub fn drain_samples(
+        &mut self,
+        mut write: impl FnMut(&[(u64, u64)]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let Some((filled, pool)) = self.chunks.as_ref() else { return Ok(()) };
+        while let Ok(mut chunk) = filled.try_recv() {
+            write(&chunk)?;
+            chunk.clear();
+            let _ = pool.try_send(chunk);
+        }
+        Ok(())
     }
 
     /// Takes the full buffer the thread handed back, waiting up to `wait`. The caller must pass

@@ -21,16 +21,7 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
     let color = |label: &str| labels.iter().position(|l| l == label).unwrap_or(0);
     for probe in distinct(runs.iter().map(|r| r.probe().to_string())) {
         let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
-        let groups: Vec<bars::Group> = these
-            .iter()
-            .map(|r| bars::Group {
-                line1: r.label().to_string(),
-                line2: load_name(&r.load()),
-                min: if r.data.total.count == 0 { 0.0 } else { r.data.total.min as f64 / 1000.0 },
-                avg: r.data.total.mean() / 1000.0,
-                max: r.data.total.max as f64 / 1000.0,
-            })
-            .collect();
+        let groups: Vec<bars::Group> = these.iter().map(|r| bar_group(r, r.label())).collect();
         figs.push(Figure {
             name: format!("{probe}-bars"),
             caption: format!("{probe}: min, avg and max per label and load (log scale)"),
@@ -72,17 +63,8 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
         }
     }
     for label in &labels {
-        let groups: Vec<bars::Group> = runs
-            .iter()
-            .filter(|r| r.label() == label)
-            .map(|r| bars::Group {
-                line1: r.probe().to_string(),
-                line2: load_name(&r.load()),
-                min: if r.data.total.count == 0 { 0.0 } else { r.data.total.min as f64 / 1000.0 },
-                avg: r.data.total.mean() / 1000.0,
-                max: r.data.total.max as f64 / 1000.0,
-            })
-            .collect();
+        let groups: Vec<bars::Group> =
+            runs.iter().filter(|r| r.label() == label).map(|r| bar_group(r, r.probe())).collect();
         figs.push(Figure {
             name: format!("label-{}-probes", file_safe(label)),
             caption: format!("{label}: every probe, idle and loaded"),
@@ -90,6 +72,18 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
         });
     }
     figs
+}
+
+/// A run's min, avg and max in µs, captioned `first` over its load.
+fn bar_group(r: &RunView, first: &str) -> bars::Group {
+    let s = &r.data.total;
+    bars::Group {
+        line1: first.to_string(),
+        line2: load_name(&r.load()),
+        min: if s.count == 0 { 0.0 } else { s.min as f64 / 1000.0 },
+        avg: s.mean() / 1000.0,
+        max: s.max as f64 / 1000.0,
+    }
 }
 
 /// A short duration for captions: "1 s", "100 ms".

@@ -144,6 +144,7 @@ fn drive(
     let mut outcome = Outcome::Complete;
     loop {
         std::thread::sleep(Duration::from_millis(20));
+        drain_samples(&mut totals, samples.as_deref_mut())?;
         if let Some(sig) = signals::received() {
             outcome = Outcome::Interrupted(sig);
             break;
@@ -177,6 +178,11 @@ fn drive(
         let mut json = serde_json::to_value(&report)?;
         json["settle_s"] = cfg.settle.as_secs_f64().into();
         store.set_load(id, &json)?;
+    }
+    // A thread may be waiting to hand over raw samples: keep draining until every one is done.
+    while !handles.iter().all(|h| h.is_finished()) {
+        drain_samples(&mut totals, samples.as_deref_mut())?;
+        std::thread::sleep(Duration::from_millis(1));
     }
     for (t, h) in totals.iter_mut().zip(handles) {
         let (last, problem) = h.join().map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?;
@@ -266,6 +272,16 @@ fn collect(
     Ok(())
 }
 
+/// Writes the raw samples every thread has handed over so far.
+fn drain_samples(totals: &mut [ThreadTotals], samples: Option<&mut SampleLogWriter>) -> Result<()> {
+    let Some(log) = samples else { return Ok(()) };
+    for t in totals.iter_mut() {
+        let thread = t.index as u32;
+        t.collector.drain_samples(|chunk| log.append(thread, chunk)).context("could not write the sample log")?;
+    }
+    Ok(())
+}
+
 fn merge(
     t: &mut ThreadTotals,
     buf: Box<Buffer>,
@@ -278,9 +294,8 @@ fn merge(
     }
     env.extend(buf.envelope.iter().map(|p| (t.index as u32, *p)));
     if let Some(log) = samples {
-        if !buf.samples.is_empty() {
-            log.append(t.index as u32, &buf.samples).context("could not write the sample log")?;
-        }
+        let thread = t.index as u32;
+        t.collector.drain_samples(|chunk| log.append(thread, chunk)).context("could not write the sample log")?;
     }
     t.collector.recycle(buf);
     Ok(())

@@ -59,6 +59,8 @@ impl Buffer {
 
 /// Raw samples (time offset ns, latency ns) per chunk.
 pub const CHUNK: usize = 1 << 16;
+/// A chunk of raw samples.
+type Chunk = Vec<(u64, u64)>;
 /// Chunks in flight per thread before the thread waits for the runner (a synthetic probe can
 /// outrun the disk; a real one at 10 kHz fills one chunk in 6 s).
 const CHUNKS_IN_FLIGHT: usize = 64;
@@ -74,8 +76,9 @@ pub struct Recorder {
     spare: Receiver<Box<Buffer>>,
     full: SyncSender<Box<Buffer>>,
     /// Raw samples, when a sample log was asked for.
-    chunk: Option<Vec<(u64, u64)>>,
-    chunks: Option<(SyncSender<Vec<(u64, u64)>>, Receiver<Vec<(u64, u64)>>)>,
+    chunk: Option<Chunk>,
+    /// Filled chunks out, empty ones back.
+    chunks: Option<(SyncSender<Chunk>, Receiver<Chunk>)>,
 }
 
 /// The runner's side of one thread's recorder.
@@ -84,7 +87,7 @@ pub struct Collector {
     asked: Arc<AtomicBool>,
     offer: SyncSender<Box<Buffer>>,
     full: Receiver<Box<Buffer>>,
-    chunks: Option<(Receiver<Vec<(u64, u64)>>, SyncSender<Vec<(u64, u64)>>)>,
+    chunks: Option<(Receiver<Chunk>, SyncSender<Chunk>)>,
 }
 
 /// Makes a connected recorder (for the thread) and collector (for the runner).

@@ -27,7 +27,7 @@ sleep 1
 # One rtbench client run; prints "median p99" in µs.
 rtbench_run() {
   local transport=$1 port=$2
-  "$bin" pingpong "127.0.0.1:$port" --transport "$transport" -D "${secs}s" -n 100000000 -q >/dev/null
+  "$bin" pingpong "127.0.0.1:$port" --transport "$transport" -D "${secs}s" -q >/dev/null
   "$bin" export "$("$bin" runs --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')" \
     | python3 -c 'import json,sys; t=json.load(sys.stdin)["total"]["percentiles_ns"]; print("%.3f %.3f" % (t["50"]/1e3, t["99"]/1e3))'
 }

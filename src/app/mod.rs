@@ -27,16 +27,16 @@ pub fn run(cmd: Command) -> Result<i32> {
             measure("timer", Arc::new(probe), params, &a.run, DefaultThreads::PerCpu)
         }
         Command::Gtod(a) => {
-            let params = json!({ "pairs": a.run.loops.unwrap_or(a.pairs) });
             let mut run = a.run;
-            run.loops = Some(run.loops.unwrap_or(a.pairs));
+            run.loops = run.loops_or(a.pairs, 1_000_000);
+            let params = json!({ "pairs": run.loops });
             measure("gtod", Arc::new(Gtod), params, &run, DefaultThreads::One)
         }
         Command::Synthetic(a) => {
             let probe = Synthetic { seed: a.seed, step_ns: a.interval * 1000, median_ns: a.median as f64 };
             let params = json!({ "seed": a.seed, "interval_us": a.interval, "median_ns": a.median });
             let mut run = a.run;
-            run.loops = Some(run.loops.unwrap_or(1_000_000));
+            run.loops = run.loops_or(None, 1_000_000);
             // Synthetic samples need no privilege and must not hog CPUs at FIFO priority.
             run.policy = crate::cli::PolicyArg::Other;
             run.no_mlock = true;

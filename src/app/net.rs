@@ -35,7 +35,7 @@ pub fn pingpong(a: PingpongArgs) -> Result<i32> {
         "busy_poll": a.busy_poll,
     });
     let mut run = a.run;
-    run.loops = Some(run.loops.unwrap_or(a.round_trips));
+    run.loops = run.loops_or(a.round_trips, 1_000_000);
     super::measure("pingpong", Arc::new(probe), params, &run, DefaultThreads::One)
 }
 

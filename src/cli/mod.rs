@@ -243,6 +243,14 @@ pub struct RunArgs {
     pub help: Option<bool>,
 }
 
+impl RunArgs {
+    /// Samples per thread: `-l`, else the probe's own count flag, else `default` unless a
+    /// duration bounds the run.
+    pub fn loops_or(&self, count: Option<u64>, default: u64) -> Option<u64> {
+        self.loops.or(count).or(if self.duration.is_some() { None } else { Some(default) })
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct DbArg {
     /// Store file [default: $RTBENCH_DB, else $XDG_DATA_HOME/rtbench/rtbench.db]
@@ -264,9 +272,9 @@ pub struct TimerArgs {
 
 #[derive(Args, Debug)]
 pub struct GtodArgs {
-    /// Clock-read pairs per thread (the same as -l)
-    #[arg(short = 'n', long, value_parser = parse::positive, default_value = "1000000", value_name = "N")]
-    pub pairs: u64,
+    /// Clock-read pairs per thread (the same as -l) [default: 1000000, or unlimited with -D]
+    #[arg(short = 'n', long, value_parser = parse::positive, value_name = "N")]
+    pub pairs: Option<u64>,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -298,9 +306,9 @@ pub struct PingpongArgs {
     /// Message payload in bytes (1 to 65536)
     #[arg(short = 's', long, value_parser = parse::message_size, default_value = "1", value_name = "BYTES")]
     pub size: usize,
-    /// Round trips per thread (the same as -l)
-    #[arg(short = 'n', long, value_parser = parse::positive, default_value = "1000000", value_name = "N")]
-    pub round_trips: u64,
+    /// Round trips per thread (the same as -l) [default: 1000000, or unlimited with -D]
+    #[arg(short = 'n', long, value_parser = parse::positive, value_name = "N")]
+    pub round_trips: Option<u64>,
     /// Store full round-trip times instead of one-way (RTT/2)
     #[arg(long)]
     pub rtt: bool,

@@ -58,13 +58,14 @@ struct ThreadTotals {
 
 /// Runs `cfg` to the end and stores it. Returns the run id and how it ended.
 pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
+    // A peer that cannot be reached fails here, before any file is written.
+    cfg.probe.prepare(cfg.threads.len())?;
     let mut samples = match &cfg.samples {
         Some(path) => Some(SampleLogWriter::create(path, cfg.probe.step_ns()).map_err(|e| {
             crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() }
         })?),
         None => None,
     };
-    cfg.probe.prepare(cfg.threads.len())?;
     let load = start_load(cfg)?;
     let rt = rt::RtSetup::acquire(cfg.policy, cfg.priority, cfg.mlock);
     let synthetic = crate::probe::info(cfg.probe_name).is_some_and(|p| p.synthetic);

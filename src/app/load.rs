@@ -19,7 +19,7 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
     let spec = LoadSpec::parse(profile, crate::config::load_options(&a.load))?;
     let tmp = crate::config::tmp_dir(&a.load)?;
     let deadline = a.duration.as_secs() + 60;
-    crate::runner::signals::install()?;
+    let signals = crate::runner::signals::Installed::new()?;
     let session = LoadSession::start(&spec, &tmp, deadline)?;
     if std::env::var_os("RTBENCH_TEST_PANIC_WITH_LOAD").is_some() {
         panic!("test hook: panic while a load runs");
@@ -41,7 +41,7 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
     }
     let after = CpuSample::read();
     let generators = session.stop();
-    crate::runner::signals::restore();
+    drop(signals);
     let (report, warnings) = load::session_report(&spec, generators, &before, &after);
     println!("load '{}' for {:.1} s", report.profile, started.elapsed().as_secs_f64());
     for g in &report.generators {

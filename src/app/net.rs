@@ -96,7 +96,7 @@ fn serve(
         server.local,
         token.map_or(String::new(), |_| " (fixed token)".into())
     );
-    crate::runner::signals::install()?;
+    let signals = crate::runner::signals::Installed::new()?;
     let stop = AtomicBool::new(false);
     let started = Instant::now();
     let result = std::thread::scope(|s| {
@@ -109,7 +109,7 @@ fn serve(
         }
         worker.join().map_err(|_| anyhow::anyhow!("the server thread panicked"))?
     });
-    crate::runner::signals::restore();
+    drop(signals);
     println!(
         "served {} sessions, {} round trips; dropped {} foreign or malformed packets",
         counters.sessions.load(Ordering::Relaxed),

@@ -60,6 +60,8 @@ struct ThreadTotals {
 pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     // A peer that cannot be reached fails here, before any file is written.
     cfg.probe.prepare(cfg.threads.len())?;
+    // From here on a Ctrl-C is a request to stop and save, even during the load's settling.
+    let _signals = signals::Installed::new().context("could not install signal handlers")?;
     let mut samples = match &cfg.samples {
         Some(path) => Some(SampleLogWriter::create(path, cfg.probe.step_ns()).map_err(|e| {
             crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() }
@@ -92,7 +94,6 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         envelope_ns: cfg.envelope_ns,
     })?;
     let result = drive(cfg, store, id, &rt, warnings, samples.as_mut(), load);
-    signals::restore();
     drop(rt);
     match result {
         Ok(outcome) => Ok((id, outcome)),
@@ -114,8 +115,6 @@ fn drive(
     mut samples: Option<&mut SampleLogWriter>,
     load: Option<LoadSession>,
 ) -> Result<Outcome> {
-    signals::install().context("could not install signal handlers")?;
-
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
     let before = CpuSample::read();

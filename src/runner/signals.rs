@@ -32,3 +32,19 @@ pub fn restore() {
 pub fn received() -> Option<i32> {
     (RECEIVED.load(Ordering::SeqCst) > 0).then(|| LAST.load(Ordering::SeqCst))
 }
+
+/// Installs the handlers and puts the defaults back when dropped, however the run ends.
+pub struct Installed(());
+
+impl Installed {
+    pub fn new() -> std::io::Result<Installed> {
+        install()?;
+        Ok(Installed(()))
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        restore();
+    }
+}

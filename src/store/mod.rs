@@ -123,12 +123,18 @@ impl Store {
     }
 
     fn migrate(&mut self, from: i64) -> Result<()> {
-        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(from as usize) {
-            let tx = self.conn.transaction()?;
+        if from >= SCHEMA_VERSION {
+            return Ok(());
+        }
+        // Two rtbench commands may open a new store at once: the write lock makes one migrate
+        // and the other see the result.
+        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(now as usize) {
             tx.execute_batch(sql)?;
             tx.pragma_update(None, "user_version", i as i64 + 1)?;
-            tx.commit()?;
         }
+        tx.commit()?;
         Ok(())
     }
 

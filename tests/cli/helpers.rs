@@ -44,6 +44,21 @@ impl Lab {
         runs.as_array().and_then(|a| a.last()).map(|r| r["id"].as_i64().unwrap()).expect("a stored run")
     }
 
+    /// Waits until the store holds at least `n` runs (another process is writing them).
+    pub fn wait_for_runs(&self, n: usize, timeout: std::time::Duration) -> serde_json::Value {
+        let until = std::time::Instant::now() + timeout;
+        loop {
+            if self.db().exists() {
+                let runs = self.runs();
+                if runs.as_array().is_some_and(|a| a.len() >= n) {
+                    return runs;
+                }
+            }
+            assert!(std::time::Instant::now() < until, "fewer than {n} runs after {timeout:?}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     pub fn runs(&self) -> serde_json::Value {
         serde_json::from_str(&self.ok(&["runs", "--json"])).expect("runs --json is JSON")
     }

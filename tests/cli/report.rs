@@ -274,7 +274,9 @@ fn an_interrupted_study_keeps_its_cells_and_says_what_is_missing() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(4500));
+    // Stop it inside its second cell, whatever the start-up took.
+    lab.wait_for_runs(2, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(800));
     assert!(std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
     let result = child.wait_with_output().unwrap();
     let said = text(&result.stdout);

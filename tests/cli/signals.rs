@@ -19,6 +19,7 @@ fn interrupt(sig: &str, secs: f64) -> (Option<i32>, serde_json::Value, Lab) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    lab.wait_for_runs(1, Duration::from_secs(10));
     std::thread::sleep(Duration::from_secs_f64(secs));
     signal(child.id(), sig);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -89,8 +90,7 @@ fn sigkill_leaves_an_aborted_run_with_its_last_checkpoint() {
 fn a_running_run_of_a_live_process_is_left_alone() {
     let lab = Lab::new();
     let mut child = lab.cmd(&["timer", "-t", "1", "-D", "4s", "-q"]).stdout(Stdio::null()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let runs = lab.runs();
+    let runs = lab.wait_for_runs(1, Duration::from_secs(3));
     assert_eq!(runs[0]["status"], "running", "another command must not abort a live run");
     assert!(child.wait().unwrap().success());
     assert_eq!(lab.runs()[0]["status"], "complete");

@@ -11,6 +11,7 @@ command -v kill >/dev/null || need+=(procps)          # the signal tests send si
 command -v script >/dev/null || need+=(bsdutils)      # the live-view test needs a terminal
 command -v chromium >/dev/null || need+=(chromium)    # the report test renders index.html
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)  # text in PNG figures
+command -v ip >/dev/null || need+=(iproute2)          # the two-host tests use network namespaces
 command -v make >/dev/null || need+=(make)            # the compile load
 command -v cc >/dev/null || need+=(gcc)
 if [ "${1:-}" = "--bench" ]; then

@@ -17,6 +17,8 @@ command -v cc >/dev/null || need+=(gcc)
 if [ "${1:-}" = "--bench" ]; then
   command -v cyclictest >/dev/null || need+=(rt-tests)
   command -v stress-ng >/dev/null || need+=(stress-ng)
+  command -v sockperf >/dev/null || need+=(sockperf)
+  command -v bc >/dev/null || need+=(bc)
   command -v /usr/bin/time >/dev/null || need+=(time)
   python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
 fi

@@ -16,7 +16,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use rtbench::recorder::pair;
+use rtbench::recorder::{pair, Raw};
 use rtbench::stats::Stats;
 
 /// Samples recorded per criterion iteration.
@@ -48,7 +48,7 @@ fn bench_record(c: &mut Criterion) {
 
     group.bench_function("recorder_record", |b| {
         // Keep the collector alive, as the runner does, so the swap check sees an empty channel.
-        let (mut rec, _collector) = pair(1_000_000_000, false);
+        let (mut rec, _collector) = pair(1_000_000_000, Raw::First(0));
         let (mut t, mut i) = (0u64, 0usize);
         b.iter(|| {
             for _ in 0..BLOCK {

@@ -79,6 +79,8 @@ pub struct Recorder {
     chunk: Option<Chunk>,
     /// Filled chunks out, empty ones back.
     chunks: Option<(SyncSender<Chunk>, Receiver<Chunk>)>,
+    /// Raw samples still to hand over (u64::MAX: all of them).
+    raw_left: u64,
 }
 
 /// The runner's side of one thread's recorder.
@@ -90,15 +92,29 @@ pub struct Collector {
     chunks: Option<(Receiver<Chunk>, SyncSender<Chunk>)>,
 }
 
+/// Which raw samples a thread hands over besides its statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Raw {
+    /// Every sample (for the sample log).
+    All,
+    /// The first n (for drawing short runs sample by sample); 0: none.
+    First(u64),
+}
+
 /// Makes a connected recorder (for the thread) and collector (for the runner).
-pub fn pair(env_interval_ns: u64, keep_samples: bool) -> (Recorder, Collector) {
+pub fn pair(env_interval_ns: u64, raw: Raw) -> (Recorder, Collector) {
     let (offer, spare) = sync_channel(1);
     let (full_tx, full_rx) = sync_channel(1);
     let asked = Arc::new(AtomicBool::new(false));
-    let (chunk, rec_chunks, col_chunks) = if keep_samples {
+    let raw_left = match raw {
+        Raw::All => u64::MAX,
+        Raw::First(n) => n,
+    };
+    let (chunk, rec_chunks, col_chunks) = if raw_left > 0 {
         let (filled_tx, filled_rx) = sync_channel(CHUNKS_IN_FLIGHT);
         let (pool_tx, pool_rx) = sync_channel(CHUNKS_IN_FLIGHT);
-        (Some(Vec::with_capacity(CHUNK)), Some((filled_tx, pool_rx)), Some((filled_rx, pool_tx)))
+        let first = Vec::with_capacity(CHUNK.min(raw_left as usize));
+        (Some(first), Some((filled_tx, pool_rx)), Some((filled_rx, pool_tx)))
     } else {
         (None, None, None)
     };
@@ -112,6 +128,7 @@ pub fn pair(env_interval_ns: u64, keep_samples: bool) -> (Recorder, Collector) {
         full: full_tx,
         chunk,
         chunks: rec_chunks,
+        raw_left,
     };
     (rec, Collector { spare: Some(Box::default()), asked, offer, full: full_rx, chunks: col_chunks })
 }
@@ -133,8 +150,12 @@ impl Recorder {
         c.max = c.max.max(latency_ns);
         if let Some(chunk) = self.chunk.as_mut() {
             chunk.push((t_ns, latency_ns));
-            if chunk.len() == CHUNK {
+            self.raw_left -= 1;
+            if chunk.len() == CHUNK || self.raw_left == 0 {
                 self.hand_over_chunk();
+                if self.raw_left == 0 {
+                    self.chunk = None;
+                }
             }
         }
         if self.asked.load(Ordering::Relaxed) {
@@ -178,7 +199,7 @@ impl Recorder {
     #[cold]
     fn hand_over_chunk(&mut self) {
         let (Some(chunk), Some((filled, pool))) = (self.chunk.as_mut(), self.chunks.as_ref()) else { return };
-        let fresh = pool.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let fresh = pool.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK.min(self.raw_left as usize)));
         let full = std::mem::replace(chunk, fresh);
         // Waits only when the runner is CHUNKS_IN_FLIGHT chunks behind: samples are never dropped.
         let _ = filled.send(full);

@@ -55,11 +55,16 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
                 svg: histogram::render(&title, &r.data.total, axes, PALETTE[color(r.label()) % PALETTE.len()]),
             });
             let interval_s = r.data.header.envelope_ns.max(1) as f64 / 1e9;
-            figs.push(Figure {
-                name: format!("run{}-scatter", r.data.header.id),
-                caption: format!("{title}: latency over time, min–max band and mean per {}", span(interval_s)),
-                svg: scatter::render(&title, &r.envelope, interval_s),
-            });
+            let (caption, svg) = match &r.raw {
+                Some(raw) => {
+                    (format!("{title}: latency over time, every sample"), scatter::render_samples(&title, raw))
+                }
+                None => (
+                    format!("{title}: latency over time, min–max band and mean per {}", span(interval_s)),
+                    scatter::render(&title, &r.envelope, interval_s),
+                ),
+            };
+            figs.push(Figure { name: format!("run{}-scatter", r.data.header.id), caption, svg });
         }
     }
     for label in &labels {

@@ -12,6 +12,9 @@ pub struct RunView {
     pub data: RunData,
     /// Per thread, its envelope in time order.
     pub envelope: Vec<(u32, Vec<EnvPoint>)>,
+    /// Per thread, every sample (time offset, latency) — only for runs short enough that the
+    /// store kept them all.
+    pub raw: Option<Vec<(u32, Vec<(u64, u64)>)>>,
 }
 
 impl RunView {
@@ -77,7 +80,10 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<RunView
                 _ => envelope.push((t, vec![p])),
             }
         }
-        out.push(RunView { data, envelope });
+        let raw = store.raw_samples(id)?;
+        let complete = !raw.is_empty()
+            && data.threads.iter().all(|t| raw.iter().any(|(n, v)| *n == t.thread && v.len() as u64 == t.stats.count));
+        out.push(RunView { data, envelope, raw: complete.then_some(raw) });
     }
     // Reports read by label, then probe in registry order, then idle before loaded.
     let probe_rank = |p: &str| crate::probe::REGISTRY.iter().position(|x| x.name == p).unwrap_or(usize::MAX);

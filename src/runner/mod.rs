@@ -17,10 +17,12 @@ use crate::probe::ThreadCtx;
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::recorder::{self, Buffer, Collector, EnvPoint};
 use crate::stats::Stats;
-use crate::store::{NewRun, Store, ThreadResult};
+use crate::store::{NewRun, RawBatch, Store, ThreadResult};
 use crate::sys;
 
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+/// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
+pub const RAW_IN_STORE: u64 = 2_000;
 const LIVE_EVERY: Duration = Duration::from_millis(100);
 
 /// How a run ended.
@@ -54,6 +56,9 @@ struct ThreadTotals {
     stats: Stats,
     last: u64,
     collector: Collector,
+    /// Raw samples taken for the store so far, and those not yet written.
+    raw_kept: u64,
+    raw_pending: Vec<(u64, u64)>,
 }
 
 /// Runs `cfg` to the end and stores it. Returns the run id and how it ended.
@@ -123,8 +128,17 @@ fn drive(
     let mut totals = Vec::new();
     let mut handles = Vec::new();
     for plan in &cfg.threads {
-        let (mut rec, collector) = recorder::pair(cfg.envelope_ns, cfg.samples.is_some());
-        totals.push(ThreadTotals { index: plan.index, cpu: plan.cpu, stats: Stats::default(), last: 0, collector });
+        let raw = if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(RAW_IN_STORE) };
+        let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
+        totals.push(ThreadTotals {
+            index: plan.index,
+            cpu: plan.cpu,
+            stats: Stats::default(),
+            last: 0,
+            collector,
+            raw_kept: 0,
+            raw_pending: Vec::new(),
+        });
         let stop = Arc::clone(&stop);
         let probe = Arc::clone(&cfg.probe);
         let (policy, priority, loops, plan) = (rt.policy, rt.priority, cfg.loops.unwrap_or(u64::MAX), *plan);
@@ -161,7 +175,7 @@ fn drive(
         }
         if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
             last_checkpoint = Instant::now();
-            checkpoint(store, id, &totals, &mut pending_env, samples.as_deref_mut())?;
+            checkpoint(store, id, &mut totals, &mut pending_env, samples.as_deref_mut())?;
         }
     }
 
@@ -199,7 +213,7 @@ fn drive(
     if let Some(live) = live.as_mut() {
         live.draw(&rows(&totals), started.elapsed(), cfg.duration);
     }
-    checkpoint(store, id, &totals, &mut pending_env, samples)?;
+    checkpoint(store, id, &mut totals, &mut pending_env, samples)?;
     if let serde_json::Value::Object(extras) = cfg.probe.extras() {
         let mut params = cfg.params();
         if let Some(p) = params.as_object_mut() {
@@ -272,14 +286,29 @@ fn collect(
     Ok(())
 }
 
-/// Writes the raw samples every thread has handed over so far.
-fn drain_samples(totals: &mut [ThreadTotals], samples: Option<&mut SampleLogWriter>) -> Result<()> {
-    let Some(log) = samples else { return Ok(()) };
+/// Takes the raw samples every thread has handed over so far: all of them to the sample log,
+/// the first `RAW_IN_STORE` of each thread to the store at the next checkpoint.
+fn drain_samples(totals: &mut [ThreadTotals], mut samples: Option<&mut SampleLogWriter>) -> Result<()> {
     for t in totals.iter_mut() {
-        let thread = t.index as u32;
-        t.collector.drain_samples(|chunk| log.append(thread, chunk)).context("could not write the sample log")?;
+        drain_thread_samples(t, samples.as_deref_mut())?;
     }
     Ok(())
+}
+
+fn drain_thread_samples(t: &mut ThreadTotals, mut samples: Option<&mut SampleLogWriter>) -> Result<()> {
+    let thread = t.index as u32;
+    let (kept, pending) = (&mut t.raw_kept, &mut t.raw_pending);
+    t.collector
+        .drain_samples(|chunk| {
+            if let Some(log) = samples.as_deref_mut() {
+                log.append(thread, chunk)?;
+            }
+            let take = (RAW_IN_STORE.saturating_sub(*kept) as usize).min(chunk.len());
+            pending.extend_from_slice(&chunk[..take]);
+            *kept += take as u64;
+            Ok(())
+        })
+        .context("could not write the sample log")
 }
 
 fn merge(
@@ -293,10 +322,7 @@ fn merge(
         t.last = buf.last;
     }
     env.extend(buf.envelope.iter().map(|p| (t.index as u32, *p)));
-    if let Some(log) = samples {
-        let thread = t.index as u32;
-        t.collector.drain_samples(|chunk| log.append(thread, chunk)).context("could not write the sample log")?;
-    }
+    drain_thread_samples(t, samples)?;
     t.collector.recycle(buf);
     Ok(())
 }
@@ -304,7 +330,7 @@ fn merge(
 fn checkpoint(
     store: &mut Store,
     id: i64,
-    totals: &[ThreadTotals],
+    totals: &mut [ThreadTotals],
     env: &mut Vec<(u32, EnvPoint)>,
     samples: Option<&mut SampleLogWriter>,
 ) -> Result<()> {
@@ -315,7 +341,18 @@ fn checkpoint(
         .iter()
         .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
         .collect();
-    store.checkpoint(id, &threads, env)?;
+    let raw: Vec<RawBatch> = totals
+        .iter()
+        .map(|t| RawBatch {
+            thread: t.index as u32,
+            first_seq: t.raw_kept - t.raw_pending.len() as u64,
+            samples: &t.raw_pending,
+        })
+        .collect();
+    store.checkpoint(id, &threads, env, &raw)?;
     env.clear();
+    for t in totals.iter_mut() {
+        t.raw_pending.clear();
+    }
     Ok(())
 }

@@ -61,6 +61,10 @@ impl Store {
                 "INSERT INTO main.envelope SELECT ?2, thread, idx, min_ns, max_ns, sum_ns, count FROM other.envelope WHERE run_id = ?1",
                 params![old, new],
             )?;
+            tx.execute(
+                "INSERT INTO main.samples SELECT ?2, thread, seq, t_ns, latency_ns FROM other.samples WHERE run_id = ?1",
+                params![old, new],
+            )?;
         }
         tx.commit()?;
         Ok((ids.len(), total as usize - ids.len()))

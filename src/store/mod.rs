@@ -60,6 +60,13 @@ pub struct ThreadResult {
     pub stats: Stats,
 }
 
+/// Raw samples of one thread, numbered from `first_seq`.
+pub struct RawBatch<'a> {
+    pub thread: u32,
+    pub first_seq: u64,
+    pub samples: &'a [(u64, u64)],
+}
+
 /// What the runner writes when a run starts.
 pub struct NewRun<'a> {
     pub label: &'a str,
@@ -192,8 +199,15 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Writes the cumulative per-thread results and the new envelope points in one transaction.
-    pub fn checkpoint(&mut self, id: i64, threads: &[ThreadResult], envelope: &[(u32, EnvPoint)]) -> Result<()> {
+    /// Writes the cumulative per-thread results, the new envelope points and the new raw samples
+    /// in one transaction.
+    pub fn checkpoint(
+        &mut self,
+        id: i64,
+        threads: &[ThreadResult],
+        envelope: &[(u32, EnvPoint)],
+        raw: &[RawBatch],
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
             let mut up = tx.prepare_cached(
@@ -231,6 +245,14 @@ impl Store {
                     p.sum as i64,
                     p.count as i64
                 ])?;
+            }
+            let mut put = tx.prepare_cached(
+                "INSERT OR REPLACE INTO samples (run_id, thread, seq, t_ns, latency_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for b in raw {
+                for (i, (t, lat)) in b.samples.iter().enumerate() {
+                    put.execute(params![id, b.thread, (b.first_seq + i as u64) as i64, *t as i64, *lat as i64])?;
+                }
             }
             tx.execute("UPDATE runs SET checkpoint = ?2 WHERE id = ?1", params![id, crate::timefmt::now_rfc3339()])?;
         }
@@ -286,6 +308,22 @@ impl Store {
                 hist,
             };
             out.push(ThreadResult { thread, cpu: r.get(1)?, stats });
+        }
+        Ok(out)
+    }
+
+    /// One run's stored raw samples (time offset, latency) per thread, in order.
+    pub fn raw_samples(&self, id: i64) -> Result<Vec<(u32, Vec<(u64, u64)>)>> {
+        let mut stmt =
+            self.conn.prepare("SELECT thread, t_ns, latency_ns FROM samples WHERE run_id = ?1 ORDER BY thread, seq")?;
+        let mut rows = stmt.query([id])?;
+        let mut out: Vec<(u32, Vec<(u64, u64)>)> = Vec::new();
+        while let Some(r) = rows.next()? {
+            let (thread, t, lat): (u32, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+            match out.last_mut() {
+                Some((last, v)) if *last == thread => v.push((t as u64, lat as u64)),
+                _ => out.push((thread, vec![(t as u64, lat as u64)])),
+            }
         }
         Ok(out)
     }
@@ -358,5 +396,33 @@ impl Store {
         let mut warnings = self.header(id)?.warnings;
         warnings.push(format!("the run failed: {reason}"));
         self.finish(id, "failed", &warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_of_an_older_schema_is_migrated_and_keeps_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(schema::MIGRATIONS[0]).unwrap();
+            c.pragma_update(None, "user_version", 1).unwrap();
+            c.execute(
+                "INSERT INTO runs (label, probe, params, load, command_line, tool_version, schema_version, start, status,
+                                   rt_priority, warnings, system, envelope_ns, host, pid, pid_start)
+                 VALUES ('old', 'timer', '{}', '{}', 'rtbench timer', '0.0.1', 1, 'x', 'complete', 1, '[]', '{}', 1, 'h', 1, '1')",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let version: i64 = store.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(store.runs().unwrap()[0].label, "old");
+        assert!(store.raw_samples(1).unwrap().is_empty(), "the new table exists and is empty");
     }
 }

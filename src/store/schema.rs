@@ -1,7 +1,8 @@
 //! The store's schema and its migrations. `PRAGMA user_version` holds how many have been applied.
 
 /// Migrations in order; index + 1 is the schema version each one produces.
-pub const MIGRATIONS: &[&str] = &[r#"
+pub const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE runs (
     id             INTEGER PRIMARY KEY AUTOINCREMENT,
     label          TEXT NOT NULL,
@@ -47,7 +48,19 @@ CREATE TABLE envelope (
     count   INTEGER NOT NULL,
     PRIMARY KEY (run_id, thread, idx)
 ) WITHOUT ROWID;
-"#];
+"#,
+    r#"
+-- v2: the first raw samples of each thread, so short runs can be drawn sample by sample.
+CREATE TABLE samples (
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    thread     INTEGER NOT NULL,
+    seq        INTEGER NOT NULL,             -- 0-based order within the thread
+    t_ns       INTEGER NOT NULL,             -- time offset from the run's start
+    latency_ns INTEGER NOT NULL,
+    PRIMARY KEY (run_id, thread, seq)
+) WITHOUT ROWID;
+"#,
+];
 
 /// The schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -287,3 +287,18 @@ fn an_interrupted_study_keeps_its_cells_and_says_what_is_missing() {
     assert_eq!(statuses, ["complete", "interrupted"]);
     assert!(out.join("index.html").is_file(), "the report covers what was measured");
 }
+
+#[test]
+fn short_runs_are_drawn_sample_by_sample_and_long_ones_from_the_envelope() {
+    let lab = Lab::new();
+    lab.ok(&["synthetic", "-t", "2", "-l", "1500", "-q", "--label", "short"]);
+    lab.ok(&["synthetic", "-l", "50000", "-q", "--label", "long", "--interval", "1000"]);
+    let out = lab.path("rep");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let short = std::fs::read_to_string(out.join("figures/run1-scatter.svg")).unwrap();
+    assert!(short.contains("every sample"), "a short run is drawn sample by sample");
+    assert_eq!(short.matches("<circle").count(), 3000, "one dot per sample of both threads");
+    let long = std::fs::read_to_string(out.join("figures/run2-scatter.svg")).unwrap();
+    assert!(long.contains("band min–max"), "a long run is drawn from its envelope");
+    assert!(long.matches("<circle").count() <= 1200, "its dots are per envelope column");
+}

@@ -1,6 +1,6 @@
-//! Latency over time on a log axis (Figures 2–5, 9, 10, 14, 15), drawn from the per-interval
-//! envelope: a min–max band and the mean per thread. Long runs are merged into at most
-//! `COLUMNS` columns, so a 24-hour run stays readable and small.
+//! Latency over time on a log axis (Figures 2–5, 9, 10, 14, 15). A short run is drawn sample by
+//! sample; a longer one from its per-interval envelope: a min–max band and the mean per thread,
+//! merged into at most `COLUMNS` columns, so a 24-hour run stays readable and small.
 
 use crate::recorder::EnvPoint;
 use crate::report::svg::{fmt_us, Plot, Scale, Svg, PALETTE};
@@ -25,6 +25,49 @@ pub fn decimate(points: &[EnvPoint]) -> Vec<EnvPoint> {
         .collect()
 }
 
+/// The axes of a scatter: latency range (µs), run length (s) and the time unit to show.
+fn frame(svg: &mut Svg, title: &str, lo_us: f64, hi_us: f64, tmax_s: f64) -> (Plot, f64) {
+    let (div, unit) = if tmax_s > 7200.0 {
+        (3600.0, "h")
+    } else if tmax_s > 300.0 {
+        (60.0, "min")
+    } else {
+        (1.0, "s")
+    };
+    let y = Scale::log_around(if lo_us.is_finite() { lo_us } else { 1.0 }, hi_us.max(1e-3), 0.001);
+    let x = Scale::Linear { min: 0.0, max: (tmax_s / div).max(1e-9) };
+    let plot = Plot { left: 70.0, top: 36.0, width: 470.0, height: 250.0, x, y };
+    svg.frame(&plot, title, &format!("time ({unit})"), "latency (µs, log scale)", &fmt_us);
+    (plot, div)
+}
+
+/// Every sample as a dot, for runs short enough that the store kept them all.
+pub fn render_samples(title: &str, threads: &[(u32, Vec<(u64, u64)>)]) -> String {
+    let mut svg = Svg::new(560.0, 340.0);
+    let all = threads.iter().flat_map(|t| t.1.iter());
+    let (mut lo, mut hi, mut tmax) = (f64::INFINITY, 0.0f64, 0.0f64);
+    for &(t, lat) in all {
+        lo = lo.min(lat as f64 / 1000.0);
+        hi = hi.max(lat as f64 / 1000.0);
+        tmax = tmax.max(t as f64 / 1e9);
+    }
+    let (plot, div) = frame(&mut svg, title, lo, hi, tmax);
+    let mut legend = Vec::new();
+    for (i, (thread, pts)) in threads.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        for &(t, lat) in pts {
+            svg.raw(&format!(
+                r#"<circle cx="{:.1}" cy="{:.1}" r="1.4" fill="{color}" fill-opacity="0.7"/>"#,
+                plot.px(t as f64 / 1e9 / div),
+                plot.py((lat as f64 / 1000.0).max(1e-3))
+            ));
+        }
+        legend.push((color.to_string(), String::new(), format!("thread {thread}: every sample")));
+    }
+    svg.legend(&plot, &legend);
+    svg.finish()
+}
+
 /// `threads`: per thread, its envelope in time order. `interval_s`: seconds per envelope index.
 pub fn render(title: &str, threads: &[(u32, Vec<EnvPoint>)], interval_s: f64) -> String {
     let mut svg = Svg::new(560.0, 340.0);
@@ -35,17 +78,7 @@ pub fn render(title: &str, threads: &[(u32, Vec<EnvPoint>)], interval_s: f64) ->
         hi = hi.max(p.max as f64 / 1000.0);
         tmax = tmax.max((p.index + 1) as f64 * interval_s);
     }
-    let (div, unit) = if tmax > 7200.0 {
-        (3600.0, "h")
-    } else if tmax > 300.0 {
-        (60.0, "min")
-    } else {
-        (1.0, "s")
-    };
-    let y = Scale::log_around(if lo.is_finite() { lo } else { 1.0 }, hi.max(1e-3), 0.001);
-    let x = Scale::Linear { min: 0.0, max: (tmax / div).max(1e-9) };
-    let plot = Plot { left: 70.0, top: 36.0, width: 470.0, height: 250.0, x, y };
-    svg.frame(&plot, title, &format!("time ({unit})"), "latency (µs, log scale)", &fmt_us);
+    let (plot, div) = frame(&mut svg, title, lo, hi, tmax);
     let mut legend = Vec::new();
     for (i, (thread, pts)) in threads.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];

@@ -14,7 +14,7 @@ pub struct RunView {
     pub envelope: Vec<(u32, Vec<EnvPoint>)>,
     /// Per thread, every sample (time offset, latency) — only for runs short enough that the
     /// store kept them all.
-    pub raw: Option<Vec<(u32, Vec<(u64, u64)>)>>,
+    pub raw: Option<Vec<crate::store::ThreadSamples>>,
 }
 
 impl RunView {

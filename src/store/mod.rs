@@ -60,6 +60,9 @@ pub struct ThreadResult {
     pub stats: Stats,
 }
 
+/// One thread's raw samples as stored: thread number, then (time offset, latency) in order.
+pub type ThreadSamples = (u32, Vec<(u64, u64)>);
+
 /// Raw samples of one thread, numbered from `first_seq`.
 pub struct RawBatch<'a> {
     pub thread: u32,
@@ -313,11 +316,11 @@ impl Store {
     }
 
     /// One run's stored raw samples (time offset, latency) per thread, in order.
-    pub fn raw_samples(&self, id: i64) -> Result<Vec<(u32, Vec<(u64, u64)>)>> {
+    pub fn raw_samples(&self, id: i64) -> Result<Vec<ThreadSamples>> {
         let mut stmt =
             self.conn.prepare("SELECT thread, t_ns, latency_ns FROM samples WHERE run_id = ?1 ORDER BY thread, seq")?;
         let mut rows = stmt.query([id])?;
-        let mut out: Vec<(u32, Vec<(u64, u64)>)> = Vec::new();
+        let mut out: Vec<ThreadSamples> = Vec::new();
         while let Some(r) = rows.next()? {
             let (thread, t, lat): (u32, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
             match out.last_mut() {

@@ -42,7 +42,7 @@ fn frame(svg: &mut Svg, title: &str, lo_us: f64, hi_us: f64, tmax_s: f64) -> (Pl
 }
 
 /// Every sample as a dot, for runs short enough that the store kept them all.
-pub fn render_samples(title: &str, threads: &[(u32, Vec<(u64, u64)>)]) -> String {
+pub fn render_samples(title: &str, threads: &[crate::store::ThreadSamples]) -> String {
     let mut svg = Svg::new(560.0, 340.0);
     let all = threads.iter().flat_map(|t| t.1.iter());
     let (mut lo, mut hi, mut tmax) = (f64::INFINITY, 0.0f64, 0.0f64);

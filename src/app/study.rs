@@ -51,9 +51,12 @@ fn cells(a: &StudyArgs) -> Vec<Cell> {
     let probes: Vec<&'static str> =
         crate::probe::REGISTRY.iter().map(|p| p.name).filter(|n| probe(n, "").is_some()).collect();
     let mut out = Vec::new();
+    let loaded = a.load.trim() != "none";
     for p in &probes {
         out.push(Cell { probe: p, load: "none".into(), duration: a.duration });
-        out.push(Cell { probe: p, load: a.load.clone(), duration: a.duration });
+        if loaded {
+            out.push(Cell { probe: p, load: a.load.clone(), duration: a.duration });
+        }
     }
     if let Some(ext) = a.extended {
         for p in &probes {

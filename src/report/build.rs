@@ -21,7 +21,7 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
     let color = |label: &str| labels.iter().position(|l| l == label).unwrap_or(0);
     for probe in distinct(runs.iter().map(|r| r.probe().to_string())) {
         let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
-        let groups: Vec<bars::Group> = these.iter().map(|r| bar_group(r, r.label())).collect();
+        let groups: Vec<bars::Group> = these.iter().map(|r| bar_group(runs, r, r.label())).collect();
         figs.push(Figure {
             name: format!("{probe}-bars"),
             caption: format!("{probe}: min, avg and max per label and load (log scale)"),
@@ -33,6 +33,7 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
                 color: color(r.label()),
                 label: r.label().to_string(),
                 load: r.load(),
+                extra: twin_suffix(runs, r),
                 stats: &r.data.total,
             })
             .collect();
@@ -69,7 +70,7 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
     }
     for label in &labels {
         let groups: Vec<bars::Group> =
-            runs.iter().filter(|r| r.label() == label).map(|r| bar_group(r, r.probe())).collect();
+            runs.iter().filter(|r| r.label() == label).map(|r| bar_group(runs, r, r.probe())).collect();
         figs.push(Figure {
             name: format!("label-{}-probes", file_safe(label)),
             caption: format!("{label}: every probe, idle and loaded"),
@@ -80,14 +81,38 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
 }
 
 /// A run's min, avg and max in µs, captioned `first` over its load.
-fn bar_group(r: &RunView, first: &str) -> bars::Group {
+fn bar_group(all: &[RunView], r: &RunView, first: &str) -> bars::Group {
     let s = &r.data.total;
     bars::Group {
         line1: first.to_string(),
-        line2: load_name(&r.load()),
+        line2: format!("{}{}", load_name(&r.load()), twin_suffix(all, r)),
         min: if s.count == 0 { 0.0 } else { s.min as f64 / 1000.0 },
         avg: s.mean() / 1000.0,
         max: s.max as f64 / 1000.0,
+    }
+}
+
+/// " · 24 h" when another run of the same label, probe and load is drawn too (a study's
+/// extended cells), so the two can be told apart; else nothing.
+fn twin_suffix(all: &[RunView], r: &RunView) -> String {
+    let twins = all.iter().filter(|o| o.label() == r.label() && o.probe() == r.probe() && o.load() == r.load()).count();
+    if twins < 2 {
+        return String::new();
+    }
+    match r.data.header.params["duration_s"].as_f64() {
+        Some(d) => format!(" · {}", hms_short(d)),
+        None => format!(" · run {}", r.data.header.id),
+    }
+}
+
+/// A run length for captions: "60 s", "10 min", "24 h".
+fn hms_short(s: f64) -> String {
+    if s >= 3600.0 {
+        format!("{} h", super::svg::fmt_us(s / 3600.0))
+    } else if s >= 120.0 {
+        format!("{} min", super::svg::fmt_us(s / 60.0))
+    } else {
+        format!("{} s", super::svg::fmt_us(s))
     }
 }
 

@@ -31,7 +31,7 @@ impl RunView {
 }
 
 /// The runs asked for: those with the given ids, plus for each given label the newest run of
-/// every probe × load. With neither, every label in the store.
+/// every probe × load × length. With neither, every label in the store.
 pub fn runs(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<RunView>> {
     let all = store.runs()?;
     if all.is_empty() {
@@ -59,9 +59,14 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<RunView
     let mut chosen: Vec<i64> = ids.to_vec();
     for label in &wanted_labels {
         // Newest first, so the first run of each probe × load wins.
-        let mut seen: Vec<(String, String)> = Vec::new();
+        // A study's extended cells (same probe and load, another length) are kept beside the short ones.
+        let mut seen: Vec<(String, String, String)> = Vec::new();
         for r in all.iter().rev().filter(|r| r.label == *label) {
-            let key = (r.probe.clone(), r.load["profile"].as_str().unwrap_or("none").to_string());
+            let key = (
+                r.probe.clone(),
+                r.load["profile"].as_str().unwrap_or("none").to_string(),
+                r.params["duration_s"].to_string(),
+            );
             if !seen.contains(&key) {
                 seen.push(key);
                 chosen.push(r.id);

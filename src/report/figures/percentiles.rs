@@ -10,6 +10,8 @@ pub struct Series<'a> {
     pub color: usize,
     pub label: String,
     pub load: String,
+    /// Appended to the legend entry (tells a study's extended cell from the short one).
+    pub extra: String,
     pub stats: &'a Stats,
 }
 
@@ -53,7 +55,11 @@ pub fn render(title: &str, series: &[Series], view: View) -> String {
         let color = PALETTE[s.color % PALETTE.len()];
         let px: Vec<(f64, f64)> = pts.iter().map(|(a, b)| (plot.px(*a), plot.py(b.max(1e-3)))).collect();
         svg.polyline(&px, &format!(r#"stroke="{color}" stroke-width="2" {}"#, dash(&s.load)));
-        legend.push((color.to_string(), dash(&s.load).to_string(), format!("{} · {}", s.label, load_name(&s.load))));
+        legend.push((
+            color.to_string(),
+            dash(&s.load).to_string(),
+            format!("{} · {}{}", s.label, load_name(&s.load), s.extra),
+        ));
     }
     svg.legend(&plot, &legend);
     svg.finish()

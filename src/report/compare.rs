@@ -107,14 +107,14 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     let conditions = a.fail_if.as_deref().map(parse_conditions).transpose()?.unwrap_or_default();
     let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
     let runs = select::runs(&store, &[a.baseline.clone(), a.label.clone()], &[])?;
-    let pick = |label: &str, probe: &str, load: &str| {
-        runs.iter().find(|r| r.label() == label && r.probe() == probe && r.load() == load)
+    // Runs pair up by probe, load and length (a study's extended cells compare with each other).
+    let length = |r: &RunView| r.data.header.params["duration_s"].to_string();
+    let pick = |b: &RunView| {
+        runs.iter()
+            .find(|r| r.label() == a.label && r.probe() == b.probe() && r.load() == b.load() && length(r) == length(b))
     };
-    let pairs: Vec<(&RunView, &RunView)> = runs
-        .iter()
-        .filter(|r| r.label() == a.baseline)
-        .filter_map(|b| pick(&a.label, b.probe(), &b.load()).map(|c| (b, c)))
-        .collect();
+    let pairs: Vec<(&RunView, &RunView)> =
+        runs.iter().filter(|r| r.label() == a.baseline).filter_map(|b| pick(b).map(|c| (b, c))).collect();
     if pairs.is_empty() {
         return Err(invalid!("labels '{}' and '{}' share no probe × load to compare", a.baseline, a.label));
     }

@@ -99,30 +99,12 @@ impl Server {
                 enter();
                 serve_zmq(s, self.token, &self.host, stop, c)
             }
-            Bound::Tcp(l) => serve_streams(
-                || {
-                    l.accept().map(|(s, _)| {
-                        let _ = s.set_nodelay(true);
-                        let _ = s.set_nonblocking(false);
-                        let _ = s.set_read_timeout(Some(POLL));
-                        Box::new(s) as Box<dyn ReadWrite>
-                    })
-                },
-                self.token,
-                &self.host,
-                stop,
-                c,
-                enter,
-            ),
+            Bound::Tcp(l) => {
+                serve_streams(|| l.accept().map(|(s, _)| session_stream(s)), self.token, &self.host, stop, c, enter)
+            }
             Bound::Unix(l, path) => {
                 let r = serve_streams(
-                    || {
-                        l.accept().map(|(s, _)| {
-                            let _ = s.set_nonblocking(false);
-                            let _ = s.set_read_timeout(Some(POLL));
-                            Box::new(s) as Box<dyn ReadWrite>
-                        })
-                    },
+                    || l.accept().map(|(s, _)| session_stream(s)),
                     self.token,
                     &self.host,
                     stop,
@@ -238,6 +220,31 @@ fn serve_zmq(s: &zmq::Socket, fixed: Option<u64>, host: &str, stop: &AtomicBool,
 
 trait ReadWrite: Read + Write + Send {}
 impl<T: Read + Write + Send> ReadWrite for T {}
+
+/// An accepted stream made ready for a session: blocking reads that wake up to check for stop.
+trait SessionStream: ReadWrite + 'static {
+    fn make_ready(&self) -> io::Result<()>;
+}
+
+impl SessionStream for std::net::TcpStream {
+    fn make_ready(&self) -> io::Result<()> {
+        self.set_nodelay(true)?;
+        self.set_nonblocking(false)?;
+        self.set_read_timeout(Some(POLL))
+    }
+}
+
+impl SessionStream for std::os::unix::net::UnixStream {
+    fn make_ready(&self) -> io::Result<()> {
+        self.set_nonblocking(false)?;
+        self.set_read_timeout(Some(POLL))
+    }
+}
+
+fn session_stream<S: SessionStream>(s: S) -> Box<dyn ReadWrite> {
+    let _ = s.make_ready();
+    Box::new(s)
+}
 
 fn serve_streams(
     accept: impl Fn() -> io::Result<Box<dyn ReadWrite>>,

@@ -147,7 +147,6 @@ pub fn load_options(a: &crate::cli::LoadArgs) -> crate::load::LoadOptions {
         kernel_tree: a.kernel_tree.as_ref().map(|p| p.display().to_string()),
         fswalk_path: a.fswalk_path.display().to_string(),
         hackbench_groups: a.hackbench_groups as usize,
-        stress_ng_args: Vec::new(),
     }
 }
 

@@ -63,13 +63,6 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     }
 }
 
-/// The CPU the calling thread runs on now.
-pub fn current_cpu() -> Option<usize> {
-    // SAFETY: sched_getcpu has no arguments and no side effects.
-    let cpu = unsafe { libc::sched_getcpu() };
-    (cpu >= 0).then_some(cpu as usize)
-}
-
 /// Locks all current and future pages of the process in memory.
 pub fn lock_memory() -> io::Result<()> {
     // SAFETY: plain flags; no memory is touched.
@@ -116,12 +109,6 @@ pub fn terminal_width() -> Option<usize> {
     // SAFETY: TIOCGWINSZ writes one winsize into `ws`.
     let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
     (rc == 0 && ws.ws_col > 0).then_some(ws.ws_col as usize)
-}
-
-/// Whether the calling process may use real-time scheduling (root or CAP_SYS_NICE / RLIMIT_RTPRIO).
-pub fn effective_uid() -> u32 {
-    // SAFETY: no arguments.
-    unsafe { libc::geteuid() }
 }
 
 /// Installs `handler` for SIGINT and SIGTERM. The handler must be async-signal-safe.

@@ -46,8 +46,6 @@ pub struct LoadOptions {
     pub kernel_tree: Option<String>,
     pub fswalk_path: String,
     pub hackbench_groups: usize,
-    /// Arguments of each `stress-ng:ARGS` entry, by position in the list.
-    pub stress_ng_args: Vec<String>,
 }
 
 /// One generator of a load, as parsed from a profile.
@@ -98,7 +96,6 @@ impl LoadSpec {
             Some(p) => p.2.iter().map(|s| s.to_string()).collect(),
             None => profile.split(',').map(|s| s.trim().to_string()).collect(),
         };
-        let mut options = options;
         let mut generators = Vec::new();
         for name in names {
             if name.is_empty() {
@@ -109,9 +106,6 @@ impl LoadSpec {
                 _ => (name.clone(), None),
             };
             let info = info(&gen).ok_or_else(|| invalid!("unknown load '{name}'; known {}", known()))?;
-            if let Some(a) = &args {
-                options.stress_ng_args.push(a.clone());
-            }
             (info.supported)(&options).map_err(|why| invalid!("load generator '{gen}' cannot run here: {why}"))?;
             generators.push(GeneratorSpec { name: gen, args });
         }

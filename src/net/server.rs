@@ -32,7 +32,6 @@ pub struct Counters {
 
 /// A bound server, ready to serve.
 pub struct Server {
-    transport: Transport,
     kind: Bound,
     /// Only this token is accepted; without it, each session's hello sets its token.
     token: Option<u64>,
@@ -80,11 +79,7 @@ impl Server {
                 (Bound::Zmq(s), local.trim_start_matches("tcp://").to_string())
             }
         };
-        Ok(Server { transport, kind, token, host: crate::sysinfo::hostname(), counters: Arc::default(), local })
-    }
-
-    pub fn transport(&self) -> Transport {
-        self.transport
+        Ok(Server { kind, token, host: crate::sysinfo::hostname(), counters: Arc::default(), local })
     }
 
     /// Serves until `stop` is set. `enter` runs first on every serving thread (pinning, priority).

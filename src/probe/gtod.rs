@@ -7,7 +7,6 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "gtod",
     help: "clock read latency (gtod_latency): the delta between two back-to-back clock_gettime calls",
     synthetic: false,
-    busy: true,
 };
 
 /// Pairs between pauses. A FIFO thread that never sleeps is throttled by the kernel

@@ -65,8 +65,6 @@ pub struct ProbeInfo {
     pub help: &'static str,
     /// Emits generated samples rather than measuring this machine.
     pub synthetic: bool,
-    /// Never sleeps between samples (needs pauses against RT throttling when at FIFO priority).
-    pub busy: bool,
 }
 
 /// Every probe rtbench knows, in the order the study runs them.

@@ -16,7 +16,6 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "pingpong",
     help: "message round trips to an echo server (the ØMQ study's test): one-way = RTT/2",
     synthetic: false,
-    busy: false,
 };
 
 pub struct Pingpong {

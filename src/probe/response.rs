@@ -16,7 +16,6 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "response",
     help: "response to an external trigger (lpptest, the I-pipe logger): answer time − intended trigger time",
     synthetic: false,
-    busy: false,
 };
 
 /// How long the target has to answer the hello.

@@ -8,7 +8,6 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "synthetic",
     help: "deterministic synthetic samples (lognormal body, heavy tail, rare spikes) for tests and benchmarks",
     synthetic: true,
-    busy: true,
 };
 
 pub struct Synthetic {

@@ -8,7 +8,6 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "timer",
     help: "timer wake-up latency (cyclictest): clock_nanosleep to an absolute deadline, then now − deadline",
     synthetic: false,
-    busy: false,
 };
 
 pub struct Timer {

@@ -18,13 +18,13 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 /// Installs the handlers for the length of a run.
-pub fn install() -> std::io::Result<()> {
+fn install() -> std::io::Result<()> {
     RECEIVED.store(0, Ordering::SeqCst);
     sys::on_stop_signals(on_signal)
 }
 
 /// Puts the default handlers back.
-pub fn restore() {
+fn restore() {
     sys::default_stop_signals();
 }
 

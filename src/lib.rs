@@ -1,7 +1,9 @@
 //! rtbench: a real-time latency laboratory for Linux.
 //!
 //! Data flows one way: probe → recorder → store → report. `sys` is the only module with
-//! `unsafe`.
+//! `unsafe`, and the crate root denies it everywhere else.
+
+#![deny(unsafe_code)]
 
 pub mod analyze;
 pub mod app;

@@ -1,0 +1,65 @@
+//! Scheduling, CPU affinity and memory locking of the calling thread or process.
+
+use std::io;
+
+use super::check;
+
+/// Scheduling policy of the calling thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Fifo,
+    RoundRobin,
+    Other,
+}
+
+/// Sets the calling thread's policy and priority (priority is ignored for `Other`).
+pub fn set_scheduler(policy: Policy, priority: i32) -> io::Result<()> {
+    let (pol, prio) = match policy {
+        Policy::Fifo => (libc::SCHED_FIFO, priority),
+        Policy::RoundRobin => (libc::SCHED_RR, priority),
+        Policy::Other => (libc::SCHED_OTHER, 0),
+    };
+    let param = libc::sched_param { sched_priority: prio };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    check(unsafe { libc::sched_setscheduler(0, pol, &param) })
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET is bounds-checked against its size below.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        libc::CPU_SET(cpu, &mut set);
+        check(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set))
+    }
+}
+
+/// Locks all current and future pages of the process in memory.
+pub fn lock_memory() -> io::Result<()> {
+    // SAFETY: plain flags; no memory is touched.
+    check(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) })
+}
+
+/// Undoes `lock_memory`.
+pub fn unlock_memory() {
+    // SAFETY: no arguments; failure is harmless.
+    unsafe { libc::munlockall() };
+}
+
+/// Touches `bytes` of the calling thread's stack so later calls never page-fault on it.
+#[inline(never)]
+pub fn prefault_stack(bytes: usize) {
+    const CHUNK: usize = 4096;
+    let buf = [0u8; 64 * CHUNK];
+    let n = bytes.min(buf.len());
+    let mut sum = 0u8;
+    for i in (0..n).step_by(CHUNK) {
+        // A volatile read forces the page in without the optimiser removing the array.
+        // SAFETY: `i < n <= buf.len()`.
+        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(buf.as_ptr().add(i)) });
+    }
+    std::hint::black_box(sum);
+}

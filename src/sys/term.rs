@@ -1,7 +1,5 @@
 //! The terminal on stdout.
 
-use std::io;
-
 /// True when stdout is a terminal.
 pub fn stdout_is_tty() -> bool {
     // SAFETY: isatty only inspects the descriptor.

@@ -1,7 +1,5 @@
 //! The monotonic clock and absolute sleeps: the only calls on a probe's timed path.
 
-use std::io;
-
 /// CLOCK_MONOTONIC in integer nanoseconds.
 #[inline(always)]
 pub fn now_ns() -> u64 {

@@ -5,13 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde_json::json;
 
 use crate::cli::{PolicyArg, RunArgs};
 use crate::error::InputError;
 use crate::invalid;
+use crate::model::{MeasuredParams, Policy};
 use crate::probe::Probe;
-use crate::sys::Policy;
 
 /// One measuring thread: its number and the CPU it is pinned to.
 #[derive(Clone, Copy, Debug)]
@@ -121,22 +120,22 @@ impl RunConfig {
     }
 
     /// Everything about how the run was made, stored as its `params`.
-    pub fn params(&self) -> serde_json::Value {
-        let mut p = json!({
-            "threads": self.threads.len(),
-            "cpus": self.threads.iter().map(|t| t.cpu).collect::<Vec<_>>(),
-            "policy": format!("{:?}", self.policy).to_lowercase(),
-            "priority": self.priority,
-            "mlock": self.mlock,
-            "loops": self.loops,
-            "duration_s": self.duration.map(|d| d.as_secs_f64()),
-            "envelope_interval_ns": self.envelope_ns,
-            "samples_file": self.samples.as_ref().map(|p| p.display().to_string()),
-        });
-        if let (Some(obj), Some(extra)) = (p.as_object_mut(), self.probe_params.as_object()) {
-            obj.extend(extra.clone());
+    pub fn params(&self) -> MeasuredParams {
+        MeasuredParams {
+            threads: self.threads.len(),
+            cpus: self.threads.iter().map(|t| t.cpu).collect(),
+            policy: self.policy,
+            priority: self.priority,
+            mlock: self.mlock,
+            loops: self.loops,
+            duration_s: self.duration.map(|d| d.as_secs_f64()),
+            envelope_interval_ns: self.envelope_ns,
+            samples_file: self.samples.as_ref().map(|p| p.display().to_string()),
+            probe: match &self.probe_params {
+                serde_json::Value::Object(m) => m.clone(),
+                _ => serde_json::Map::new(),
+            },
         }
-        p
     }
 }
 

@@ -4,11 +4,14 @@
 use std::path::Path;
 
 use anyhow::Result;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::InputError;
+use crate::model::{
+    ImportedParams, LoadRecord, Metric, Preemption, RunParams, RunStatus, SystemSnapshot, ThreadResult,
+};
 use crate::stats::Stats;
-use crate::store::{NewRun, Store, ThreadResult};
+use crate::store::{NewRun, Store};
 
 /// One thread of a cyclictest file: counts by µs bucket, min and max in µs when the file
 /// says, and samples past the last bucket.
@@ -23,7 +26,7 @@ struct Imported {
     format: &'static str,
     threads: Vec<ImportedThread>,
     command_line: String,
-    system: Value,
+    system: SystemSnapshot,
 }
 
 pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result<i64> {
@@ -65,8 +68,12 @@ pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result
     let id = store.begin(&NewRun {
         label,
         probe: "timer",
-        params: &json!({ "imported_from": path.display().to_string(), "format": imported.format }),
-        load: &json!({ "profile": load }),
+        metric: Metric::LATENCY,
+        params: &RunParams::Imported(ImportedParams {
+            imported_from: path.display().to_string(),
+            format: imported.format.to_string(),
+        }),
+        load: &LoadRecord::named(load),
         command_line: &imported.command_line,
         rt_priority: false,
         warnings: &warnings,
@@ -74,7 +81,7 @@ pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result
         envelope_ns: 1_000_000_000,
     })?;
     store.checkpoint(id, &threads, &[], &[])?;
-    store.finish(id, "complete", &warnings)?;
+    store.finish(id, RunStatus::Complete, &warnings)?;
     Ok(id)
 }
 
@@ -111,12 +118,16 @@ fn from_json(text: &str) -> Result<Imported, String> {
         format: "--json file",
         threads: out,
         command_line: v["cmdline:"].as_str().or(v["cmdline"].as_str()).unwrap_or("cyclictest").to_string(),
-        system: json!({
-            "hostname": sys["nodename"],
-            "kernel_release": sys["release"],
-            "kernel_version": sys["version"],
-            "preemption": { "sys_kernel_realtime": sys["realtime"].as_i64().map(|r| r == 1) },
-        }),
+        system: SystemSnapshot {
+            hostname: sys["nodename"].as_str().map(str::to_string),
+            kernel_release: sys["release"].as_str().map(str::to_string),
+            kernel_version: sys["version"].as_str().map(str::to_string),
+            preemption: Preemption {
+                sys_kernel_realtime: sys["realtime"].as_i64().map(|r| r == 1),
+                ..Preemption::default()
+            },
+            ..SystemSnapshot::default()
+        },
     })
 }
 
@@ -155,6 +166,6 @@ fn from_histogram(text: &str) -> Result<Imported, String> {
         format: "histogram",
         threads: out,
         command_line: "cyclictest (histogram file)".into(),
-        system: json!({}),
+        system: SystemSnapshot::default(),
     })
 }

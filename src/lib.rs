@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod import;
 pub mod load;
+pub mod model;
 pub mod net;
 pub mod probe;
 pub mod recorder;

@@ -1,6 +1,6 @@
 //! The system snapshot stored with every run: what a reader needs to judge its numbers.
 
-use serde_json::{json, Value};
+use crate::model::{Preemption, RtThrottling, SystemSnapshot};
 
 fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
@@ -48,18 +48,15 @@ pub fn online_cpus() -> Vec<usize> {
 }
 
 /// The preemption model, from the most to the least authoritative source.
-fn preemption_model(version: &str) -> Value {
-    let realtime = read("/sys/kernel/realtime").map(|s| s == "1");
-    let dynamic = read("/sys/kernel/debug/sched/preempt");
-    let from_version = ["PREEMPT_RT", "PREEMPT_DYNAMIC", "PREEMPT"]
-        .iter()
-        .find(|k| version.split_whitespace().any(|w| w == **k))
-        .map(|s| s.to_string());
-    json!({
-        "uname_v": from_version,
-        "sys_kernel_realtime": realtime,
-        "debug_sched_preempt": dynamic,
-    })
+fn preemption_model(version: &str) -> Preemption {
+    Preemption {
+        uname_v: ["PREEMPT_RT", "PREEMPT_DYNAMIC", "PREEMPT"]
+            .iter()
+            .find(|k| version.split_whitespace().any(|w| w == **k))
+            .map(|s| s.to_string()),
+        sys_kernel_realtime: read("/sys/kernel/realtime").map(|s| s == "1"),
+        debug_sched_preempt: read("/sys/kernel/debug/sched/preempt"),
+    }
 }
 
 fn cpu_model() -> (Option<String>, Option<f64>) {
@@ -73,27 +70,30 @@ fn cpu_model() -> (Option<String>, Option<f64>) {
     (field("model name"), field("cpu MHz").and_then(|m| m.parse().ok()))
 }
 
-/// Everything the report shows about the machine a run was made on.
-pub fn snapshot() -> Value {
+/// Everything the report shows about the machine a run is made on. The runner adds whether
+/// it held `/dev/cpu_dma_latency`.
+pub fn snapshot() -> SystemSnapshot {
     let version = read("/proc/sys/kernel/version").unwrap_or_default();
-    let (model, mhz) = cpu_model();
-    json!({
-        "hostname": hostname(),
-        "kernel_release": read("/proc/sys/kernel/osrelease"),
-        "kernel_version": version,
-        "preemption": preemption_model(&version),
-        "cmdline": read("/proc/cmdline"),
-        "cpu_model": model,
-        "cpu_mhz": mhz,
-        "cpus_online": read("/sys/devices/system/cpu/online"),
-        "cpus_isolated": read("/sys/devices/system/cpu/isolated"),
-        "clocksource": read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
-        "cpufreq_governor": read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        "rt_throttling": {
-            "sched_rt_runtime_us": read("/proc/sys/kernel/sched_rt_runtime_us").and_then(|s| s.parse::<i64>().ok()),
-            "sched_rt_period_us": read("/proc/sys/kernel/sched_rt_period_us").and_then(|s| s.parse::<i64>().ok()),
+    let (cpu_model, cpu_mhz) = cpu_model();
+    let number = |path: &str| read(path).and_then(|s| s.parse::<i64>().ok());
+    SystemSnapshot {
+        hostname: Some(hostname()),
+        kernel_release: read("/proc/sys/kernel/osrelease"),
+        preemption: preemption_model(&version),
+        kernel_version: Some(version),
+        cmdline: read("/proc/cmdline"),
+        cpu_model,
+        cpu_mhz,
+        cpus_online: read("/sys/devices/system/cpu/online"),
+        cpus_isolated: read("/sys/devices/system/cpu/isolated"),
+        clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        cpufreq_governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        rt_throttling: RtThrottling {
+            sched_rt_runtime_us: number("/proc/sys/kernel/sched_rt_runtime_us"),
+            sched_rt_period_us: number("/proc/sys/kernel/sched_rt_period_us"),
         },
-    })
+        cpu_dma_latency_held: None,
+    }
 }
 
 /// `uname -r`, the default label.

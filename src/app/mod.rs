@@ -14,7 +14,7 @@ use crate::cli::{Command, ExportFormat, RunArgs};
 use crate::config::{DefaultThreads, RunConfig};
 use crate::probe::{Gtod, Synthetic, Timer};
 use crate::report::export::{self, ExportOptions};
-use crate::report::{show, RunData};
+use crate::report::{show, Run};
 use crate::stats::Stats;
 use crate::store::{self, Store};
 
@@ -63,13 +63,13 @@ pub fn run(cmd: Command) -> Result<i32> {
         }
         Command::Compare(a) => crate::report::compare::run(a),
         Command::Import(a) => {
-            let mut store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+            let mut store = writable_store(&store::default_path(a.db.db.as_deref()))?;
             let id = crate::import::import(&mut store, &a.file, &a.label, &a.load)?;
             println!("imported '{}' as run {id}", a.file.display());
             Ok(0)
         }
         Command::Merge(a) => {
-            let mut store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+            let mut store = writable_store(&store::default_path(a.db.db.as_deref()))?;
             let (added, skipped) = store.merge(&a.other)?;
             println!("merged {added} runs from '{}' ({skipped} already here)", a.other.display());
             Ok(0)
@@ -108,12 +108,12 @@ pub fn run(cmd: Command) -> Result<i32> {
                 let doc = json!({ "threads": threads, "total": total.summary() });
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
-                let run = RunData {
+                let run = Run {
                     header: analyzed_header(&a.file),
                     threads: result
                         .threads
                         .into_iter()
-                        .map(|(thread, stats)| store::ThreadResult { thread, cpu: None, stats })
+                        .map(|(thread, stats)| crate::model::ThreadResult { thread, cpu: None, stats })
                         .collect(),
                     total,
                 };
@@ -148,12 +148,12 @@ pub fn run(cmd: Command) -> Result<i32> {
         }
         Command::Show(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
-            print!("{}", show::summary(&RunData::load(&store, a.run)?));
+            print!("{}", show::summary(&store.run(a.run)?));
             Ok(0)
         }
         Command::Export(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
-            let run = RunData::load(&store, a.run)?;
+            let run = store.run(a.run)?;
             let text = export::render(&run, a.format, &ExportOptions { buckets: a.buckets })?;
             match &a.output {
                 Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
@@ -164,23 +164,32 @@ pub fn run(cmd: Command) -> Result<i32> {
     }
 }
 
+/// Opens the store for a command that adds runs. Runs whose rtbench was killed are stored as
+/// aborted first; commands that only read show them so without writing.
+pub(crate) fn writable_store(path: &std::path::Path) -> Result<Store> {
+    let mut store = Store::open(path)?;
+    store.recover_abandoned()?;
+    Ok(store)
+}
+
 /// A header for statistics that come from a file rather than the store.
-fn analyzed_header(path: &std::path::Path) -> store::RunHeader {
-    store::RunHeader {
+fn analyzed_header(path: &std::path::Path) -> crate::model::RunHeader {
+    crate::model::RunHeader {
         id: 0,
         label: path.display().to_string(),
         probe: String::new(),
-        status: "complete".into(),
+        status: crate::model::RunStatus::Complete,
         start: String::new(),
         end: None,
-        params: json!({}),
-        load: json!({}),
-        system: json!({}),
+        params: crate::model::RunParams::Unknown(json!({})),
+        load: crate::model::LoadRecord::idle(),
+        system: crate::model::SystemSnapshot::default(),
         rt_priority: false,
         warnings: vec![],
         command_line: String::new(),
         tool_version: String::new(),
         envelope_ns: 0,
+        metric: crate::model::Metric::LATENCY,
     }
 }
 
@@ -193,9 +202,9 @@ pub(crate) fn measure(
     threads: DefaultThreads,
 ) -> Result<i32> {
     let cfg = RunConfig::new(name, probe, params, args, threads)?;
-    let mut store = Store::open(&cfg.db)?;
+    let mut store = writable_store(&cfg.db)?;
     let (id, outcome) = crate::runner::run(&cfg, &mut store)?;
-    let run = RunData::load(&store, id)?;
+    let run = store.run(id)?;
     if let Some(path) = &cfg.json {
         let text = serde_json::to_string_pretty(&export::document(&run))? + "\n";
         crate::config::write_atomic(path, text.as_bytes())?;

@@ -70,9 +70,9 @@ fn serve(
     let server = Server::bind(transport, addr, token)?;
     let counters = Arc::clone(&server.counters);
     let policy = match run.policy {
-        PolicyArg::Fifo => crate::sys::Policy::Fifo,
-        PolicyArg::Rr => crate::sys::Policy::RoundRobin,
-        PolicyArg::Other => crate::sys::Policy::Other,
+        PolicyArg::Fifo => crate::model::Policy::Fifo,
+        PolicyArg::Rr => crate::model::Policy::RoundRobin,
+        PolicyArg::Other => crate::model::Policy::Other,
     };
     let rt = crate::runner::rt::RtSetup::acquire(policy, run.priority, !run.no_mlock);
     for w in &rt.warnings {

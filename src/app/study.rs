@@ -13,7 +13,6 @@ use crate::net::transport::Transport;
 use crate::probe::{Gtod, Pingpong, Probe, Response, Timer};
 use crate::report::select;
 use crate::runner::Outcome;
-use crate::store::Store;
 
 /// One cell of the study's matrix.
 struct Cell {
@@ -116,7 +115,7 @@ pub fn run(a: StudyArgs) -> Result<i32> {
             let stop = &stop;
             s.spawn(move || {
                 let enter = || {
-                    let _ = crate::runner::rt::enter_thread(None, crate::sys::Policy::Fifo, 95);
+                    let _ = crate::runner::rt::enter_thread(None, crate::model::Policy::Fifo, 95);
                 };
                 server.serve(stop, &enter)
             })
@@ -145,7 +144,7 @@ fn run_cells(a: &StudyArgs, cells: &[Cell], label: &str, peer: &str) -> Result<i
     }
     crate::config::check_writable(&a.output.with_extension("check"))?;
     let db = crate::store::default_path(a.db.db.as_deref());
-    let mut store = Store::open(&db)?;
+    let mut store = super::writable_store(&db)?;
     let per_cell_extra = a.settle + Duration::from_secs(1);
     let mut done = Vec::new();
     let mut code = 0;
@@ -204,7 +203,7 @@ pub fn appendix_text(runs: &[select::RunView]) -> String {
             us(s.mean()),
             us(s.stddev()),
             s.count,
-            if r.data.header.warnings.is_empty() && r.data.header.status == "complete" {
+            if r.data.header.warnings.is_empty() && r.data.header.status == crate::model::RunStatus::Complete {
                 String::new()
             } else {
                 format!("  ⚠ {} ({} warnings)", r.data.header.status, r.data.header.warnings.len())

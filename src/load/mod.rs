@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use gen::{run_worker, REGISTRY};
 pub use procstat::CpuSample;
-pub use session::{report as session_report, LoadReport, LoadSession};
+pub use session::{report as session_report, LoadSession};
 
 use crate::invalid;
 

@@ -1,6 +1,6 @@
 //! What the system did during a load, from /proc/stat.
 
-use serde::Serialize;
+use crate::model::Activity;
 
 /// One reading of /proc/stat.
 #[derive(Clone, Debug, Default)]
@@ -36,15 +36,6 @@ impl CpuSample {
 }
 
 /// Utilisation between two readings.
-#[derive(Clone, Debug, Serialize)]
-pub struct Activity {
-    /// Busy percentage per CPU.
-    pub cpu_busy_percent: Vec<f64>,
-    pub context_switches_per_s: f64,
-    pub interrupts_per_s: f64,
-    pub seconds: f64,
-}
-
 pub fn between(a: &CpuSample, b: &CpuSample) -> Activity {
     let seconds = match (a.at, b.at) {
         (Some(x), Some(y)) => y.duration_since(x).as_secs_f64().max(1e-6),

@@ -4,40 +4,17 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
-use serde::Serialize;
-
-use super::procstat::{self, Activity, CpuSample};
+use super::procstat::{self, CpuSample};
 use super::LoadSpec;
 use crate::error::InputError;
+use crate::model::{GeneratorReport, LoadReport};
 use crate::sys;
+use anyhow::{Context, Result};
 
 pub struct LoadSession {
     pub spec: LoadSpec,
     dir: PathBuf,
     supervisor: Option<Child>,
-}
-
-/// One generator's progress.
-#[derive(Clone, Debug, Serialize)]
-pub struct GeneratorReport {
-    pub name: String,
-    pub ran: bool,
-    pub iterations: u64,
-    /// What one iteration is.
-    pub unit: String,
-    /// Which variant ran, when a generator has several (pingflood: icmp or udp).
-    pub variant: Option<String>,
-}
-
-/// What the load did, stored with the run.
-#[derive(Clone, Debug, Serialize)]
-pub struct LoadReport {
-    pub profile: String,
-    pub generators: Vec<GeneratorReport>,
-    /// During the measurement only (not the settling).
-    pub activity: Option<Activity>,
-    pub cpu_target_percent: Option<f64>,
 }
 
 impl LoadSession {
@@ -138,7 +115,12 @@ pub fn report(
     for g in generators.iter().filter(|g| !g.ran) {
         warnings.push(format!("load generator '{}' never ran", g.name));
     }
-    let report =
-        LoadReport { profile: spec.profile.clone(), generators, activity: Some(activity), cpu_target_percent: target };
+    let report = LoadReport {
+        profile: spec.profile.clone(),
+        generators,
+        activity: Some(activity),
+        cpu_target_percent: target,
+        settle_s: None,
+    };
     (report, warnings)
 }

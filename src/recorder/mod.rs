@@ -11,34 +11,10 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::model::EnvPoint;
 use crate::stats::Stats;
 
 pub mod samplelog;
-
-/// One point of the per-interval envelope: what one thread saw during one interval.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EnvPoint {
-    /// Interval number since the start of the run (time offset / envelope interval).
-    pub index: u64,
-    pub min: u64,
-    pub max: u64,
-    pub sum: u64,
-    pub count: u64,
-}
-
-impl EnvPoint {
-    fn new(index: u64) -> Self {
-        EnvPoint { index, min: u64::MAX, max: 0, sum: 0, count: 0 }
-    }
-
-    pub fn mean(&self) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            self.sum as f64 / self.count as f64
-        }
-    }
-}
 
 /// What a thread accumulated since the last swap.
 #[derive(Debug, Default)]
@@ -120,7 +96,7 @@ pub fn pair(env_interval_ns: u64, raw: Raw) -> (Recorder, Collector) {
     };
     let rec = Recorder {
         active: Box::default(),
-        current: EnvPoint::new(0),
+        current: EnvPoint::empty(0),
         env_interval_ns: env_interval_ns.max(1),
         env_end: env_interval_ns.max(1),
         asked: Arc::clone(&asked),
@@ -174,7 +150,7 @@ impl Recorder {
         if self.current.count > 0 {
             self.active.envelope.push(self.current);
         }
-        self.current = EnvPoint::new(index);
+        self.current = EnvPoint::empty(index);
         self.env_end = (index + 1).saturating_mul(self.env_interval_ns);
     }
 

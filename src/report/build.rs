@@ -11,6 +11,7 @@ use super::select::RunView;
 use super::svg::{esc, PALETTE};
 use super::tables;
 use crate::error::InputError;
+use crate::model::SystemSnapshot;
 
 const TEMPLATE: &str = include_str!("template.html");
 
@@ -99,7 +100,7 @@ fn twin_suffix(all: &[RunView], r: &RunView) -> String {
     if twins < 2 {
         return String::new();
     }
-    match r.data.header.params["duration_s"].as_f64() {
+    match r.data.header.params.duration_s() {
         Some(d) => format!(" · {}", hms_short(d)),
         None => format!(" · run {}", r.data.header.id),
     }
@@ -210,16 +211,14 @@ fn warnings_html(r: &RunView) -> String {
     if let Some((_, verdict)) = tables::rule_of_thumb(r) {
         items.push(format!("rule of thumb: {verdict}"));
     }
-    if let Some(load) = h.load.get("activity") {
-        if let Some(busy) = load["cpu_busy_percent"].as_array() {
-            let b: Vec<String> = busy.iter().map(|v| format!("{}", v.as_f64().unwrap_or(0.0))).collect();
-            items.push(format!(
-                "load: CPUs busy {} %, {} context switches/s, {} interrupts/s",
-                b.join(" / "),
-                load["context_switches_per_s"],
-                load["interrupts_per_s"]
-            ));
-        }
+    if let Some(act) = h.load.report().and_then(|l| l.activity.as_ref()) {
+        let b: Vec<String> = act.cpu_busy_percent.iter().map(|v| v.to_string()).collect();
+        items.push(format!(
+            "load: CPUs busy {} %, {} context switches/s, {} interrupts/s",
+            b.join(" / "),
+            json(&act.context_switches_per_s),
+            json(&act.interrupts_per_s)
+        ));
     }
     if items.is_empty() {
         return String::new();
@@ -228,30 +227,26 @@ fn warnings_html(r: &RunView) -> String {
     format!(r#"<ul class="warnings">{lis}</ul>"#)
 }
 
-fn system_html(label: &str, sys: &serde_json::Value) -> String {
+/// A value as JSON writes it (`null` when unknown), as the systems table has always shown them.
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+fn system_html(label: &str, sys: &SystemSnapshot) -> String {
     let mut rows = String::new();
-    let preempt = &sys["preemption"];
-    let model = preempt["sys_kernel_realtime"]
-        .as_bool()
-        .filter(|b| *b)
-        .map(|_| "PREEMPT_RT (/sys/kernel/realtime)".to_string())
-        .or_else(|| preempt["debug_sched_preempt"].as_str().map(|s| format!("{s} (debugfs)")))
-        .or_else(|| preempt["uname_v"].as_str().map(|s| format!("{s} (uname -v)")))
-        .unwrap_or_else(|| "unknown".into());
+    let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    let throttling = &sys.rt_throttling;
     let fields: [(&str, String); 8] = [
-        ("kernel", sys["kernel_release"].as_str().unwrap_or("?").to_string()),
-        ("version", sys["kernel_version"].as_str().unwrap_or("?").to_string()),
-        ("preemption", model),
-        ("command line", sys["cmdline"].as_str().unwrap_or("?").to_string()),
-        ("CPU", format!("{} @ {} MHz", sys["cpu_model"].as_str().unwrap_or("?"), sys["cpu_mhz"])),
-        ("CPUs online / isolated", format!("{} / {}", sys["cpus_online"], sys["cpus_isolated"])),
-        ("clocksource", sys["clocksource"].as_str().unwrap_or("?").to_string()),
+        ("kernel", text(&sys.kernel_release)),
+        ("version", text(&sys.kernel_version)),
+        ("preemption", sys.preemption.describe()),
+        ("command line", text(&sys.cmdline)),
+        ("CPU", format!("{} @ {} MHz", text(&sys.cpu_model), json(&sys.cpu_mhz))),
+        ("CPUs online / isolated", format!("{} / {}", json(&sys.cpus_online), json(&sys.cpus_isolated))),
+        ("clocksource", text(&sys.clocksource)),
         (
             "RT throttling",
-            format!(
-                "{} µs per {} µs",
-                sys["rt_throttling"]["sched_rt_runtime_us"], sys["rt_throttling"]["sched_rt_period_us"]
-            ),
+            format!("{} µs per {} µs", json(&throttling.sched_rt_runtime_us), json(&throttling.sched_rt_period_us)),
         ),
     ];
     for (k, v) in fields {

@@ -108,7 +108,7 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
     let runs = select::runs(&store, &[a.baseline.clone(), a.label.clone()], &[])?;
     // Runs pair up by probe, load and length (a study's extended cells compare with each other).
-    let length = |r: &RunView| r.data.header.params["duration_s"].to_string();
+    let length = |r: &RunView| r.data.header.params.duration_s().map(f64::to_bits);
     let pick = |b: &RunView| {
         runs.iter()
             .find(|r| r.label() == a.label && r.probe() == b.probe() && r.load() == b.load() && length(r) == length(b))

@@ -2,19 +2,19 @@
 
 use anyhow::Result;
 
-use super::RunData;
+use super::Run;
 use crate::invalid;
-use crate::recorder::EnvPoint;
+use crate::model::EnvPoint;
 use crate::store::Store;
 
 /// One run with what the figures need beside its statistics.
 pub struct RunView {
-    pub data: RunData,
+    pub data: Run,
     /// Per thread, its envelope in time order.
     pub envelope: Vec<(u32, Vec<EnvPoint>)>,
     /// Per thread, every sample (time offset, latency) — only for runs short enough that the
     /// store kept them all.
-    pub raw: Option<Vec<crate::store::ThreadSamples>>,
+    pub raw: Option<Vec<crate::model::ThreadSamples>>,
 }
 
 impl RunView {
@@ -26,7 +26,7 @@ impl RunView {
     }
     /// The load profile the run was measured under ("none" when idle).
     pub fn load(&self) -> String {
-        self.data.header.load["profile"].as_str().unwrap_or("none").to_string()
+        self.data.header.load_profile().to_string()
     }
 }
 
@@ -60,13 +60,9 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<RunView
     for label in &wanted_labels {
         // Newest first, so the first run of each probe × load wins.
         // A study's extended cells (same probe and load, another length) are kept beside the short ones.
-        let mut seen: Vec<(String, String, String)> = Vec::new();
+        let mut seen: Vec<(String, String, Option<u64>)> = Vec::new();
         for r in all.iter().rev().filter(|r| r.label == *label) {
-            let key = (
-                r.probe.clone(),
-                r.load["profile"].as_str().unwrap_or("none").to_string(),
-                r.params["duration_s"].to_string(),
-            );
+            let key = (r.probe.clone(), r.load_profile().to_string(), r.params.duration_s().map(f64::to_bits));
             if !seen.contains(&key) {
                 seen.push(key);
                 chosen.push(r.id);
@@ -77,7 +73,7 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<RunView
     chosen.dedup();
     let mut out = Vec::new();
     for id in chosen {
-        let data = RunData::load(store, id)?;
+        let data = store.run(id)?;
         let mut envelope: Vec<(u32, Vec<EnvPoint>)> = Vec::new();
         for (t, p) in store.envelope(id)? {
             match envelope.last_mut() {

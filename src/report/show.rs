@@ -3,12 +3,12 @@
 
 use std::fmt::Write;
 
-use super::{us, RunData};
+use super::{us, Run};
+use crate::model::RunHeader;
 use crate::stats::{Stats, PERCENTILES};
-use crate::store::RunHeader;
 
 /// The full text summary of a run.
-pub fn summary(run: &RunData) -> String {
+pub fn summary(run: &Run) -> String {
     let h = &run.header;
     let mut out = String::new();
     let _ = writeln!(
@@ -17,8 +17,10 @@ pub fn summary(run: &RunData) -> String {
         h.id, h.label, h.probe, h.status, h.rt_priority
     );
     let _ = writeln!(out, "start {}  end {}", h.start, h.end.as_deref().unwrap_or("-"));
-    let policy = h.params["policy"].as_str().unwrap_or("?");
-    let prio = h.params["priority"].as_i64().unwrap_or(0);
+    let (policy, prio) = match h.params.scheduling() {
+        Some((p, prio)) => (json_name(p), prio),
+        None => ("?".to_string(), 0),
+    };
     for t in &run.threads {
         let s = &t.stats;
         let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
@@ -45,8 +47,13 @@ pub fn summary(run: &RunData) -> String {
     out
 }
 
+/// A policy by its stored name ("fifo").
+fn json_name(p: crate::model::Policy) -> String {
+    serde_json::to_value(p).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
 /// Percentiles per thread and merged, in µs.
-pub fn percentile_table(run: &RunData) -> String {
+pub fn percentile_table(run: &Run) -> String {
     let mut out = String::new();
     let _ = write!(out, "{:<8}{:>12}{:>10}{:>10}", "thread", "samples", "mean", "stddev");
     for (label, _) in PERCENTILES {

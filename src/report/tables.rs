@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::figures::load_name;
 use super::select::RunView;
 use super::svg::{esc, fmt_us};
+use crate::model::RunStatus;
 
 fn us(ns: f64) -> String {
     fmt_us(ns / 1000.0)
@@ -18,7 +19,7 @@ pub fn caveat(r: &RunView) -> String {
     if !r.data.header.rt_priority {
         notes.insert(0, "not measured at real-time priority".into());
     }
-    if r.data.header.status != "complete" {
+    if r.data.header.status != RunStatus::Complete {
         notes.insert(0, format!("run {}", r.data.header.status));
     }
     notes.dedup();
@@ -105,7 +106,7 @@ pub fn ipipe(runs: &[RunView]) -> String {
 /// The Geode paper's rule of thumb: worst case within 10⁵ cycles of the CPU clock (200 µs at
 /// 500 MHz). Returns (budget µs, verdict) when the CPU clock is known.
 pub fn rule_of_thumb(r: &RunView) -> Option<(f64, String)> {
-    let mhz = r.data.header.system["cpu_mhz"].as_f64().filter(|m| *m > 0.0)?;
+    let mhz = r.data.header.system.cpu_mhz.filter(|m| *m > 0.0)?;
     let budget = 1e5 / mhz;
     let max = r.data.total.max as f64 / 1000.0;
     let verdict = if max <= budget {

@@ -13,11 +13,12 @@ use anyhow::{Context, Result};
 
 use crate::config::RunConfig;
 use crate::load::{CpuSample, LoadSession};
+use crate::model::{EnvPoint, LoadPlan, LoadRecord, LoadReport, Metric, RunParams, RunStatus, ThreadResult};
 use crate::probe::ThreadCtx;
 use crate::recorder::samplelog::SampleLogWriter;
-use crate::recorder::{self, Buffer, Collector, EnvPoint};
+use crate::recorder::{self, Buffer, Collector};
 use crate::stats::Stats;
-use crate::store::{NewRun, RawBatch, Store, ThreadResult};
+use crate::store::{NewRun, RawBatch, Store};
 use crate::sys;
 
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -33,10 +34,10 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn status(self) -> &'static str {
+    pub fn status(self) -> RunStatus {
         match self {
-            Outcome::Complete => "complete",
-            Outcome::Interrupted(_) => "interrupted",
+            Outcome::Complete => RunStatus::Complete,
+            Outcome::Interrupted(_) => RunStatus::Interrupted,
         }
     }
 
@@ -85,11 +86,12 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         rt.warnings.clone()
     };
     let mut system = crate::sysinfo::snapshot();
-    system["cpu_dma_latency_held"] = rt.dma_latency_held().into();
-    let params = cfg.params();
+    system.cpu_dma_latency_held = Some(rt.dma_latency_held());
+    let params = RunParams::Measured(cfg.params());
     let id = store.begin(&NewRun {
         label: &cfg.label,
         probe: cfg.probe_name,
+        metric: Metric::LATENCY,
         params: &params,
         load: &load_header(cfg),
         command_line: &cfg.command_line,
@@ -189,9 +191,8 @@ fn drive(
             eprintln!("rtbench: WARNING: {w}");
         }
         warnings.extend(load_warnings);
-        let mut json = serde_json::to_value(&report)?;
-        json["settle_s"] = cfg.settle.as_secs_f64().into();
-        store.set_load(id, &json)?;
+        let report = LoadReport { settle_s: Some(cfg.settle.as_secs_f64()), ..report };
+        store.set_load(id, &LoadRecord::Measured(report))?;
     }
     // A thread may be waiting to hand over raw samples: keep draining until every one is done.
     while !handles.iter().all(|h| h.is_finished()) {
@@ -216,10 +217,8 @@ fn drive(
     checkpoint(store, id, &mut totals, &mut pending_env, samples)?;
     if let serde_json::Value::Object(extras) = cfg.probe.extras() {
         let mut params = cfg.params();
-        if let Some(p) = params.as_object_mut() {
-            p.extend(extras);
-        }
-        store.set_params(id, &params)?;
+        params.probe.extend(extras);
+        store.set_params(id, &RunParams::Measured(params))?;
     }
     if let Outcome::Interrupted(sig) = outcome {
         warnings.push(format!(
@@ -245,13 +244,13 @@ fn start_load(cfg: &RunConfig) -> Result<Option<LoadSession>> {
 }
 
 /// What is stored about the load when the run begins; replaced by what it did at the end.
-fn load_header(cfg: &RunConfig) -> serde_json::Value {
+fn load_header(cfg: &RunConfig) -> LoadRecord {
     match &cfg.load {
-        None => serde_json::json!({ "profile": "none" }),
-        Some(spec) => serde_json::json!({
-            "profile": spec.profile,
-            "generators": spec.generators.iter().map(|g| &g.name).collect::<Vec<_>>(),
-            "settle_s": cfg.settle.as_secs_f64(),
+        None => LoadRecord::idle(),
+        Some(spec) => LoadRecord::Planned(LoadPlan {
+            profile: spec.profile.clone(),
+            generators: spec.generators.iter().map(|g| g.name.clone()).collect(),
+            settle_s: cfg.settle.as_secs_f64(),
         }),
     }
 }

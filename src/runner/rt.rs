@@ -3,7 +3,8 @@
 use std::fs::File;
 use std::io::Write;
 
-use crate::sys::{self, Policy};
+use crate::model::Policy;
+use crate::sys;
 
 /// What the run got, and what it must undo.
 pub struct RtSetup {

@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use rusqlite::{params, Connection, OptionalExtension};
-use serde::Serialize;
 
 pub use schema::SCHEMA_VERSION;
 
 use crate::error::InputError;
-use crate::recorder::EnvPoint;
+use crate::model::{
+    EnvPoint, LoadRecord, Metric, Run, RunHeader, RunParams, RunStatus, SystemSnapshot, ThreadResult, ThreadSamples,
+};
 use crate::stats::Stats;
 
 /// Where the store lives: `--db`, else `$RTBENCH_DB`, else `$XDG_DATA_HOME/rtbench/rtbench.db`.
@@ -32,37 +33,6 @@ pub fn default_path(flag: Option<&Path>) -> PathBuf {
     data.join("rtbench").join("rtbench.db")
 }
 
-/// A run's header: everything but its per-thread results.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunHeader {
-    pub id: i64,
-    pub label: String,
-    pub probe: String,
-    pub status: String,
-    pub start: String,
-    pub end: Option<String>,
-    pub params: serde_json::Value,
-    pub load: serde_json::Value,
-    pub system: serde_json::Value,
-    pub rt_priority: bool,
-    pub warnings: Vec<String>,
-    pub command_line: String,
-    pub tool_version: String,
-    #[serde(skip)]
-    pub envelope_ns: u64,
-}
-
-/// One thread's results as stored.
-#[derive(Clone, Debug)]
-pub struct ThreadResult {
-    pub thread: u32,
-    pub cpu: Option<u32>,
-    pub stats: Stats,
-}
-
-/// One thread's raw samples as stored: thread number, then (time offset, latency) in order.
-pub type ThreadSamples = (u32, Vec<(u64, u64)>);
-
 /// Raw samples of one thread, numbered from `first_seq`.
 pub struct RawBatch<'a> {
     pub thread: u32,
@@ -74,12 +44,13 @@ pub struct RawBatch<'a> {
 pub struct NewRun<'a> {
     pub label: &'a str,
     pub probe: &'a str,
-    pub params: &'a serde_json::Value,
-    pub load: &'a serde_json::Value,
+    pub metric: Metric,
+    pub params: &'a RunParams,
+    pub load: &'a LoadRecord,
     pub command_line: &'a str,
     pub rt_priority: bool,
     pub warnings: &'a [String],
-    pub system: &'a serde_json::Value,
+    pub system: &'a SystemSnapshot,
     pub envelope_ns: u64,
 }
 
@@ -89,8 +60,8 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the store at `path`, migrates it, and marks runs whose
-    /// process is gone as `aborted`.
+    /// Opens (creating if needed) the store at `path` and migrates it. Reading never changes a
+    /// run: a command that writes runs calls [`Store::recover_abandoned`] first.
     pub fn open(path: &Path) -> Result<Store> {
         let bad = |reason: String| InputError::Database { path: path.display().to_string(), reason };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -112,11 +83,9 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| bad(format!("cannot enable WAL ({e})")))?;
         conn.pragma_update(None, "busy_timeout", 10_000).map_err(|e| bad(e.to_string()))?;
         conn.pragma_update(None, "foreign_keys", true).map_err(|e| bad(e.to_string()))?;
-        let mut store = Store { conn, path: path.to_path_buf() };
-        store.migrate(version).map_err(|e| bad(format!("cannot migrate ({e:#})")))?;
+        // A database of another program is refused before any migration touches it.
         if version > 0 {
-            let has_runs: bool = store
-                .conn
+            let has_runs: bool = conn
                 .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'runs'", [], |r| r.get::<_, i64>(0))
                 .map(|n| n == 1)
                 .map_err(|e| bad(e.to_string()))?;
@@ -124,7 +93,8 @@ impl Store {
                 return Err(bad("is not an rtbench database (no runs table)".into()).into());
             }
         }
-        store.recover_abandoned()?;
+        let mut store = Store { conn, path: path.to_path_buf() };
+        store.migrate(version).map_err(|e| bad(format!("cannot migrate ({e:#})")))?;
         Ok(store)
     }
 
@@ -148,30 +118,19 @@ impl Store {
         Ok(())
     }
 
-    /// A `running` run whose process no longer exists was killed: it becomes `aborted`, keeping
-    /// its last checkpoint.
-    fn recover_abandoned(&mut self) -> Result<()> {
-        let host = crate::sysinfo::hostname();
-        let mut stmt = self.conn.prepare(
-            "SELECT id, pid, pid_start, warnings, checkpoint, start FROM runs WHERE status = 'running' AND host = ?1",
-        )?;
-        let rows: Vec<(i64, u32, String, String, Option<String>, String)> = stmt
-            .query_map([&host], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
-            .collect::<Result<_, _>>()?;
-        drop(stmt);
-        for (id, pid, pid_start, warnings, checkpoint, start) in rows {
-            let alive = crate::sys::process_exists(pid) && crate::sysinfo::process_start(pid) == pid_start;
-            if alive {
-                continue;
-            }
-            let mut w: Vec<String> = serde_json::from_str(&warnings).unwrap_or_default();
-            w.push("the run's process ended without finishing (killed or crashed); results are those of its last checkpoint".into());
-            self.conn.execute(
-                "UPDATE runs SET status = 'aborted', end = ?2, warnings = ?3 WHERE id = ?1",
-                params![id, checkpoint.unwrap_or(start), serde_json::to_string(&w)?],
+    /// Stores as `aborted` every `running` run of this host whose process no longer exists (it
+    /// was killed), keeping its last checkpoint. Readers already see such runs as aborted;
+    /// this makes it so for good. Returns how many runs it marked.
+    pub fn recover_abandoned(&mut self) -> Result<usize> {
+        let abandoned: Vec<RunHeader> = self.runs()?.into_iter().filter(|h| h.status == RunStatus::Aborted).collect();
+        let mut marked = 0;
+        for h in abandoned {
+            marked += self.conn.execute(
+                "UPDATE runs SET status = 'aborted', end = ?2, warnings = ?3 WHERE id = ?1 AND status = 'running'",
+                params![h.id, h.end, serde_json::to_string(&h.warnings)?],
             )?;
         }
-        Ok(())
+        Ok(marked)
     }
 
     /// Creates a run in status `running` and returns its id.
@@ -179,24 +138,26 @@ impl Store {
         let pid = std::process::id();
         self.conn.execute(
             "INSERT INTO runs (label, probe, params, load, command_line, tool_version, schema_version, start, status,
-                               rt_priority, warnings, system, envelope_ns, host, pid, pid_start)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                               rt_priority, warnings, system, envelope_ns, host, pid, pid_start, unit, better)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
                 run.label,
                 run.probe,
-                run.params.to_string(),
-                run.load.to_string(),
+                serde_json::to_string(run.params)?,
+                serde_json::to_string(run.load)?,
                 run.command_line,
                 env!("CARGO_PKG_VERSION"),
                 SCHEMA_VERSION,
                 crate::timefmt::now_rfc3339(),
                 run.rt_priority,
                 serde_json::to_string(run.warnings)?,
-                run.system.to_string(),
+                serde_json::to_string(run.system)?,
                 run.envelope_ns as i64,
                 crate::sysinfo::hostname(),
                 pid,
                 crate::sysinfo::process_start(pid),
+                run.metric.names().0,
+                run.metric.names().1,
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -264,10 +225,10 @@ impl Store {
     }
 
     /// Ends a run with its final status and warnings.
-    pub fn finish(&self, id: i64, status: &str, warnings: &[String]) -> Result<()> {
+    pub fn finish(&self, id: i64, status: RunStatus, warnings: &[String]) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET status = ?2, end = ?3, warnings = ?4 WHERE id = ?1",
-            params![id, status, crate::timefmt::now_rfc3339(), serde_json::to_string(warnings)?],
+            params![id, status.as_str(), crate::timefmt::now_rfc3339(), serde_json::to_string(warnings)?],
         )?;
         Ok(())
     }
@@ -275,16 +236,24 @@ impl Store {
     /// Every run, oldest first.
     pub fn runs(&self) -> Result<Vec<RunHeader>> {
         let mut stmt = self.conn.prepare(&format!("{HEADER_SELECT} ORDER BY id"))?;
-        let rows = stmt.query_map([], header_from_row)?.collect::<Result<Vec<_>, _>>()?;
+        let here = crate::sysinfo::hostname();
+        let rows = stmt.query_map([], |r| header_from_row(r, &here))?.collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
 
     /// One run's header; a clear error when there is no such run.
     pub fn header(&self, id: i64) -> Result<RunHeader> {
         self.conn
-            .query_row(&format!("{HEADER_SELECT} WHERE id = ?1"), [id], header_from_row)
+            .query_row(&format!("{HEADER_SELECT} WHERE id = ?1"), [id], |r| {
+                header_from_row(r, &crate::sysinfo::hostname())
+            })
             .optional()?
             .ok_or_else(|| InputError::NoSuchRun(id).into())
+    }
+
+    /// One run: its header, per-thread results and their merge.
+    pub fn run(&self, id: i64) -> Result<Run> {
+        Ok(Run::new(self.header(id)?, self.threads(id)?))
     }
 
     /// One run's per-thread results, by thread number.
@@ -355,42 +324,61 @@ impl Store {
 }
 
 const HEADER_SELECT: &str = "SELECT id, label, probe, status, start, end, params, load, system, rt_priority, warnings,
-    command_line, tool_version, envelope_ns FROM runs";
+    command_line, tool_version, envelope_ns, unit, better, host, pid, pid_start, checkpoint FROM runs";
 
-fn header_from_row(r: &rusqlite::Row) -> rusqlite::Result<RunHeader> {
-    let json = |i: usize| -> rusqlite::Result<serde_json::Value> {
+/// Says why a run reads as aborted when its process is gone.
+const ABANDONED: &str =
+    "the run's process ended without finishing (killed or crashed); results are those of its last checkpoint";
+
+/// A header from a row of [`HEADER_SELECT`]. A `running` run of this host (`here`) whose process
+/// is gone reads as `aborted`, ending at its last checkpoint. A JSON column that does not parse
+/// reads as empty rather than hiding the run.
+fn header_from_row(r: &rusqlite::Row, here: &str) -> rusqlite::Result<RunHeader> {
+    fn json<T: serde::de::DeserializeOwned + Default>(r: &rusqlite::Row, i: usize) -> rusqlite::Result<T> {
         let s: String = r.get(i)?;
-        Ok(serde_json::from_str(&s).unwrap_or(serde_json::Value::Null))
-    };
-    let warnings: String = r.get(10)?;
-    Ok(RunHeader {
+        Ok(serde_json::from_str(&s).unwrap_or_default())
+    }
+    let status: String = r.get(3)?;
+    let params: String = r.get(6)?;
+    let mut h = RunHeader {
         id: r.get(0)?,
         label: r.get(1)?,
         probe: r.get(2)?,
-        status: r.get(3)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
         start: r.get(4)?,
         end: r.get(5)?,
-        params: json(6)?,
-        load: json(7)?,
-        system: json(8)?,
+        params: serde_json::from_str(&params).unwrap_or(RunParams::Unknown(serde_json::Value::Null)),
+        load: serde_json::from_str(&r.get::<_, String>(7)?).unwrap_or_else(|_| LoadRecord::idle()),
+        system: json(r, 8)?,
         rt_priority: r.get(9)?,
-        warnings: serde_json::from_str(&warnings).unwrap_or_default(),
+        warnings: json(r, 10)?,
         command_line: r.get(11)?,
         tool_version: r.get(12)?,
         envelope_ns: r.get::<_, i64>(13)? as u64,
-    })
+        metric: Metric::from_names(&r.get::<_, String>(14)?, &r.get::<_, String>(15)?).unwrap_or_default(),
+    };
+    if h.status == RunStatus::Running && r.get::<_, String>(16)? == here {
+        let (pid, pid_start): (u32, String) = (r.get(17)?, r.get(18)?);
+        let alive = crate::sys::process_exists(pid) && crate::sysinfo::process_start(pid) == pid_start;
+        if !alive {
+            h.status = RunStatus::Aborted;
+            h.end = Some(r.get::<_, Option<String>>(19)?.unwrap_or_else(|| h.start.clone()));
+            h.warnings.push(ABANDONED.into());
+        }
+    }
+    Ok(h)
 }
 
 impl Store {
     /// Replaces a run's parameters (a probe adds what it learnt while running).
-    pub fn set_params(&self, id: i64, params: &serde_json::Value) -> Result<()> {
-        self.conn.execute("UPDATE runs SET params = ?2 WHERE id = ?1", params![id, params.to_string()])?;
+    pub fn set_params(&self, id: i64, params: &RunParams) -> Result<()> {
+        self.conn.execute("UPDATE runs SET params = ?2 WHERE id = ?1", params![id, serde_json::to_string(params)?])?;
         Ok(())
     }
 
     /// Replaces what is stored about a run's load (what it actually did).
-    pub fn set_load(&self, id: i64, load: &serde_json::Value) -> Result<()> {
-        self.conn.execute("UPDATE runs SET load = ?2 WHERE id = ?1", params![id, load.to_string()])?;
+    pub fn set_load(&self, id: i64, load: &LoadRecord) -> Result<()> {
+        self.conn.execute("UPDATE runs SET load = ?2 WHERE id = ?1", params![id, serde_json::to_string(load)?])?;
         Ok(())
     }
 
@@ -398,7 +386,7 @@ impl Store {
     pub fn mark_failed(&self, id: i64, reason: &str) -> Result<()> {
         let mut warnings = self.header(id)?.warnings;
         warnings.push(format!("the run failed: {reason}"));
-        self.finish(id, "failed", &warnings)
+        self.finish(id, RunStatus::Failed, &warnings)
     }
 }
 

@@ -60,6 +60,11 @@ CREATE TABLE samples (
     PRIMARY KEY (run_id, thread, seq)
 ) WITHOUT ROWID;
 "#,
+    r#"
+-- v3: what a run's samples measure, so results other than latencies can be stored beside them.
+ALTER TABLE runs ADD COLUMN unit TEXT NOT NULL DEFAULT 'ns';
+ALTER TABLE runs ADD COLUMN better TEXT NOT NULL DEFAULT 'smaller' CHECK (better IN ('smaller','bigger'));
+"#,
 ];
 
 /// The schema version this binary writes.

@@ -3,14 +3,7 @@
 use std::io;
 
 use super::check;
-
-/// Scheduling policy of the calling thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    Fifo,
-    RoundRobin,
-    Other,
-}
+use crate::model::Policy;
 
 /// Sets the calling thread's policy and priority (priority is ignored for `Other`).
 pub fn set_scheduler(policy: Policy, priority: i32) -> io::Result<()> {

@@ -2,10 +2,10 @@
 
 use std::fmt::Write;
 
-use crate::report::RunData;
+use crate::report::Run;
 use crate::stats::{Stats, PERCENTILES};
 
-pub fn render(run: &RunData) -> String {
+pub fn render(run: &Run) -> String {
     let mut out = String::from("run,label,probe,thread,cpu,count,overruns,min_ns,max_ns,mean_ns,stddev_ns");
     for (p, _) in PERCENTILES {
         let _ = write!(out, ",p{p}_ns");

@@ -6,7 +6,8 @@ use std::fmt::Write;
 use anyhow::Result;
 use serde_json::{json, Map, Value};
 
-use crate::report::RunData;
+use crate::model::RunStatus;
+use crate::report::Run;
 use crate::stats::Stats;
 
 /// Counts per 1-µs bucket below `buckets`, and the number of samples at or above it. An HDR
@@ -34,7 +35,7 @@ fn min_us(s: &Stats) -> u64 {
 
 /// The `-h` histogram: rows `%06d` with tab-separated counts per thread (rows where every
 /// thread has 0 are left out, as current cyclictest does), then the latency trailer.
-pub fn histogram(run: &RunData, buckets: u64) -> String {
+pub fn histogram(run: &Run, buckets: u64) -> String {
     let per: Vec<(Vec<u64>, u64)> = run.threads.iter().map(|t| us_buckets(&t.stats, buckets)).collect();
     let mut out = String::from("# Histogram\n");
     for i in 0..buckets as usize {
@@ -63,7 +64,7 @@ pub fn histogram(run: &RunData, buckets: u64) -> String {
 }
 
 /// The `--json` file, with cyclictest's key names (including its "cmdline:" spelling).
-pub fn json(run: &RunData, buckets: u64) -> Result<String> {
+pub fn json(run: &Run, buckets: u64) -> Result<String> {
     let h = &run.header;
     let sys = &h.system;
     let mut threads = Map::new();
@@ -85,20 +86,19 @@ pub fn json(run: &RunData, buckets: u64) -> Result<String> {
             }),
         );
     }
-    let realtime = sys["preemption"]["sys_kernel_realtime"].as_bool().unwrap_or(false)
-        || sys["preemption"]["uname_v"].as_str() == Some("PREEMPT_RT");
+    let realtime = sys.preemption.is_realtime();
     let doc = json!({
         "file_version": 1,
         "cmdline:": h.command_line,
         "rt_test_version:": format!("rtbench {}", h.tool_version),
         "start_time": crate::timefmt::rfc3339_to_cyclictest(&h.start).unwrap_or_default(),
         "end_time": h.end.as_deref().and_then(crate::timefmt::rfc3339_to_cyclictest).unwrap_or_default(),
-        "return_code": if h.status == "complete" { 0 } else { -1 },
+        "return_code": if h.status == RunStatus::Complete { 0 } else { -1 },
         "sysinfo": {
             "sysname": "Linux",
-            "nodename": sys["hostname"],
-            "release": sys["kernel_release"],
-            "version": sys["kernel_version"],
+            "nodename": sys.hostname,
+            "release": sys.kernel_release,
+            "version": sys.kernel_version,
             "machine": std::env::consts::ARCH,
             "realtime": i32::from(realtime),
         },

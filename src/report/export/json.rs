@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::report::RunData;
+use crate::report::Run;
 use crate::stats::Stats;
 
 /// Version of the exported document's layout.
@@ -16,7 +16,7 @@ fn stats_fields(s: &Stats) -> serde_json::Map<String, Value> {
 }
 
 /// The whole document for one run.
-pub fn document(run: &RunData) -> Value {
+pub fn document(run: &Run) -> Value {
     let threads: Vec<Value> = run
         .threads
         .iter()

@@ -7,7 +7,7 @@ mod json;
 
 use anyhow::Result;
 
-use super::RunData;
+use super::Run;
 use crate::cli::ExportFormat;
 
 pub use json::{document, EXPORT_SCHEMA_VERSION};
@@ -19,7 +19,7 @@ pub struct ExportOptions {
 }
 
 /// Renders `run` in `format`.
-pub fn render(run: &RunData, format: ExportFormat, opts: &ExportOptions) -> Result<String> {
+pub fn render(run: &Run, format: ExportFormat, opts: &ExportOptions) -> Result<String> {
     Ok(match format {
         ExportFormat::Json => serde_json::to_string_pretty(&json::document(run))? + "\n",
         ExportFormat::Csv => csv::render(run),

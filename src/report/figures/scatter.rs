@@ -2,7 +2,7 @@
 //! sample; a longer one from its per-interval envelope: a min–max band and the mean per thread,
 //! merged into at most `COLUMNS` columns, so a 24-hour run stays readable and small.
 
-use crate::recorder::EnvPoint;
+use crate::model::EnvPoint;
 use crate::report::svg::{fmt_us, Plot, Scale, Svg, PALETTE};
 
 const COLUMNS: usize = 1200;
@@ -42,7 +42,7 @@ fn frame(svg: &mut Svg, title: &str, lo_us: f64, hi_us: f64, tmax_s: f64) -> (Pl
 }
 
 /// Every sample as a dot, for runs short enough that the store kept them all.
-pub fn render_samples(title: &str, threads: &[crate::store::ThreadSamples]) -> String {
+pub fn render_samples(title: &str, threads: &[crate::model::ThreadSamples]) -> String {
     let mut svg = Svg::new(560.0, 340.0);
     let all = threads.iter().flat_map(|t| t.1.iter());
     let (mut lo, mut hi, mut tmax) = (f64::INFINITY, 0.0f64, 0.0f64);

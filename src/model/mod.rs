@@ -1,0 +1,19 @@
+//! The typed run model: what a run is, as the runner writes it and the store, the report and
+//! the exports read it. Nothing here measures, parses flags or touches SQLite, so every side
+//! of the data path can depend on it and on nothing of each other.
+
+mod envelope;
+mod load;
+mod metric;
+mod params;
+mod run;
+mod status;
+mod system;
+
+pub use envelope::EnvPoint;
+pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};
+pub use metric::{Better, Metric, Unit};
+pub use params::{ImportedParams, MeasuredParams, Policy, RunParams};
+pub use run::{Run, RunHeader, ThreadResult, ThreadSamples};
+pub use status::RunStatus;
+pub use system::{Preemption, RtThrottling, SystemSnapshot};

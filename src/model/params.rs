@@ -1,0 +1,89 @@
+//! How a run was made: the settings every probe shares, typed, plus the probe's own part,
+//! which each probe defines and (de)serializes itself.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Scheduling policy of the measuring threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    Fifo,
+    RoundRobin,
+    Other,
+}
+
+/// The settings of a run rtbench measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredParams {
+    pub threads: usize,
+    /// The CPU each thread was pinned to.
+    pub cpus: Vec<Option<usize>>,
+    /// What was asked for; `rt_priority` on the run says what was had.
+    pub policy: Policy,
+    pub priority: i32,
+    pub mlock: bool,
+    pub loops: Option<u64>,
+    pub duration_s: Option<f64>,
+    pub envelope_interval_ns: u64,
+    pub samples_file: Option<String>,
+    /// The probe's own parameters and what it learnt while running, as the probe defines them.
+    #[serde(flatten)]
+    pub probe: Map<String, Value>,
+}
+
+/// A run made by another tool and imported.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ImportedParams {
+    pub imported_from: String,
+    pub format: String,
+}
+
+/// The stored `params` of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RunParams {
+    Measured(MeasuredParams),
+    Imported(ImportedParams),
+    /// Whatever a row holds that is neither (written by hand or by a newer rtbench): kept as is.
+    Unknown(Value),
+}
+
+impl RunParams {
+    pub fn measured(&self) -> Option<&MeasuredParams> {
+        match self {
+            RunParams::Measured(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// How long the run was asked to last; `None` for a loop count or an import.
+    pub fn duration_s(&self) -> Option<f64> {
+        self.measured().and_then(|m| m.duration_s)
+    }
+
+    /// The policy and priority asked for, when rtbench measured the run.
+    pub fn scheduling(&self) -> Option<(Policy, i32)> {
+        self.measured().map(|m| (m.policy, m.priority))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_keep_their_layout_and_probe_part() {
+        let text = r#"{"threads":2,"cpus":[0,1],"policy":"fifo","priority":95,"mlock":true,"loops":null,"duration_s":12.0,"envelope_interval_ns":20000000,"samples_file":null,"interval_us":1000,"distance_us":0}"#;
+        let p: RunParams = serde_json::from_str(text).unwrap();
+        let m = p.measured().expect("a measured run");
+        assert_eq!(m.probe["interval_us"], 1000);
+        assert_eq!(p.duration_s(), Some(12.0));
+        assert_eq!(serde_json::to_string(&p).unwrap(), text);
+        let imported: RunParams =
+            serde_json::from_str(r#"{"imported_from":"ct.json","format":"--json file"}"#).unwrap();
+        assert!(matches!(imported, RunParams::Imported(_)));
+        let odd: RunParams = serde_json::from_str(r#"{"weird":true}"#).unwrap();
+        assert!(matches!(odd, RunParams::Unknown(_)));
+    }
+}

@@ -1,0 +1,64 @@
+//! A stored run: its header, its per-thread results and their merge.
+
+use serde::Serialize;
+
+use super::{LoadRecord, Metric, RunParams, RunStatus, SystemSnapshot};
+use crate::stats::Stats;
+
+/// A run's header: everything but its per-thread results. Serialized as the `run` object of
+/// the JSON export.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunHeader {
+    pub id: i64,
+    pub label: String,
+    pub probe: String,
+    pub status: RunStatus,
+    pub start: String,
+    pub end: Option<String>,
+    pub params: RunParams,
+    pub load: LoadRecord,
+    pub system: SystemSnapshot,
+    pub rt_priority: bool,
+    pub warnings: Vec<String>,
+    pub command_line: String,
+    pub tool_version: String,
+    #[serde(skip)]
+    pub envelope_ns: u64,
+    #[serde(skip)]
+    pub metric: Metric,
+}
+
+impl RunHeader {
+    /// The load profile the run was measured under ("none" when idle).
+    pub fn load_profile(&self) -> &str {
+        self.load.profile()
+    }
+}
+
+/// One thread's results.
+#[derive(Clone, Debug)]
+pub struct ThreadResult {
+    pub thread: u32,
+    pub cpu: Option<u32>,
+    pub stats: Stats,
+}
+
+/// One thread's raw samples: thread number, then (time offset, latency) in order.
+pub type ThreadSamples = (u32, Vec<(u64, u64)>);
+
+/// One run with its per-thread results and their merge.
+pub struct Run {
+    pub header: RunHeader,
+    pub threads: Vec<ThreadResult>,
+    pub total: Stats,
+}
+
+impl Run {
+    pub fn new(header: RunHeader, threads: Vec<ThreadResult>) -> Run {
+        let mut total = Stats::default();
+        for t in &threads {
+            total.merge(&t.stats);
+        }
+        Run { header, threads, total }
+    }
+}

@@ -249,3 +249,6 @@ impl<T> IntoInner<T> for std::sync::mpsc::TrySendError<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,3 +10,4 @@ mod net;
 mod report;
 mod samplelog;
 mod signals;
+mod snapshot;

@@ -121,7 +121,7 @@ fn envelope_points_across_checkpoints_cover_every_interval_once_with_its_extreme
     for i in 0..N {
         let index = i * STEP / INTERVAL;
         if expected.last().is_none_or(|p| p.index != index) {
-            expected.push(EnvPoint::new(index));
+            expected.push(EnvPoint::empty(index));
         }
         let p = expected.last_mut().unwrap();
         p.count += 1;

@@ -6,11 +6,81 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::{PolicyArg, RunArgs};
 use crate::error::InputError;
 use crate::invalid;
+use crate::load::LoadOptions;
 use crate::model::{MeasuredParams, Policy};
-use crate::probe::Probe;
+use crate::probe::{DefaultThreads, Probe, ProbeArgs, ProbeInfo, Shape};
+
+/// Real-time priority of the measuring threads unless `-p` says otherwise.
+pub const DEFAULT_PRIORITY: i32 = 95;
+
+/// The settings every measuring run takes, before they are checked: what the command line's
+/// run flags say, or what the study asks of each cell.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// `Some(0)`: one per CPU.
+    pub threads: Option<u64>,
+    pub affinity: Option<String>,
+    pub priority: i32,
+    pub policy: Policy,
+    pub loops: Option<u64>,
+    pub duration: Option<Duration>,
+    pub mlock: bool,
+    pub histogram_buckets: Option<u64>,
+    pub histfile: Option<PathBuf>,
+    pub quiet: bool,
+    pub json: Option<PathBuf>,
+    pub samples: Option<PathBuf>,
+    pub envelope_interval: Duration,
+    /// A profile or generators; "none" when idle.
+    pub load: String,
+    pub settle: Duration,
+    pub load_flags: LoadFlags,
+    pub label: Option<String>,
+    pub db: Option<PathBuf>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            threads: None,
+            affinity: None,
+            priority: DEFAULT_PRIORITY,
+            policy: Policy::Fifo,
+            loops: None,
+            duration: None,
+            mlock: true,
+            histogram_buckets: None,
+            histfile: None,
+            quiet: false,
+            json: None,
+            samples: None,
+            envelope_interval: Duration::from_secs(1),
+            load: "none".into(),
+            settle: Duration::from_secs(3),
+            load_flags: LoadFlags::default(),
+            label: None,
+            db: None,
+        }
+    }
+}
+
+/// How to shape a system load, as given.
+#[derive(Clone, Debug)]
+pub struct LoadFlags {
+    pub jobs: Option<u64>,
+    pub kernel_tree: Option<PathBuf>,
+    pub fswalk_path: PathBuf,
+    pub hackbench_groups: u64,
+    pub tmpdir: Option<PathBuf>,
+}
+
+impl Default for LoadFlags {
+    fn default() -> Self {
+        LoadFlags { jobs: None, kernel_tree: None, fswalk_path: "/".into(), hackbench_groups: 30, tmpdir: None }
+    }
+}
 
 /// One measuring thread: its number and the CPU it is pinned to.
 #[derive(Clone, Copy, Debug)]
@@ -20,10 +90,10 @@ pub struct ThreadPlan {
 }
 
 pub struct RunConfig {
-    pub probe_name: &'static str,
+    pub info: &'static ProbeInfo,
     pub probe: Arc<dyn Probe>,
-    /// Probe-specific parameters, stored with the run.
-    pub probe_params: serde_json::Value,
+    /// The probe's own parameters, stored with the run.
+    pub probe_params: serde_json::Map<String, serde_json::Value>,
     pub threads: Vec<ThreadPlan>,
     pub policy: Policy,
     pub priority: i32,
@@ -45,23 +115,11 @@ pub struct RunConfig {
     pub command_line: String,
 }
 
-/// How many threads a probe runs when `-t` is not given.
-#[derive(Clone, Copy)]
-pub enum DefaultThreads {
-    PerCpu,
-    One,
-}
-
 impl RunConfig {
-    pub fn new(
-        probe_name: &'static str,
-        probe: Arc<dyn Probe>,
-        probe_params: serde_json::Value,
-        args: &RunArgs,
-        default_threads: DefaultThreads,
-    ) -> Result<RunConfig> {
+    /// Checks `opts`, resolves the loop count and builds the probe from its flags.
+    pub fn new(info: &'static ProbeInfo, args: &ProbeArgs, opts: &RunOptions) -> Result<RunConfig> {
         let online = crate::sysinfo::online_cpus();
-        let cpus = match &args.affinity {
+        let cpus = match &opts.affinity {
             None => online.clone(),
             Some(list) => {
                 let cpus = crate::sysinfo::parse_cpu_list(list)
@@ -73,7 +131,7 @@ impl RunConfig {
                 cpus
             }
         };
-        let n = match (args.threads, default_threads) {
+        let n = match (opts.threads, info.default_threads) {
             (Some(0), _) | (None, DefaultThreads::PerCpu) => cpus.len(),
             (Some(n), _) => n as usize,
             (None, DefaultThreads::One) => 1,
@@ -82,38 +140,43 @@ impl RunConfig {
             return Err(invalid!("--threads {n} is too many; use 1 to 1024"));
         }
         let threads = (0..n).map(|i| ThreadPlan { index: i, cpu: Some(cpus[i % cpus.len()]) }).collect();
-        let policy = match args.policy {
-            PolicyArg::Fifo => Policy::Fifo,
-            PolicyArg::Rr => Policy::RoundRobin,
-            PolicyArg::Other => Policy::Other,
-        };
-        for path in [&args.json, &args.histfile, &args.samples].into_iter().flatten() {
+        for path in [&opts.json, &opts.histfile, &opts.samples].into_iter().flatten() {
             check_writable(path)?;
         }
-        let envelope_ns = args.envelope_interval.as_nanos().min(u64::MAX as u128) as u64;
-        let db = crate::store::default_path(args.db.db.as_deref());
-        let load = crate::load::LoadSpec::parse(&args.load, load_options(&args.load_args))?;
-        let tmpdir = if load.is_none() { std::env::temp_dir() } else { tmp_dir(&args.load_args)? };
+        // Samples per thread: -l, else the probe's own count flag, else its default unless a
+        // duration bounds the run.
+        let loops = opts.loops.or(info.count_flag.and_then(|f| args.number(f))).or(if opts.duration.is_some() {
+            None
+        } else {
+            info.default_loops
+        });
+        let built = (info.build)(args, &Shape { loops })?;
+        let envelope_ns = opts.envelope_interval.as_nanos().min(u64::MAX as u128) as u64;
+        let db = crate::store::default_path(opts.db.as_deref());
+        let load = crate::load::LoadSpec::parse(&opts.load, load_options(&opts.load_flags))?;
+        let tmpdir = if load.is_none() { std::env::temp_dir() } else { tmp_dir(&opts.load_flags)? };
+        // Synthetic samples need no privilege and must not hog CPUs at FIFO priority.
+        let (policy, mlock) = if info.synthetic { (Policy::Other, false) } else { (opts.policy, opts.mlock) };
         Ok(RunConfig {
-            probe_name,
-            probe,
-            probe_params,
+            info,
+            probe: built.probe,
+            probe_params: built.params,
             threads,
             policy,
-            priority: args.priority,
-            mlock: !args.no_mlock,
-            loops: args.loops,
-            duration: args.duration,
-            quiet: args.quiet,
-            json: args.json.clone(),
-            histogram_buckets: args.histogram,
-            histfile: args.histfile.clone(),
-            samples: args.samples.clone(),
+            priority: opts.priority,
+            mlock,
+            loops,
+            duration: opts.duration,
+            quiet: opts.quiet,
+            json: opts.json.clone(),
+            histogram_buckets: opts.histogram_buckets,
+            histfile: opts.histfile.clone(),
+            samples: opts.samples.clone(),
             envelope_ns,
-            label: args.label.clone().unwrap_or_else(crate::sysinfo::kernel_release),
+            label: opts.label.clone().unwrap_or_else(crate::sysinfo::kernel_release),
             db,
             load: (!load.is_none()).then_some(load),
-            settle: args.settle,
+            settle: opts.settle,
             tmpdir,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
         })
@@ -131,17 +194,14 @@ impl RunConfig {
             duration_s: self.duration.map(|d| d.as_secs_f64()),
             envelope_interval_ns: self.envelope_ns,
             samples_file: self.samples.as_ref().map(|p| p.display().to_string()),
-            probe: match &self.probe_params {
-                serde_json::Value::Object(m) => m.clone(),
-                _ => serde_json::Map::new(),
-            },
+            probe: self.probe_params.clone(),
         }
     }
 }
 
 /// The load options a user gave, with their defaults filled in.
-pub fn load_options(a: &crate::cli::LoadArgs) -> crate::load::LoadOptions {
-    crate::load::LoadOptions {
+pub fn load_options(a: &LoadFlags) -> LoadOptions {
+    LoadOptions {
         jobs: a.jobs.map_or(2 * crate::sysinfo::online_cpus().len(), |j| j as usize),
         kernel_tree: a.kernel_tree.as_ref().map(|p| p.display().to_string()),
         fswalk_path: a.fswalk_path.display().to_string(),
@@ -150,7 +210,7 @@ pub fn load_options(a: &crate::cli::LoadArgs) -> crate::load::LoadOptions {
 }
 
 /// The directory load generators write in, checked before anything runs.
-pub fn tmp_dir(a: &crate::cli::LoadArgs) -> Result<PathBuf> {
+pub fn tmp_dir(a: &LoadFlags) -> Result<PathBuf> {
     let dir = a.tmpdir.clone().unwrap_or_else(std::env::temp_dir);
     check_writable(&dir.join("rtbench-load-check"))?;
     Ok(dir)

@@ -1,9 +1,7 @@
 #![forbid(unsafe_code)]
 
-use clap::Parser;
-
 fn main() {
-    let cli = match rtbench::cli::Cli::try_parse() {
+    let invocation = match rtbench::cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -21,7 +19,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    match rtbench::app::run(cli.command) {
+    match rtbench::app::run(invocation) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("Error: {e:#}");

@@ -16,8 +16,8 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
     let Some(profile) = &a.profile else {
         return Err(crate::invalid!("name a load profile or generators, or --list them"));
     };
-    let spec = LoadSpec::parse(profile, crate::config::load_options(&a.load))?;
-    let tmp = crate::config::tmp_dir(&a.load)?;
+    let spec = LoadSpec::parse(profile, crate::config::load_options(&a.load.flags()))?;
+    let tmp = crate::config::tmp_dir(&a.load.flags())?;
     let deadline = a.duration.as_secs() + 60;
     let signals = crate::runner::signals::Installed::new()?;
     let session = LoadSession::start(&spec, &tmp, deadline)?;

@@ -1,56 +1,50 @@
 //! Turns a parsed command line into work. Each arm: validate into config, run, print.
 
+mod compare;
 mod load;
 mod net;
 mod study;
 
 use std::io::Write;
-use std::sync::Arc;
 
 use anyhow::Result;
 use serde_json::json;
 
-use crate::cli::{Command, ExportFormat, RunArgs};
-use crate::config::{DefaultThreads, RunConfig};
-use crate::probe::{Gtod, Synthetic, Timer};
-use crate::report::export::{self, ExportOptions};
-use crate::report::{show, Run};
+use crate::cli::{Command, Invocation, ProbeCall};
+use crate::config::RunConfig;
+use crate::report::export::{self, ExportOptions, Format};
+use crate::report::{show, ProbeNote, Run};
 use crate::stats::Stats;
 use crate::store::{self, Store};
 
-/// Runs one command; returns the process exit code.
-pub fn run(cmd: Command) -> Result<i32> {
+/// Runs what the command line asks; returns the process exit code.
+pub fn run(invocation: Invocation) -> Result<i32> {
+    match invocation {
+        Invocation::Probe(call) => probe(call),
+        Invocation::Command(cmd) => command(cmd),
+    }
+}
+
+/// A probe's subcommand: its server, when its flags ask for one, else a measuring run.
+fn probe(call: ProbeCall) -> Result<i32> {
+    let info = call.info;
+    (info.supported)().map_err(|why| crate::invalid!("{} cannot run here: {why}", info.name))?;
+    let opts = call.run.options();
+    if let Some(spec) = info.serve.map(|serve| serve(&call.args)).transpose()?.flatten() {
+        return net::serve(&spec, &opts);
+    }
+    measure(RunConfig::new(info, &call.args, &opts)?)
+}
+
+fn command(cmd: Command) -> Result<i32> {
     match cmd {
-        Command::Timer(a) => {
-            let probe = Timer { interval_ns: a.interval * 1000, distance_ns: a.distance * 1000 };
-            let params = json!({ "interval_us": a.interval, "distance_us": a.distance });
-            measure("timer", Arc::new(probe), params, &a.run, DefaultThreads::PerCpu)
-        }
-        Command::Gtod(a) => {
-            let mut run = a.run;
-            run.loops = run.loops_or(a.pairs, 1_000_000);
-            let params = json!({ "pairs": run.loops });
-            measure("gtod", Arc::new(Gtod), params, &run, DefaultThreads::One)
-        }
-        Command::Synthetic(a) => {
-            let probe = Synthetic { seed: a.seed, step_ns: a.interval * 1000, median_ns: a.median as f64 };
-            let params = json!({ "seed": a.seed, "interval_us": a.interval, "median_ns": a.median });
-            let mut run = a.run;
-            run.loops = run.loops_or(None, 1_000_000);
-            // Synthetic samples need no privilege and must not hog CPUs at FIFO priority.
-            run.policy = crate::cli::PolicyArg::Other;
-            run.no_mlock = true;
-            measure("synthetic", Arc::new(probe), params, &run, DefaultThreads::One)
-        }
-        Command::Pingpong(a) => net::pingpong(a),
-        Command::Response(a) => net::response(a),
         Command::Load(a) => load::run(a),
         Command::Study(a) => study::run(a),
         Command::Report(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let started = std::time::Instant::now();
-            let runs = crate::report::select::runs(&store, &a.labels, &a.runs)?;
-            let files = crate::report::build::write(&a.output, &runs)?;
+            let runs = crate::report::select::runs(&store, &a.labels, &a.runs, &catalog())?;
+            let files = crate::report::build::write(&a.output, &runs, &catalog())?;
             println!(
                 "report: {} ({} runs, {} figures, index.html {} KB, {:.2} s)",
                 files.index.display(),
@@ -61,7 +55,7 @@ pub fn run(cmd: Command) -> Result<i32> {
             );
             Ok(0)
         }
-        Command::Compare(a) => crate::report::compare::run(a),
+        Command::Compare(a) => compare::run(a),
         Command::Import(a) => {
             let mut store = writable_store(&store::default_path(a.db.db.as_deref()))?;
             let id = crate::import::import(&mut store, &a.file, &a.label, &a.load)?;
@@ -154,7 +148,7 @@ pub fn run(cmd: Command) -> Result<i32> {
         Command::Export(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let run = store.run(a.run)?;
-            let text = export::render(&run, a.format, &ExportOptions { buckets: a.buckets })?;
+            let text = export::render(&run, a.format.into(), &ExportOptions { buckets: a.buckets })?;
             match &a.output {
                 Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
                 None => std::io::stdout().write_all(text.as_bytes())?,
@@ -162,6 +156,11 @@ pub fn run(cmd: Command) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// What reports say about the probes, in registry order.
+fn catalog() -> Vec<ProbeNote> {
+    crate::probe::REGISTRY.iter().map(|p| ProbeNote { name: p.name, help: p.help }).collect()
 }
 
 /// Opens the store for a command that adds runs. Runs whose rtbench was killed are stored as
@@ -193,15 +192,8 @@ fn analyzed_header(path: &std::path::Path) -> crate::model::RunHeader {
     }
 }
 
-/// One measuring run from flags to summary, JSON and histogram files.
-pub(crate) fn measure(
-    name: &'static str,
-    probe: Arc<dyn crate::probe::Probe>,
-    params: serde_json::Value,
-    args: &RunArgs,
-    threads: DefaultThreads,
-) -> Result<i32> {
-    let cfg = RunConfig::new(name, probe, params, args, threads)?;
+/// One measuring run from its checked settings to summary, JSON and histogram files.
+fn measure(cfg: RunConfig) -> Result<i32> {
     let mut store = writable_store(&cfg.db)?;
     let (id, outcome) = crate::runner::run(&cfg, &mut store)?;
     let run = store.run(id)?;
@@ -210,7 +202,7 @@ pub(crate) fn measure(
         crate::config::write_atomic(path, text.as_bytes())?;
     }
     if let Some(buckets) = cfg.histogram_buckets {
-        let text = export::render(&run, ExportFormat::CyclictestHist, &ExportOptions { buckets })?;
+        let text = export::render(&run, Format::CyclictestHist, &ExportOptions { buckets })?;
         match &cfg.histfile {
             Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
             None => print!("{text}"),

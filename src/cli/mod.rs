@@ -1,11 +1,18 @@
-//! The command line (clap). Nothing below `config` sees these types.
+//! The command line (clap). Nothing below `config` sees these types: each flag struct turns
+//! into the plain settings of `config`. The probes' subcommands come from the probe registry.
 
-pub mod parse;
+mod probes;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::{LoadFlags, RunOptions};
+use crate::model::Policy;
+use crate::report::export::Format;
+
+pub use probes::{parse_from, Invocation, ProbeCall};
 
 #[derive(Parser, Debug)]
 #[command(name = "rtbench", version, about = "A real-time latency laboratory for Linux")]
@@ -16,21 +23,6 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Timer wake-up latency, as cyclictest measures it (flags follow cyclictest).
-    #[command(disable_help_flag = true)]
-    Timer(TimerArgs),
-    /// Clock read latency, as gtod_latency measures it.
-    #[command(disable_help_flag = true)]
-    Gtod(GtodArgs),
-    /// Round trips to an echo server (the ØMQ study's ping-pong); `--serve` runs the server.
-    #[command(disable_help_flag = true)]
-    Pingpong(PingpongArgs),
-    /// Response to an external trigger (lpptest): `--target` answers, `--logger` measures.
-    #[command(disable_help_flag = true)]
-    Response(ResponseArgs),
-    /// Deterministic synthetic samples, for tests and benchmarks.
-    #[command(hide = true, disable_help_flag = true)]
-    Synthetic(SyntheticArgs),
     /// The seed study in one command: every probe idle and loaded, then the report.
     Study(StudyArgs),
     /// Draw stored runs: figures, tables and index.html.
@@ -62,16 +54,16 @@ pub enum Command {
 #[derive(Args, Debug)]
 pub struct StudyArgs {
     /// Length of each cell (the seeds' short runs were 1 minute)
-    #[arg(short = 'D', long, value_parser = parse::duration, default_value = "60s")]
+    #[arg(short = 'D', long, value_parser = crate::parse::duration, default_value = "60s")]
     pub duration: Duration,
     /// Also run every probe under load for this long (the seeds' 24-hour runs)
-    #[arg(long, value_parser = parse::duration, value_name = "DURATION")]
+    #[arg(long, value_parser = crate::parse::duration, value_name = "DURATION")]
     pub extended: Option<Duration>,
     /// The load of the loaded cells
     #[arg(long, default_value = "paper", value_name = "PROFILE")]
     pub load: String,
     /// Time the load runs before each loaded cell measures
-    #[arg(long, value_parser = parse::duration, default_value = "3s", value_name = "DURATION")]
+    #[arg(long, value_parser = crate::parse::duration, default_value = "3s", value_name = "DURATION")]
     pub settle: Duration,
     /// Label of every run of the study [default: uname -r]
     #[arg(long)]
@@ -147,7 +139,7 @@ pub struct MergeArgs {
 #[derive(Args, Debug, Clone)]
 pub struct LoadArgs {
     /// Parallel jobs of the compile generator [default: 2 × online CPUs]
-    #[arg(long, value_parser = parse::positive, value_name = "N")]
+    #[arg(long, value_parser = crate::parse::positive, value_name = "N")]
     pub jobs: Option<u64>,
     /// Build this kernel tree in the compile generator instead of a generated C tree
     #[arg(long, value_name = "DIR")]
@@ -156,7 +148,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub fswalk_path: PathBuf,
     /// Groups of the hackbench generator
-    #[arg(long, value_parser = parse::positive, default_value = "30", value_name = "N")]
+    #[arg(long, value_parser = crate::parse::positive, default_value = "30", value_name = "N")]
     pub hackbench_groups: u64,
     /// Where load generators keep their files (removed afterwards) [default: $TMPDIR or /tmp]
     #[arg(long, value_name = "DIR")]
@@ -168,7 +160,7 @@ pub struct LoadCmdArgs {
     /// A profile (paper, ipipe-hd, none) or a comma-separated list of generators
     pub profile: Option<String>,
     /// Stop after this long
-    #[arg(short = 'D', long, value_parser = parse::duration, default_value = "60s")]
+    #[arg(short = 'D', long, value_parser = crate::parse::duration, default_value = "60s")]
     pub duration: Duration,
     /// List the profiles and generators, and whether each can run here
     #[arg(long)]
@@ -190,16 +182,16 @@ pub struct RunArgs {
     #[arg(short = 'a', long, value_name = "CPUS")]
     pub affinity: Option<String>,
     /// Real-time priority of the measuring threads (1-99)
-    #[arg(short = 'p', long, value_parser = parse::priority, default_value = "95")]
+    #[arg(short = 'p', long, value_parser = crate::parse::priority, default_value_t = crate::config::DEFAULT_PRIORITY)]
     pub priority: i32,
     /// Scheduling policy
     #[arg(long, value_enum, default_value = "fifo")]
     pub policy: PolicyArg,
     /// Samples per thread, then stop
-    #[arg(short = 'l', long, value_parser = parse::positive, value_name = "LOOPS")]
+    #[arg(short = 'l', long, value_parser = crate::parse::positive, value_name = "LOOPS")]
     pub loops: Option<u64>,
     /// Stop after this long (30s, 10m, 24h, 1d)
-    #[arg(short = 'D', long, value_parser = parse::duration)]
+    #[arg(short = 'D', long, value_parser = crate::parse::duration)]
     pub duration: Option<Duration>,
     /// Lock memory (the default; accepted for cyclictest compatibility)
     #[arg(short = 'm', long)]
@@ -208,7 +200,7 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "mlockall")]
     pub no_mlock: bool,
     /// Print a cyclictest histogram with this many 1-µs buckets at the end
-    #[arg(short = 'h', long, value_parser = parse::positive_us, value_name = "US")]
+    #[arg(short = 'h', long, value_parser = crate::parse::positive_us, value_name = "US")]
     pub histogram: Option<u64>,
     /// Write the histogram to this file instead of stdout
     #[arg(long, value_name = "FILE", requires = "histogram")]
@@ -223,13 +215,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub samples: Option<PathBuf>,
     /// Width of one point of the min/mean/max envelope over time
-    #[arg(long, value_parser = parse::duration, default_value = "1s", value_name = "DURATION")]
+    #[arg(long, value_parser = crate::parse::duration, default_value = "1s", value_name = "DURATION")]
     pub envelope_interval: Duration,
     /// System load while measuring: a profile (paper, ipipe-hd, none) or generators (cpu,disk,...)
     #[arg(long, value_name = "PROFILE", default_value = "none")]
     pub load: String,
     /// Time the load runs before measuring starts
-    #[arg(long, value_parser = parse::duration, default_value = "3s", value_name = "DURATION")]
+    #[arg(long, value_parser = crate::parse::duration, default_value = "3s", value_name = "DURATION")]
     pub settle: Duration,
     #[command(flatten)]
     pub load_args: LoadArgs,
@@ -244,10 +236,40 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// Samples per thread: `-l`, else the probe's own count flag, else `default` unless a
-    /// duration bounds the run.
-    pub fn loops_or(&self, count: Option<u64>, default: u64) -> Option<u64> {
-        self.loops.or(count).or(if self.duration.is_some() { None } else { Some(default) })
+    /// The settings these flags ask for, unchecked.
+    pub fn options(&self) -> RunOptions {
+        RunOptions {
+            threads: self.threads,
+            affinity: self.affinity.clone(),
+            priority: self.priority,
+            policy: self.policy.into(),
+            loops: self.loops,
+            duration: self.duration,
+            mlock: !self.no_mlock,
+            histogram_buckets: self.histogram,
+            histfile: self.histfile.clone(),
+            quiet: self.quiet,
+            json: self.json.clone(),
+            samples: self.samples.clone(),
+            envelope_interval: self.envelope_interval,
+            load: self.load.clone(),
+            settle: self.settle,
+            load_flags: self.load_args.flags(),
+            label: self.label.clone(),
+            db: self.db.db.clone(),
+        }
+    }
+}
+
+impl LoadArgs {
+    pub fn flags(&self) -> LoadFlags {
+        LoadFlags {
+            jobs: self.jobs,
+            kernel_tree: self.kernel_tree.clone(),
+            fswalk_path: self.fswalk_path.clone(),
+            hackbench_groups: self.hackbench_groups,
+            tmpdir: self.tmpdir.clone(),
+        }
     }
 }
 
@@ -256,103 +278,6 @@ pub struct DbArg {
     /// Store file [default: $RTBENCH_DB, else $XDG_DATA_HOME/rtbench/rtbench.db]
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct TimerArgs {
-    /// Wake-up interval in µs
-    #[arg(short = 'i', long, value_parser = parse::positive_us, default_value = "1000", value_name = "US")]
-    pub interval: u64,
-    /// Added to the interval per thread, in µs (cyclictest's -d)
-    #[arg(short = 'd', long, value_parser = parse::us, default_value = "0", value_name = "US")]
-    pub distance: u64,
-    #[command(flatten)]
-    pub run: RunArgs,
-}
-
-#[derive(Args, Debug)]
-pub struct GtodArgs {
-    /// Clock-read pairs per thread (the same as -l) [default: 1000000, or unlimited with -D]
-    #[arg(short = 'n', long, value_parser = parse::positive, value_name = "N")]
-    pub pairs: Option<u64>,
-    #[command(flatten)]
-    pub run: RunArgs,
-}
-
-#[derive(Args, Debug)]
-pub struct SyntheticArgs {
-    /// Seed of the generator: the same seed gives the same samples
-    #[arg(long, default_value = "1")]
-    pub seed: u64,
-    /// Synthetic time between samples, in µs
-    #[arg(short = 'i', long, value_parser = parse::positive_us, default_value = "1000", value_name = "US")]
-    pub interval: u64,
-    /// Median of the lognormal body, in ns
-    #[arg(long, value_parser = parse::positive, default_value = "5000", value_name = "NS")]
-    pub median: u64,
-    #[command(flatten)]
-    pub run: RunArgs,
-}
-
-#[derive(Args, Debug)]
-pub struct PingpongArgs {
-    /// Server address (HOST:PORT, or a socket path for unix) [default: loopback]
-    pub addr: Option<String>,
-    /// Run the echo server, on ADDR [default: 127.0.0.1:17700]
-    #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "ADDR")]
-    pub serve: Option<String>,
-    #[arg(long, value_enum, default_value = "udp")]
-    pub transport: crate::net::transport::Transport,
-    /// Message payload in bytes (1 to 65536)
-    #[arg(short = 's', long, value_parser = parse::message_size, default_value = "1", value_name = "BYTES")]
-    pub size: usize,
-    /// Round trips per thread (the same as -l) [default: 1000000, or unlimited with -D]
-    #[arg(short = 'n', long, value_parser = parse::positive, value_name = "N")]
-    pub round_trips: Option<u64>,
-    /// Store full round-trip times instead of one-way (RTT/2)
-    #[arg(long)]
-    pub rtt: bool,
-    /// Round trips before measuring, reported apart
-    #[arg(long, default_value = "1000", value_name = "N")]
-    pub warmup: u64,
-    /// Spin on a non-blocking socket instead of sleeping in recv (UDP)
-    #[arg(long)]
-    pub busy_poll: bool,
-    #[command(flatten)]
-    pub session: SessionArgs,
-    #[command(flatten)]
-    pub run: RunArgs,
-}
-
-/// What the two ends of a network probe agree on.
-#[derive(Args, Debug)]
-pub struct SessionArgs {
-    /// Session token (decimal); a server given one accepts only it [default: random per session]
-    #[arg(long)]
-    pub token: Option<u64>,
-    /// Server or target only: stop after this long
-    #[arg(long, value_parser = parse::duration, value_name = "DURATION")]
-    pub serve_for: Option<Duration>,
-}
-
-#[derive(Args, Debug)]
-pub struct ResponseArgs {
-    /// Answer triggers on ADDR [default: 127.0.0.1:17700]
-    #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "ADDR", conflicts_with = "logger")]
-    pub target: Option<String>,
-    /// Send triggers to TARGET and measure its answers
-    #[arg(long, value_name = "TARGET")]
-    pub logger: Option<String>,
-    /// Time between triggers
-    #[arg(long, value_parser = parse::duration, default_value = "1ms")]
-    pub period: Duration,
-    /// A trigger not answered within this long is lost
-    #[arg(long, value_parser = parse::duration, default_value = "100ms")]
-    pub timeout: Duration,
-    #[command(flatten)]
-    pub session: SessionArgs,
-    #[command(flatten)]
-    pub run: RunArgs,
 }
 
 #[derive(Args, Debug)]
@@ -394,7 +319,7 @@ pub struct ExportArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Buckets (1 µs each) of the cyclictest histogram formats
-    #[arg(long, value_parser = parse::positive_us, default_value = "1000", value_name = "US")]
+    #[arg(long, value_parser = crate::parse::positive_us, default_value = "1000", value_name = "US")]
     pub buckets: u64,
     #[command(flatten)]
     pub db: DbArg,
@@ -407,6 +332,16 @@ pub enum PolicyArg {
     Other,
 }
 
+impl From<PolicyArg> for Policy {
+    fn from(p: PolicyArg) -> Policy {
+        match p {
+            PolicyArg::Fifo => Policy::Fifo,
+            PolicyArg::Rr => Policy::RoundRobin,
+            PolicyArg::Other => Policy::Other,
+        }
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     Json,
@@ -414,4 +349,16 @@ pub enum ExportFormat {
     Hgrm,
     CyclictestHist,
     CyclictestJson,
+}
+
+impl From<ExportFormat> for Format {
+    fn from(f: ExportFormat) -> Format {
+        match f {
+            ExportFormat::Json => Format::Json,
+            ExportFormat::Csv => Format::Csv,
+            ExportFormat::Hgrm => Format::Hgrm,
+            ExportFormat::CyclictestHist => Format::CyclictestHist,
+            ExportFormat::CyclictestJson => Format::CyclictestJson,
+        }
+    }
 }

@@ -11,13 +11,26 @@ use anyhow::Result;
 use super::wire::{self, Kind};
 use crate::error::InputError;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     Udp,
     Tcp,
     Unix,
     Zmq,
+}
+
+impl Transport {
+    /// By its lowercase name, as flags and stored runs spell it.
+    pub fn parse(name: &str) -> Option<Transport> {
+        match name {
+            "udp" => Some(Transport::Udp),
+            "tcp" => Some(Transport::Tcp),
+            "unix" => Some(Transport::Unix),
+            "zmq" => Some(Transport::Zmq),
+            _ => None,
+        }
+    }
 }
 
 /// Default port of the network probes' servers.

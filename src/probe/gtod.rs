@@ -1,13 +1,44 @@
 //! `gtod`: gtod_latency. The time between two back-to-back CLOCK_MONOTONIC reads.
 
-use super::{Probe, ProbeInfo, ThreadCtx};
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::{anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use crate::model::Metric;
 use crate::sys;
 
 pub const INFO: ProbeInfo = ProbeInfo {
     name: "gtod",
     help: "clock read latency (gtod_latency): the delta between two back-to-back clock_gettime calls",
     synthetic: false,
+    metric: Metric::LATENCY,
+    default_threads: DefaultThreads::One,
+    default_loops: Some(1_000_000),
+    count_flag: Some("pairs"),
+    flags: &[Flag::new(
+        "pairs",
+        Kind::Positive,
+        "Clock-read pairs per thread (the same as -l) [default: 1000000, or unlimited with -D]",
+    )
+    .short('n')
+    .value_name("N")],
+    supported: anywhere,
+    build,
+    serve: None,
+    study: Some(|_, _| {}),
 };
+
+/// Stored with the run.
+#[derive(serde::Serialize)]
+struct Params {
+    /// Pairs per thread; none when a duration bounds the run.
+    pairs: Option<u64>,
+}
+
+fn build(_: &ProbeArgs, shape: &Shape) -> Result<Built> {
+    Ok(Built { probe: Arc::new(Gtod), params: stored(&Params { pairs: shape.loops }) })
+}
 
 /// Pairs between pauses. A FIFO thread that never sleeps is throttled by the kernel
 /// (sched_rt_runtime_us), which would show up as a false 50 ms latency; LTP's gtod_latency
@@ -15,7 +46,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
 const PAIRS_PER_PAUSE: u64 = 10_000;
 const PAUSE_NS: u64 = 1_000_000;
 
-pub struct Gtod;
+struct Gtod;
 
 impl Probe for Gtod {
     fn step_ns(&self) -> u64 {

@@ -1,6 +1,8 @@
-//! Probes: one file each, listed in [`REGISTRY`]. A probe's hot loop only measures and records
-//! integers into its thread's recorder; the runner owns everything else.
+//! Probes: one file each, declaring everything about itself in a [`ProbeInfo`], listed in
+//! [`REGISTRY`]. A probe's hot loop only measures and records integers into its thread's
+//! recorder; the runner owns everything else.
 
+mod flags;
 mod gtod;
 mod pingpong;
 mod response;
@@ -8,14 +10,17 @@ mod synthetic;
 mod timer;
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
+use anyhow::Result;
+use serde_json::{Map, Value};
+
+use crate::model::Metric;
+use crate::net::transport::Transport;
 use crate::recorder::Recorder;
 
-pub use gtod::Gtod;
-pub use pingpong::Pingpong;
-pub use response::Response;
-pub use synthetic::Synthetic;
-pub use timer::Timer;
+pub use flags::{Flag, Kind, ProbeArgs, Value as FlagValue};
 
 /// What one measuring thread gets from the runner.
 pub struct ThreadCtx<'a> {
@@ -50,27 +55,146 @@ pub trait Probe: Send + Sync {
     fn run(&self, ctx: &mut ThreadCtx);
     /// Gets ready for `threads` threads before the run begins (connect to a peer, …). An error
     /// here ends the command before anything is stored.
-    fn prepare(&self, _threads: usize) -> anyhow::Result<()> {
+    fn prepare(&self, _threads: usize) -> Result<()> {
         Ok(())
     }
-    /// What the probe learnt while running that belongs in the run's parameters.
-    fn extras(&self) -> serde_json::Value {
-        serde_json::Value::Null
+    /// What the probe learnt while running, stored beside its parameters.
+    fn findings(&self) -> Map<String, Value> {
+        Map::new()
     }
 }
 
-/// What the registry says about a probe.
-pub struct ProbeInfo {
-    pub name: &'static str,
-    pub help: &'static str,
-    /// Emits generated samples rather than measuring this machine.
-    pub synthetic: bool,
+/// How many threads a probe runs when `-t` is not given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultThreads {
+    PerCpu,
+    One,
 }
 
-/// Every probe rtbench knows, in the order the study runs them.
+/// What a probe's build gets besides its flags.
+pub struct Shape {
+    /// Samples per thread, once `-l`, the probe's count flag and its default are resolved.
+    pub loops: Option<u64>,
+}
+
+/// A probe ready to run, and its parameters as stored with the run.
+pub struct Built {
+    pub probe: Arc<dyn Probe>,
+    pub params: Map<String, Value>,
+}
+
+/// A server that a probe's flags ask for instead of a measurement (`pingpong --serve`).
+pub struct ServeSpec {
+    pub transport: Transport,
+    pub addr: String,
+    /// Accept only this session token.
+    pub token: Option<u64>,
+    pub serve_for: Option<Duration>,
+    /// What the server answers, for its banner.
+    pub what: &'static str,
+}
+
+/// Reads a probe's flags for a server mode: `Some` when they ask for one.
+pub type ServeFn = fn(&ProbeArgs) -> Result<Option<ServeSpec>>;
+
+/// What the study tells a probe about its surroundings.
+pub struct StudyEnv {
+    /// The echo server of the network probes.
+    pub peer: String,
+}
+
+/// Everything rtbench knows about a probe, declared in the probe's own file. The command
+/// line, the study, the report's ordering and the tests all read it from [`REGISTRY`].
+pub struct ProbeInfo {
+    pub name: &'static str,
+    /// One line: what a sample is, and which seed tool it follows.
+    pub help: &'static str,
+    /// Emits generated samples rather than measuring this machine: it runs at SCHED_OTHER
+    /// without locked memory, is hidden from `--help`, and its runs say so.
+    pub synthetic: bool,
+    pub metric: Metric,
+    pub default_threads: DefaultThreads,
+    /// Samples per thread when neither `-l`, the count flag nor a duration bounds the run.
+    pub default_loops: Option<u64>,
+    /// The probe's own name for `-l` (`--pairs`), if it has one.
+    pub count_flag: Option<&'static str>,
+    pub flags: &'static [Flag],
+    /// Whether it can run here; if not, why (stress-ng's way: a skip with a reason).
+    pub supported: fn() -> Result<(), String>,
+    pub build: fn(&ProbeArgs, &Shape) -> Result<Built>,
+    /// A server mode, when the flags ask for one.
+    pub serve: Option<ServeFn>,
+    /// How the study runs it (its flags beyond the defaults); `None`: not in the study.
+    pub study: Option<fn(&StudyEnv, &mut ProbeArgs)>,
+}
+
+impl ProbeInfo {
+    /// The flags at their defaults.
+    pub fn defaults(&self) -> ProbeArgs {
+        ProbeArgs::defaults(self.flags)
+    }
+}
+
+/// `supported` of a probe that runs anywhere rtbench does.
+pub fn anywhere() -> Result<(), String> {
+    Ok(())
+}
+
+/// A probe's typed parameters or findings as the JSON object stored with the run.
+pub fn stored<T: serde::Serialize>(value: &T) -> Map<String, Value> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Every probe rtbench knows, in the order the study runs them and reports list them.
 pub static REGISTRY: &[ProbeInfo] = &[timer::INFO, gtod::INFO, pingpong::INFO, response::INFO, synthetic::INFO];
 
 /// A probe's registry entry by name.
 pub fn info(name: &str) -> Option<&'static ProbeInfo> {
     REGISTRY.iter().find(|p| p.name == name)
+}
+
+/// The session flags of the network probes.
+const TOKEN: Flag = Flag::new(
+    "token",
+    Kind::Count,
+    "Session token (decimal); a server given one accepts only it [default: random per session]",
+)
+.value_name("TOKEN");
+const SERVE_FOR: Flag =
+    Flag::new("serve-for", Kind::Duration, "Server or target only: stop after this long").value_name("DURATION");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_probe_declares_parsable_defaults_and_unique_flags() {
+        for info in REGISTRY {
+            let args = info.defaults();
+            for f in info.flags {
+                if let Some(d) = f.default {
+                    assert!(f.parse(d).is_ok(), "{}: default of --{} does not parse", info.name, f.name);
+                }
+                assert_eq!(
+                    info.flags.iter().filter(|g| g.name == f.name).count(),
+                    1,
+                    "{}: --{} twice",
+                    info.name,
+                    f.name
+                );
+            }
+            if let Some(count) = info.count_flag {
+                assert!(info.flags.iter().any(|f| f.name == count), "{}: count flag --{count} undeclared", info.name);
+            }
+            if let Some(study) = info.study {
+                let mut args = args;
+                study(&StudyEnv { peer: "127.0.0.1:1".into() }, &mut args);
+                (info.build)(&args, &Shape { loops: None })
+                    .unwrap_or_else(|e| panic!("{}: the study's flags do not build: {e:#}", info.name));
+            }
+        }
+    }
 }

@@ -1,61 +1,167 @@
 //! `pingpong`: the ØMQ study's latency test. Round trips of a small message to an echo server,
 //! each timed on CLOCK_MONOTONIC; one-way latency is RTT/2 unless `--rtt`.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
-use serde_json::json;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use super::{Probe, ProbeInfo, ThreadCtx};
+use super::{
+    anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, ServeSpec, Shape, ThreadCtx,
+};
+use crate::model::Metric;
 use crate::net::transport::{self, Conn, Transport};
-use crate::net::wire::{self, Header, Kind};
+use crate::net::wire::{self, Header, Kind as Packet};
 use crate::sys;
 
 pub const INFO: ProbeInfo = ProbeInfo {
     name: "pingpong",
     help: "message round trips to an echo server (the ØMQ study's test): one-way = RTT/2",
     synthetic: false,
+    metric: Metric::LATENCY,
+    default_threads: DefaultThreads::One,
+    default_loops: Some(1_000_000),
+    count_flag: Some("round-trips"),
+    flags: &[
+        Flag::new(
+            "addr",
+            Kind::Positional,
+            "Server address (HOST:PORT, or a socket path for unix) [default: loopback]",
+        )
+        .value_name("ADDR"),
+        Flag::new("serve", Kind::OptionalText, "Run the echo server, on ADDR [default: 127.0.0.1:17700]")
+            .value_name("ADDR"),
+        Flag::new("transport", Kind::Choice(&["udp", "tcp", "unix", "zmq"]), "udp, tcp, unix or zmq")
+            .value_name("TRANSPORT")
+            .default("udp"),
+        Flag::new("size", Kind::MessageSize, "Message payload in bytes (1 to 65536)")
+            .short('s')
+            .value_name("BYTES")
+            .default("1"),
+        Flag::new(
+            "round-trips",
+            Kind::Positive,
+            "Round trips per thread (the same as -l) [default: 1000000, or unlimited with -D]",
+        )
+        .short('n')
+        .value_name("N"),
+        Flag::new("rtt", Kind::Switch, "Store full round-trip times instead of one-way (RTT/2)"),
+        Flag::new("warmup", Kind::Count, "Round trips before measuring, reported apart")
+            .value_name("N")
+            .default("1000"),
+        Flag::new("busy-poll", Kind::Switch, "Spin on a non-blocking socket instead of sleeping in recv (UDP)"),
+        super::TOKEN,
+        super::SERVE_FOR,
+    ],
+    supported: anywhere,
+    build,
+    serve: Some(serve),
+    study: Some(|env, args| args.set("addr", super::FlagValue::Text(env.peer.clone()))),
 };
 
-pub struct Pingpong {
-    pub transport: Transport,
-    pub addr: String,
-    pub size: usize,
-    pub token: u64,
-    /// Store full round trips instead of halves.
-    pub rtt: bool,
-    pub warmup: u64,
-    pub busy_poll: bool,
-    pub timeout: Duration,
-    conns: Mutex<Vec<Option<Box<dyn Conn>>>>,
-    extras: Mutex<serde_json::Map<String, serde_json::Value>>,
+/// How long a client waits for the hello's answer.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+fn transport_of(args: &ProbeArgs) -> Transport {
+    args.text("transport").and_then(Transport::parse).unwrap_or(Transport::Udp)
 }
 
-impl Pingpong {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        transport: Transport,
-        addr: String,
-        size: usize,
-        token: u64,
-        rtt: bool,
-        warmup: u64,
-        busy_poll: bool,
-        timeout: Duration,
-    ) -> Self {
-        Pingpong {
-            transport,
-            addr,
-            size,
-            token,
-            rtt,
-            warmup,
-            busy_poll,
-            timeout,
-            conns: Mutex::new(Vec::new()),
-            extras: Mutex::new(serde_json::Map::new()),
+fn serve(args: &ProbeArgs) -> Result<Option<ServeSpec>> {
+    let Some(addr) = args.text("serve") else { return Ok(None) };
+    let transport = transport_of(args);
+    Ok(Some(ServeSpec {
+        transport,
+        addr: transport::address(transport, (!addr.is_empty()).then_some(addr)),
+        token: args.number("token"),
+        serve_for: args.duration("serve-for"),
+        what: "pingpong",
+    }))
+}
+
+/// Stored with the run.
+#[derive(serde::Serialize)]
+struct Params {
+    transport: Transport,
+    peer: String,
+    size_bytes: usize,
+    sample: &'static str,
+    warmup_round_trips: u64,
+    busy_poll: bool,
+}
+
+fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
+    let transport = transport_of(args);
+    let rtt = args.switch("rtt");
+    let p = Params {
+        transport,
+        peer: transport::address(transport, args.text("addr")),
+        size_bytes: args.number("size").unwrap_or(1) as usize,
+        sample: if rtt { "round trip" } else { "one-way = RTT/2" },
+        warmup_round_trips: args.number("warmup").unwrap_or(1000),
+        busy_poll: args.switch("busy-poll"),
+    };
+    let probe = Pingpong {
+        transport,
+        addr: p.peer.clone(),
+        size: p.size_bytes,
+        token: args.number("token").unwrap_or_else(wire::random_token),
+        rtt,
+        warmup: p.warmup_round_trips,
+        busy_poll: p.busy_poll,
+        timeout: CONNECT_TIMEOUT,
+        conns: Mutex::new(Vec::new()),
+        findings: Mutex::new(Findings::default()),
+    };
+    Ok(Built { probe: Arc::new(probe), params: stored(&p) })
+}
+
+struct Pingpong {
+    transport: Transport,
+    addr: String,
+    size: usize,
+    token: u64,
+    /// Store full round trips instead of halves.
+    rtt: bool,
+    warmup: u64,
+    busy_poll: bool,
+    timeout: Duration,
+    conns: Mutex<Vec<Option<Box<dyn Conn>>>>,
+    findings: Mutex<Findings>,
+}
+
+/// What a run learns about its peer and its round trips outside the statistics.
+#[derive(Default)]
+struct Findings {
+    peer_host: Option<String>,
+    /// Per thread that ran: its number, its first (cold) round trip and its warm-up.
+    threads: Vec<(usize, Option<u64>, Warmup)>,
+}
+
+/// The warm-up round trips of one thread.
+#[derive(serde::Serialize)]
+struct Warmup {
+    round_trips: u64,
+    min_rtt_ns: u64,
+    mean_rtt_ns: f64,
+    max_rtt_ns: u64,
+}
+
+/// Stored flat beside the parameters, one key pair per thread (`thread0_cold_rtt_ns`,
+/// `thread0_warmup`), the layout exports have always had.
+impl Serialize for Findings {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        if let Some(host) = &self.peer_host {
+            m.serialize_entry("peer_host", host)?;
         }
+        let mut threads: Vec<_> = self.threads.iter().collect();
+        threads.sort_by_key(|t| t.0);
+        for (i, cold, warmup) in threads {
+            m.serialize_entry(&format!("thread{i}_cold_rtt_ns"), cold)?;
+            m.serialize_entry(&format!("thread{i}_warmup"), warmup)?;
+        }
+        m.end()
     }
 }
 
@@ -84,7 +190,7 @@ impl Probe for Pingpong {
             host = h;
         }
         *self.conns.lock().unwrap() = conns;
-        self.extras.lock().unwrap().insert("peer_host".into(), host.into());
+        self.findings.lock().unwrap().peer_host = Some(host);
         Ok(())
     }
 
@@ -98,7 +204,7 @@ impl Probe for Pingpong {
         let mut taken = 0u64;
         while taken < ctx.loops && !ctx.stopped() {
             seq += 1;
-            wire::write_header(&mut msg, Header { kind: Kind::Ping, token: self.token, seq });
+            wire::write_header(&mut msg, Header { kind: Packet::Ping, token: self.token, seq });
             let t0 = sys::now_ns();
             if conn.send(&msg).is_err() {
                 ctx.rec.overrun();
@@ -134,20 +240,16 @@ impl Probe for Pingpong {
                 taken += 1;
             }
         }
-        let mut ex = self.extras.lock().unwrap();
-        ex.insert(format!("thread{}_cold_rtt_ns", ctx.index), apart.cold.into());
-        ex.insert(
-            format!("thread{}_warmup", ctx.index),
-            json!({
-                "round_trips": apart.n,
-                "min_rtt_ns": if apart.n == 0 { 0 } else { apart.min },
-                "mean_rtt_ns": if apart.n == 0 { 0.0 } else { apart.sum as f64 / apart.n as f64 },
-                "max_rtt_ns": apart.max,
-            }),
-        );
+        let warmup = Warmup {
+            round_trips: apart.n,
+            min_rtt_ns: if apart.n == 0 { 0 } else { apart.min },
+            mean_rtt_ns: if apart.n == 0 { 0.0 } else { apart.sum as f64 / apart.n as f64 },
+            max_rtt_ns: apart.max,
+        };
+        self.findings.lock().unwrap().threads.push((ctx.index, apart.cold, warmup));
     }
 
-    fn extras(&self) -> serde_json::Value {
-        serde_json::Value::Object(self.extras.lock().unwrap().clone())
+    fn findings(&self) -> serde_json::Map<String, serde_json::Value> {
+        stored(&*self.findings.lock().unwrap())
     }
 }

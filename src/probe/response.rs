@@ -2,46 +2,113 @@
 //! absolute schedule; the target answers at once; a sample is the answer's arrival minus the
 //! trigger's *intended* send time, so a stall on either side shows up instead of hiding.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{Probe, ProbeInfo, ThreadCtx};
+use super::{
+    anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, ServeSpec, Shape, ThreadCtx,
+};
+use crate::model::Metric;
 use crate::net::transport::{self, Conn, Transport};
-use crate::net::wire::{self, Header, Kind};
+use crate::net::wire::{self, Header, Kind as Packet};
 use crate::sys;
 
 pub const INFO: ProbeInfo = ProbeInfo {
     name: "response",
     help: "response to an external trigger (lpptest, the I-pipe logger): answer time − intended trigger time",
     synthetic: false,
+    metric: Metric::LATENCY,
+    default_threads: DefaultThreads::One,
+    default_loops: None,
+    count_flag: None,
+    flags: &[
+        Flag::new("target", Kind::OptionalText, "Answer triggers on ADDR [default: 127.0.0.1:17700]")
+            .value_name("ADDR"),
+        Flag::new("logger", Kind::Text, "Send triggers to TARGET and measure its answers").value_name("TARGET"),
+        Flag::new("period", Kind::Duration, "Time between triggers").value_name("PERIOD").default("1ms"),
+        Flag::new("timeout", Kind::Duration, "A trigger not answered within this long is lost")
+            .value_name("TIMEOUT")
+            .default("100ms"),
+        super::TOKEN,
+        super::SERVE_FOR,
+    ],
+    supported: anywhere,
+    build,
+    serve: Some(serve),
+    study: Some(|env, args| args.set("logger", super::FlagValue::Text(env.peer.clone()))),
 };
 
 /// How long the target has to answer the hello.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub struct Response {
-    pub target: String,
-    pub period_ns: u64,
-    pub token: u64,
-    /// A trigger not answered within this long is lost.
-    pub timeout: Duration,
-    conn: Mutex<Option<Box<dyn Conn>>>,
-    extras: Mutex<serde_json::Map<String, serde_json::Value>>,
+fn serve(args: &ProbeArgs) -> Result<Option<ServeSpec>> {
+    let Some(addr) = args.text("target") else { return Ok(None) };
+    if args.text("logger").is_some() {
+        return Err(crate::invalid!("--target and --logger are the two ends: give one"));
+    }
+    Ok(Some(ServeSpec {
+        transport: Transport::Udp,
+        addr: transport::address(Transport::Udp, (!addr.is_empty()).then_some(addr)),
+        token: args.number("token"),
+        serve_for: args.duration("serve-for"),
+        what: "response",
+    }))
 }
 
-impl Response {
-    pub fn new(target: String, period_ns: u64, token: u64, timeout: Duration) -> Self {
-        Response {
-            target,
-            period_ns,
-            token,
-            timeout,
-            conn: Mutex::new(None),
-            extras: Mutex::new(serde_json::Map::new()),
-        }
+/// Stored with the run.
+#[derive(serde::Serialize)]
+struct Params {
+    target: String,
+    period_ns: u64,
+    timeout_ns: u64,
+}
+
+fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
+    let Some(target) = args.text("logger") else {
+        return Err(crate::invalid!("response needs --target (on the machine under test) or --logger TARGET"));
+    };
+    let period = args.duration("period").unwrap_or(Duration::from_millis(1));
+    let timeout = args.duration("timeout").unwrap_or(Duration::from_millis(100));
+    if period < Duration::from_micros(10) {
+        return Err(crate::invalid!("--period must be at least 10us"));
     }
+    let p = Params {
+        target: transport::address(Transport::Udp, Some(target)),
+        period_ns: period.as_nanos() as u64,
+        timeout_ns: timeout.as_nanos() as u64,
+    };
+    let probe = Response {
+        target: p.target.clone(),
+        period_ns: p.period_ns,
+        token: args.number("token").unwrap_or_else(wire::random_token),
+        timeout,
+        conn: Mutex::new(None),
+        findings: Mutex::new(Findings::default()),
+    };
+    Ok(Built { probe: Arc::new(probe), params: stored(&p) })
+}
+
+struct Response {
+    target: String,
+    period_ns: u64,
+    token: u64,
+    /// A trigger not answered within this long is lost.
+    timeout: Duration,
+    conn: Mutex<Option<Box<dyn Conn>>>,
+    findings: Mutex<Findings>,
+}
+
+/// What a run learns beside its samples.
+#[derive(Default, serde::Serialize)]
+struct Findings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_host: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lost_triggers: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    late_answers: Option<u64>,
 }
 
 impl Probe for Response {
@@ -56,7 +123,7 @@ impl Probe for Response {
         let (mut c, host) = transport::connect(Transport::Udp, &self.target, self.token, 0, HANDSHAKE_TIMEOUT, false)?;
         c.set_timeout(self.timeout)?;
         *self.conn.lock().unwrap() = Some(c);
-        self.extras.lock().unwrap().insert("target_host".into(), host.into());
+        self.findings.lock().unwrap().target_host = Some(host);
         Ok(())
     }
 
@@ -72,7 +139,7 @@ impl Probe for Response {
         while taken < ctx.loops && !ctx.stopped() {
             sys::sleep_until(intended);
             seq += 1;
-            wire::write_header(&mut msg, Header { kind: Kind::Ping, token: self.token, seq });
+            wire::write_header(&mut msg, Header { kind: Packet::Ping, token: self.token, seq });
             let sent = conn.send(&msg).is_ok();
             let answered = sent
                 && loop {
@@ -103,12 +170,12 @@ impl Probe for Response {
                 ctx.rec.overrun();
             }
         }
-        let mut ex = self.extras.lock().unwrap();
-        ex.insert("lost_triggers".into(), lost.into());
-        ex.insert("late_answers".into(), late.into());
+        let mut f = self.findings.lock().unwrap();
+        f.lost_triggers = Some(lost);
+        f.late_answers = Some(late);
     }
 
-    fn extras(&self) -> serde_json::Value {
-        serde_json::Value::Object(self.extras.lock().unwrap().clone())
+    fn findings(&self) -> serde_json::Map<String, serde_json::Value> {
+        stored(&*self.findings.lock().unwrap())
     }
 }

@@ -2,20 +2,59 @@
 //! distribution — a lognormal body, a Pareto tail, rare millisecond spikes — on a synthetic clock,
 //! with no privileges and no sleeping.
 
-use super::{Probe, ProbeInfo, ThreadCtx};
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::{anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use crate::model::Metric;
 
 pub const INFO: ProbeInfo = ProbeInfo {
     name: "synthetic",
     help: "deterministic synthetic samples (lognormal body, heavy tail, rare spikes) for tests and benchmarks",
     synthetic: true,
+    metric: Metric::LATENCY,
+    default_threads: DefaultThreads::One,
+    default_loops: Some(1_000_000),
+    count_flag: None,
+    flags: &[
+        Flag::new("seed", Kind::Count, "Seed of the generator: the same seed gives the same samples").default("1"),
+        Flag::new("interval", Kind::PositiveUs, "Synthetic time between samples, in µs")
+            .short('i')
+            .value_name("US")
+            .default("1000"),
+        Flag::new("median", Kind::Positive, "Median of the lognormal body, in ns").value_name("NS").default("5000"),
+    ],
+    supported: anywhere,
+    build,
+    serve: None,
+    study: None,
 };
 
-pub struct Synthetic {
-    pub seed: u64,
+/// Stored with the run.
+#[derive(serde::Serialize)]
+struct Params {
+    seed: u64,
+    interval_us: u64,
+    median_ns: u64,
+}
+
+fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
+    let p = Params {
+        seed: args.number("seed").unwrap_or(1),
+        interval_us: args.number("interval").unwrap_or(1000),
+        median_ns: args.number("median").unwrap_or(5000),
+    };
+    let probe = Synthetic { seed: p.seed, step_ns: p.interval_us * 1000, median_ns: p.median_ns as f64 };
+    Ok(Built { probe: Arc::new(probe), params: stored(&p) })
+}
+
+struct Synthetic {
+    seed: u64,
     /// Synthetic time between samples.
-    pub step_ns: u64,
+    step_ns: u64,
     /// Median of the lognormal body.
-    pub median_ns: f64,
+    median_ns: f64,
 }
 
 /// Probability of a tail sample and of a spike.

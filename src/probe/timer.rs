@@ -1,19 +1,55 @@
 //! `timer`: cyclictest's measurement. Sleep to an absolute CLOCK_MONOTONIC deadline, read the
 //! clock on wake-up, record `now − deadline`.
 
-use super::{Probe, ProbeInfo, ThreadCtx};
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::{anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use crate::model::Metric;
 use crate::sys;
 
 pub const INFO: ProbeInfo = ProbeInfo {
     name: "timer",
     help: "timer wake-up latency (cyclictest): clock_nanosleep to an absolute deadline, then now − deadline",
     synthetic: false,
+    metric: Metric::LATENCY,
+    default_threads: DefaultThreads::PerCpu,
+    default_loops: None,
+    count_flag: None,
+    flags: &[
+        Flag::new("interval", Kind::PositiveUs, "Wake-up interval in µs").short('i').value_name("US").default("1000"),
+        Flag::new("distance", Kind::Us, "Added to the interval per thread, in µs (cyclictest's -d)")
+            .short('d')
+            .value_name("US")
+            .default("0"),
+    ],
+    supported: anywhere,
+    build,
+    serve: None,
+    study: Some(|_, _| {}),
 };
 
-pub struct Timer {
-    pub interval_ns: u64,
+/// Stored with the run.
+#[derive(serde::Serialize)]
+struct Params {
+    interval_us: u64,
+    distance_us: u64,
+}
+
+fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
+    let p = Params {
+        interval_us: args.number("interval").unwrap_or(1000),
+        distance_us: args.number("distance").unwrap_or(0),
+    };
+    let probe = Timer { interval_ns: p.interval_us * 1000, distance_ns: p.distance_us * 1000 };
+    Ok(Built { probe: Arc::new(probe), params: stored(&p) })
+}
+
+struct Timer {
+    interval_ns: u64,
     /// Added to the interval per thread number (cyclictest's `-d`).
-    pub distance_ns: u64,
+    distance_ns: u64,
 }
 
 impl Probe for Timer {

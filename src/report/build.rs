@@ -10,6 +10,7 @@ use super::figures::{bars, histogram, load_name, percentiles, scatter, Figure};
 use super::select::RunView;
 use super::svg::{esc, PALETTE};
 use super::tables;
+use super::ProbeNote;
 use crate::error::InputError;
 use crate::model::SystemSnapshot;
 
@@ -62,7 +63,7 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
                     (format!("{title}: latency over time, every sample"), scatter::render_samples(&title, raw))
                 }
                 None => (
-                    format!("{title}: latency over time, min–max band and mean per {}", span(interval_s)),
+                    format!("{title}: latency over time, min–max band and mean per {}", crate::units::span(interval_s)),
                     scatter::render(&title, &r.envelope, interval_s),
                 ),
             };
@@ -101,28 +102,8 @@ fn twin_suffix(all: &[RunView], r: &RunView) -> String {
         return String::new();
     }
     match r.data.header.params.duration_s() {
-        Some(d) => format!(" · {}", hms_short(d)),
+        Some(d) => format!(" · {}", crate::units::length(d)),
         None => format!(" · run {}", r.data.header.id),
-    }
-}
-
-/// A run length for captions: "60 s", "10 min", "24 h".
-fn hms_short(s: f64) -> String {
-    if s >= 3600.0 {
-        format!("{} h", super::svg::fmt_us(s / 3600.0))
-    } else if s >= 120.0 {
-        format!("{} min", super::svg::fmt_us(s / 60.0))
-    } else {
-        format!("{} s", super::svg::fmt_us(s))
-    }
-}
-
-/// A short duration for captions: "1 s", "100 ms".
-fn span(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{} s", super::svg::fmt_us(s))
-    } else {
-        format!("{} ms", super::svg::fmt_us(s * 1000.0))
     }
 }
 
@@ -145,7 +126,7 @@ fn figure_html(f: &Figure) -> String {
 }
 
 /// The whole page.
-pub fn html(runs: &[RunView], figs: &[Figure]) -> String {
+pub fn html(runs: &[RunView], figs: &[Figure], notes: &[ProbeNote]) -> String {
     let labels = distinct(runs.iter().map(|r| r.label().to_string()));
     let find = |name: &str| figs.iter().find(|f| f.name == name);
     let mut b = String::new();
@@ -166,7 +147,7 @@ pub fn html(runs: &[RunView], figs: &[Figure]) -> String {
     b.push_str("<h2>Rule of thumb: worst case within 10⁵ CPU cycles</h2>");
     b.push_str(&tables::rules(runs));
     for probe in distinct(runs.iter().map(|r| r.probe().to_string())) {
-        let help = crate::probe::info(&probe).map_or("", |p| p.help);
+        let help = notes.iter().find(|p| p.name == probe).map_or("", |p| p.help);
         let _ = write!(b, "<h2>{}</h2><p class=\"note\">{}</p>", esc(&probe), esc(help));
         for tag in ["bars", "percentiles", "nines"] {
             if let Some(f) = find(&format!("{probe}-{tag}")) {
@@ -256,7 +237,7 @@ fn system_html(label: &str, sys: &SystemSnapshot) -> String {
 }
 
 /// Writes the report into `out` atomically: built beside it, then moved into place.
-pub fn write(out: &Path, runs: &[RunView]) -> Result<ReportFiles> {
+pub fn write(out: &Path, runs: &[RunView], notes: &[ProbeNote]) -> Result<ReportFiles> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
         return Err(InputError::Unwritable {
@@ -272,7 +253,7 @@ pub fn write(out: &Path, runs: &[RunView]) -> Result<ReportFiles> {
             .map_err(|e| InputError::Unwritable { path: out.display().to_string(), reason: e.to_string() })?;
         let figs = figures(runs);
         render_files(&partial.join("figures"), &figs)?;
-        let page = html(runs, &figs);
+        let page = html(runs, &figs, notes);
         std::fs::write(partial.join("index.html"), &page)?;
         Ok(ReportFiles { index: out.join("index.html"), figures: figs.len(), html_bytes: page.len() })
     })();

@@ -1,15 +1,15 @@
-//! `rtbench compare`: one label against a baseline, per probe × load, with an optional
-//! condition that fails the command (exit 1) so CI can gate a kernel change.
+//! One label against a baseline, per probe × load, and the `--fail-if` conditions that let CI
+//! gate a kernel change on it.
 
 use std::fmt::Write;
 
 use anyhow::Result;
 
-use super::select::{self, RunView};
-use crate::cli::CompareArgs;
+use super::figures::load_name;
+use super::select::RunView;
 use crate::invalid;
 use crate::stats::Stats;
-use crate::store::{self, Store};
+use crate::units::us;
 
 /// The statistics compared, by the names conditions use.
 const STATS: &[&str] = &["min", "avg", "stddev", "p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999", "max"];
@@ -102,69 +102,63 @@ impl Condition {
     }
 }
 
-pub fn run(a: CompareArgs) -> Result<i32> {
-    // The condition is checked first: a typo must not wait for the store.
-    let conditions = a.fail_if.as_deref().map(parse_conditions).transpose()?.unwrap_or_default();
-    let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
-    let runs = select::runs(&store, &[a.baseline.clone(), a.label.clone()], &[])?;
-    // Runs pair up by probe, load and length (a study's extended cells compare with each other).
+/// One label against a baseline: the table of every compared statistic, and the conditions
+/// that hold.
+pub struct Comparison {
+    pub table: String,
+    /// One line per condition that holds, per probe × load.
+    pub failures: Vec<String>,
+}
+
+/// Compares `label` against `baseline` over `runs`, pairing runs by probe, load and length (a
+/// study's extended cells compare with each other).
+pub fn compare(runs: &[RunView], baseline: &str, label: &str, conditions: &[Condition]) -> Result<Comparison> {
     let length = |r: &RunView| r.data.header.params.duration_s().map(f64::to_bits);
     let pick = |b: &RunView| {
         runs.iter()
-            .find(|r| r.label() == a.label && r.probe() == b.probe() && r.load() == b.load() && length(r) == length(b))
+            .find(|r| r.label() == label && r.probe() == b.probe() && r.load() == b.load() && length(r) == length(b))
     };
     let pairs: Vec<(&RunView, &RunView)> =
-        runs.iter().filter(|r| r.label() == a.baseline).filter_map(|b| pick(b).map(|c| (b, c))).collect();
+        runs.iter().filter(|r| r.label() == baseline).filter_map(|b| pick(b).map(|c| (b, c))).collect();
     if pairs.is_empty() {
-        return Err(invalid!("labels '{}' and '{}' share no probe × load to compare", a.baseline, a.label));
+        return Err(invalid!("labels '{baseline}' and '{label}' share no probe × load to compare"));
     }
-    let mut out =
-        format!("{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}\n", "probe", "load", "stat", a.baseline, a.label, "ratio");
-    let mut failed = Vec::new();
+    let mut table =
+        format!("{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}\n", "probe", "load", "stat", baseline, label, "ratio");
+    let mut failures = Vec::new();
     for (b, c) in &pairs {
+        let load = load_name(&b.load());
         for stat in STATS {
             let (vb, vc) = (value(&b.data.total, stat), value(&c.data.total, stat));
             let ratio = if vb > 0.0 { format!("{:.3}", vc / vb) } else { "-".into() };
             let _ = writeln!(
-                out,
-                "{:<10} {:<14} {:<10} {:>14.3} {:>14.3} {:>8}",
+                table,
+                "{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}",
                 b.probe(),
-                crate::report::figures::load_name(&b.load()),
+                load,
                 stat,
-                vb / 1000.0,
-                vc / 1000.0,
+                us(vb),
+                us(vc),
                 ratio
             );
         }
-        for cond in &conditions {
+        for cond in conditions {
             let (vb, vc) = (value(&b.data.total, &cond.stat), value(&c.data.total, &cond.stat));
             if cond.holds(vb, vc) {
-                failed.push(format!(
-                    "{} {}: {} {} {}{} ({:.3} µs vs {:.3} µs)",
+                failures.push(format!(
+                    "{} {load}: {} {} {}{} ({} µs vs {} µs)",
                     b.probe(),
-                    crate::report::figures::load_name(&b.load()),
                     cond.stat,
                     cond.op,
                     if cond.ratio { cond.threshold } else { cond.threshold / 1000.0 },
                     if cond.ratio { "x" } else { " µs" },
-                    vc / 1000.0,
-                    vb / 1000.0
+                    us(vc),
+                    us(vb)
                 ));
             }
         }
     }
-    print!("(µs)\n{out}");
-    if failed.is_empty() {
-        if !conditions.is_empty() {
-            println!("no --fail-if condition holds");
-        }
-        Ok(0)
-    } else {
-        for f in &failed {
-            println!("FAIL: {f}");
-        }
-        Ok(1)
-    }
+    Ok(Comparison { table, failures })
 }
 
 #[cfg(test)]

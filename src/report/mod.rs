@@ -6,9 +6,13 @@ pub mod show;
 
 pub use crate::model::Run;
 
-/// ns as µs, the unit the seeds print, to the ns.
-pub fn us(ns: f64) -> String {
-    format!("{:.3}", ns / 1000.0)
+/// What the report is told about a probe by the command that asks for a report: its name and
+/// one line on what a sample is. The list's order is the order reports show probes in. The
+/// report reads only the store and this, never the measuring side.
+#[derive(Clone, Copy, Debug)]
+pub struct ProbeNote {
+    pub name: &'static str,
+    pub help: &'static str,
 }
 
 pub mod build;

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::Run;
+use super::{ProbeNote, Run};
 use crate::invalid;
 use crate::model::EnvPoint;
 use crate::store::Store;
@@ -32,7 +32,7 @@ impl RunView {
 
 /// The runs asked for: those with the given ids, plus for each given label the newest run of
 /// every probe × load × length. With neither, every label in the store.
-pub fn runs(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<RunView>> {
+pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote]) -> Result<Vec<RunView>> {
     let all = store.runs()?;
     if all.is_empty() {
         return Err(invalid!("the store {} holds no runs yet; run `rtbench study` first", store.path().display()));
@@ -87,7 +87,7 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<RunView
         out.push(RunView { data, envelope, raw: complete.then_some(raw) });
     }
     // Reports read by label, then probe in registry order, then idle before loaded.
-    let probe_rank = |p: &str| crate::probe::REGISTRY.iter().position(|x| x.name == p).unwrap_or(usize::MAX);
+    let probe_rank = |p: &str| probes.iter().position(|x| x.name == p).unwrap_or(usize::MAX);
     out.sort_by(|a, b| {
         (wanted_labels.iter().position(|l| *l == a.label()), probe_rank(a.probe()), a.load() != "none", a.load()).cmp(
             &(wanted_labels.iter().position(|l| *l == b.label()), probe_rank(b.probe()), b.load() != "none", b.load()),

@@ -3,9 +3,10 @@
 
 use std::fmt::Write;
 
-use super::{us, Run};
+use super::Run;
 use crate::model::RunHeader;
 use crate::stats::{Stats, PERCENTILES};
+use crate::units::us;
 
 /// The full text summary of a run.
 pub fn summary(run: &Run) -> String {

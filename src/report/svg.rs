@@ -2,6 +2,8 @@
 
 use std::fmt::Write;
 
+use crate::units::fmt_us;
+
 /// Colours per label (distinct hues); loads are told apart by line style and shade.
 pub const PALETTE: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"];
 
@@ -57,37 +59,6 @@ impl Scale {
                 (a..=b).map(|e| 10f64.powi(e)).map(|v| (v, fmt(v))).collect()
             }
         }
-    }
-}
-
-/// A microsecond value for an axis or a bar: 0.05, 3.2, 45, 1 250.
-pub fn fmt_us(v: f64) -> String {
-    if v == 0.0 {
-        "0".into()
-    } else if v.abs() < 1.0 {
-        format!("{}", (v * 1000.0).round() / 1000.0)
-    } else if v.abs() < 10.0 && v.fract() != 0.0 {
-        format!("{:.1}", v)
-    } else if v.abs() < 10.0 {
-        format!("{v}")
-    } else {
-        thousands(v.round() as i64)
-    }
-}
-
-fn thousands(n: i64) -> String {
-    let s = n.abs().to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push('\u{202f}');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
     }
 }
 
@@ -245,12 +216,5 @@ mod tests {
         let t = Scale::Linear { min: 0.0, max: 100.0 }.ticks(&|v| format!("{v}"));
         let labels: Vec<_> = t.iter().map(|x| x.1.as_str()).collect();
         assert_eq!(labels, ["0", "20", "40", "60", "80", "100"]);
-    }
-
-    #[test]
-    fn microseconds_read_well() {
-        assert_eq!(fmt_us(0.042), "0.042");
-        assert_eq!(fmt_us(3.25), "3.2");
-        assert_eq!(fmt_us(12_345.0), "12\u{202f}345");
     }
 }

@@ -5,12 +5,11 @@ use std::fmt::Write;
 
 use super::figures::load_name;
 use super::select::RunView;
-use super::svg::{esc, fmt_us};
+use super::svg::esc;
 use crate::model::RunStatus;
+use crate::stats::Stats;
 
-fn us(ns: f64) -> String {
-    fmt_us(ns / 1000.0)
-}
+use crate::units::{fmt_ns_as_us as us, fmt_us};
 
 /// A ⚠ marker carrying the run's warnings, or nothing.
 pub fn caveat(r: &RunView) -> String {
@@ -41,26 +40,47 @@ fn row_head(r: &RunView) -> String {
     )
 }
 
+/// Appendix III's numbers of a run in ns: Min, Max, Avg, StdDev.
+fn appendix_values(s: &Stats) -> [f64; 4] {
+    let min = if s.count == 0 { 0 } else { s.min };
+    [min as f64, s.max as f64, s.mean(), s.stddev()]
+}
+
 /// Appendix III: Min, Max, Avg, StdDev and samples per probe × label × load.
 pub fn appendix_iii(runs: &[RunView]) -> String {
     let mut out = String::from(
         "<table><tr><th>probe</th><th>label</th><th>load</th><th>run</th><th>Min</th><th>Max</th><th>Avg</th><th>StdDev</th><th>samples</th></tr>",
     );
     for r in runs {
-        let s = &r.data.total;
-        let min = if s.count == 0 { 0 } else { s.min };
-        let _ = write!(
-            out,
-            "<tr>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            row_head(r),
-            us(min as f64),
-            us(s.max as f64),
-            us(s.mean()),
-            us(s.stddev()),
-            s.count
-        );
+        let cells: String = appendix_values(&r.data.total).iter().map(|v| format!("<td>{}</td>", us(*v))).collect();
+        let _ = write!(out, "<tr>{}{cells}<td>{}</td></tr>", row_head(r), r.data.total.count);
     }
     out + "</table>"
+}
+
+/// Appendix III as text, for the terminal at the end of a study: µs to the ns.
+pub fn appendix_iii_text(runs: &[RunView]) -> String {
+    let mut out = format!(
+        "{:<10} {:<16} {:>10} {:>10} {:>10} {:>10} {:>12}\n",
+        "probe", "load", "Min", "Max", "Avg", "StdDev", "samples"
+    );
+    for r in runs {
+        let h = &r.data.header;
+        let [min, max, avg, stddev] = appendix_values(&r.data.total).map(crate::units::us);
+        let caveat = if h.warnings.is_empty() && h.status == RunStatus::Complete {
+            String::new()
+        } else {
+            format!("  ⚠ {} ({} warnings)", h.status, h.warnings.len())
+        };
+        let _ = writeln!(
+            out,
+            "{:<10} {:<16} {min:>10} {max:>10} {avg:>10} {stddev:>10} {:>12}{caveat}",
+            r.probe(),
+            load_name(&r.load()),
+            r.data.total.count
+        );
+    }
+    out
 }
 
 /// The ØMQ study's table: percentiles 50, 99, 99.9 and 100, plus the deeper tail.

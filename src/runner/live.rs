@@ -18,9 +18,7 @@ pub struct Row<'a> {
     pub last_ns: u64,
 }
 
-fn us(ns: u64) -> u64 {
-    (ns + 500) / 1000
-}
+use crate::units::{compact as hms, us_rounded as us};
 
 impl Live {
     /// A live view if stdout is a terminal and the user did not ask for quiet.
@@ -82,14 +80,6 @@ pub fn progress(elapsed: Duration, duration: Option<Duration>, width: usize) -> 
     }
 }
 
-fn hms(s: u64) -> String {
-    match s {
-        s if s >= 3600 => format!("{}h{:02}m{:02}s", s / 3600, s % 3600 / 60, s % 60),
-        s if s >= 60 => format!("{}m{:02}s", s / 60, s % 60),
-        s => format!("{s}s"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +89,5 @@ mod tests {
         let p = progress(Duration::from_secs(15), Some(Duration::from_secs(60)), 80);
         assert!(p.contains("25%"), "{p}");
         assert!(p.contains("45s left"), "{p}");
-        assert_eq!(hms(3725), "1h02m05s");
     }
 }

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 
 use crate::config::RunConfig;
 use crate::load::{CpuSample, LoadSession};
-use crate::model::{EnvPoint, LoadPlan, LoadRecord, LoadReport, Metric, RunParams, RunStatus, ThreadResult};
+use crate::model::{EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, ThreadResult};
 use crate::probe::ThreadCtx;
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::recorder::{self, Buffer, Collector};
@@ -76,8 +76,7 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     };
     let load = start_load(cfg)?;
     let rt = rt::RtSetup::acquire(cfg.policy, cfg.priority, cfg.mlock);
-    let synthetic = crate::probe::info(cfg.probe_name).is_some_and(|p| p.synthetic);
-    let warnings = if synthetic {
+    let warnings = if cfg.info.synthetic {
         vec!["synthetic samples from a seeded generator, not a measurement of this machine".to_string()]
     } else {
         for w in &rt.warnings {
@@ -90,8 +89,8 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     let params = RunParams::Measured(cfg.params());
     let id = store.begin(&NewRun {
         label: &cfg.label,
-        probe: cfg.probe_name,
-        metric: Metric::LATENCY,
+        probe: cfg.info.name,
+        metric: cfg.info.metric,
         params: &params,
         load: &load_header(cfg),
         command_line: &cfg.command_line,
@@ -215,9 +214,10 @@ fn drive(
         live.draw(&rows(&totals), started.elapsed(), cfg.duration);
     }
     checkpoint(store, id, &mut totals, &mut pending_env, samples)?;
-    if let serde_json::Value::Object(extras) = cfg.probe.extras() {
+    let findings = cfg.probe.findings();
+    if !findings.is_empty() {
         let mut params = cfg.params();
-        params.probe.extend(extras);
+        params.probe.extend(findings);
         store.set_params(id, &RunParams::Measured(params))?;
     }
     if let Outcome::Interrupted(sig) = outcome {

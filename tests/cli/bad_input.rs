@@ -30,6 +30,23 @@ fn invalid_flag_values_are_rejected_by_name() {
 }
 
 #[test]
+fn every_probe_is_a_command_that_rejects_bad_run_flags() {
+    let lab = Lab::new();
+    let help = lab.ok(&["--help"]);
+    for info in rtbench::probe::REGISTRY {
+        assert_eq!(help.contains(&format!("  {} ", info.name)), !info.synthetic, "--help lists {}", info.name);
+        let own = lab.ok(&[info.name, "--help"]);
+        for flag in info.flags {
+            assert!(own.contains(flag.name), "{} --help shows {}", info.name, flag.name);
+        }
+        assert_rejected(&lab.run(&[info.name, "--bogus"]), "--bogus");
+        assert_rejected(&lab.run(&[info.name, "-l", "0"]), "at least 1");
+        assert_rejected(&lab.run(&[info.name, "-D", "soon"]), "duration");
+    }
+    assert!(!lab.db().exists(), "rejected input must not create a store");
+}
+
+#[test]
 fn unwritable_outputs_are_rejected_before_measuring() {
     let lab = Lab::new();
     for flag in ["--json", "--samples"] {

@@ -8,9 +8,22 @@ mod json;
 use anyhow::Result;
 
 use super::Run;
-use crate::cli::ExportFormat;
 
 pub use json::{document, EXPORT_SCHEMA_VERSION};
+
+/// The formats one run can be written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// rtbench's own document (schema: `schema/run.schema.json`).
+    Json,
+    Csv,
+    /// HdrHistogram's percentile distribution.
+    Hgrm,
+    /// cyclictest's `-h` histogram.
+    CyclictestHist,
+    /// cyclictest's `--json` file.
+    CyclictestJson,
+}
 
 /// Options a format may use.
 pub struct ExportOptions {
@@ -19,12 +32,12 @@ pub struct ExportOptions {
 }
 
 /// Renders `run` in `format`.
-pub fn render(run: &Run, format: ExportFormat, opts: &ExportOptions) -> Result<String> {
+pub fn render(run: &Run, format: Format, opts: &ExportOptions) -> Result<String> {
     Ok(match format {
-        ExportFormat::Json => serde_json::to_string_pretty(&json::document(run))? + "\n",
-        ExportFormat::Csv => csv::render(run),
-        ExportFormat::Hgrm => hgrm::render(&run.total),
-        ExportFormat::CyclictestHist => cyclictest::histogram(run, opts.buckets),
-        ExportFormat::CyclictestJson => cyclictest::json(run, opts.buckets)?,
+        Format::Json => serde_json::to_string_pretty(&json::document(run))? + "\n",
+        Format::Csv => csv::render(run),
+        Format::Hgrm => hgrm::render(&run.total),
+        Format::CyclictestHist => cyclictest::histogram(run, opts.buckets),
+        Format::CyclictestJson => cyclictest::json(run, opts.buckets)?,
     })
 }

@@ -1,4 +1,5 @@
-//! Value parsers for flags: each rejects a bad value with a message that says what is accepted.
+//! Value parsers for flags (the command line's and the probes' flag tables): each rejects a bad
+//! value with a message that says what is accepted.
 
 use std::time::Duration;
 

@@ -1,12 +1,12 @@
 //! `rtbench load`: a load by itself, with a countdown and a line per generator.
 
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use crate::cli::LoadCmdArgs;
 use crate::load::{self, CpuSample, LoadSession, LoadSpec};
+use crate::runner::{Ended, LoadView, Session};
 
 pub fn run(a: LoadCmdArgs) -> Result<i32> {
     if a.list {
@@ -19,29 +19,29 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
     let spec = LoadSpec::parse(profile, crate::config::load_options(&a.load.flags()))?;
     let tmp = crate::config::tmp_dir(&a.load.flags())?;
     let deadline = a.duration.as_secs() + 60;
-    let signals = crate::runner::signals::Installed::new()?;
-    let session = LoadSession::start(&spec, &tmp, deadline)?;
+    let session = Session::start()?;
+    let load = LoadSession::start(&spec, &tmp, deadline)?;
     if std::env::var_os("RTBENCH_TEST_PANIC_WITH_LOAD").is_some() {
         panic!("test hook: panic while a load runs");
     }
     let before = CpuSample::read();
     let started = Instant::now();
-    let live = !a.quiet && crate::sys::stdout_is_tty();
-    let mut drawn = 0;
-    let mut code = 0;
-    while started.elapsed() < a.duration {
-        std::thread::sleep(Duration::from_millis(200));
-        if let Some(sig) = crate::runner::signals::received() {
-            code = 128 + sig;
-            break;
-        }
-        if live {
-            drawn = draw(&session, started.elapsed(), a.duration, drawn);
-        }
-    }
+    let mut view = LoadView::new(a.quiet);
+    let ended = session.wait(
+        started,
+        Some(a.duration),
+        Duration::from_millis(200),
+        || false,
+        || {
+            if let Some(view) = view.as_mut() {
+                view.draw(&load.progress(), a.duration.saturating_sub(started.elapsed()));
+            }
+            Ok(())
+        },
+    )?;
     let after = CpuSample::read();
-    let generators = session.stop();
-    drop(signals);
+    let generators = load.stop();
+    drop(session);
     let (report, warnings) = load::session_report(&spec, generators, &before, &after);
     println!("load '{}' for {:.1} s", report.profile, started.elapsed().as_secs_f64());
     for g in &report.generators {
@@ -57,25 +57,10 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
     for w in warnings {
         println!("WARNING: {w}");
     }
-    Ok(code)
-}
-
-fn draw(session: &LoadSession, elapsed: Duration, total: Duration, drawn: usize) -> usize {
-    let mut out = String::new();
-    if drawn > 0 {
-        out.push_str(&format!("\x1b[{drawn}A"));
-    }
-    let progress = session.progress();
-    for g in &progress {
-        let state = if g.ran { "running" } else { "starting" };
-        out.push_str(&format!("\x1b[2K  {:<24} {:<9} {:>10} {}\n", g.name, state, g.iterations, g.unit));
-    }
-    let left = total.saturating_sub(elapsed).as_secs();
-    out.push_str(&format!("\x1b[2K  {left} s left (Ctrl-C stops and cleans up)\n"));
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(out.as_bytes());
-    let _ = stdout.flush();
-    progress.len() + 1
+    Ok(match ended {
+        Ended::Done => 0,
+        Ended::Signal(sig) => 128 + sig,
+    })
 }
 
 /// The profiles and generators, and whether each can run here.

@@ -1,5 +1,5 @@
 //! The server side of the network probes: `pingpong --serve` and `response --target` answer
-//! in the foreground until a signal or `--serve-for`.
+//! in the foreground, in a session of their own, until a signal or `--serve-for`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -10,12 +10,14 @@ use anyhow::Result;
 use crate::config::RunOptions;
 use crate::net::server::Server;
 use crate::probe::ServeSpec;
+use crate::runner::Session;
 
 /// Runs an echo server in the foreground until a signal or `serve_for`.
 pub fn serve(spec: &ServeSpec, opts: &RunOptions) -> Result<i32> {
     let server = Server::bind(spec.transport, &spec.addr, spec.token)?;
     let counters = Arc::clone(&server.counters);
-    let rt = crate::runner::rt::RtSetup::acquire(opts.policy, opts.priority, opts.mlock);
+    let mut session = Session::start()?;
+    let rt = crate::runner::rt::acquire(&mut session, opts.policy, opts.priority, opts.mlock);
     for w in &rt.warnings {
         eprintln!("rtbench: WARNING: {w}");
     }
@@ -39,20 +41,16 @@ pub fn serve(spec: &ServeSpec, opts: &RunOptions) -> Result<i32> {
         server.local,
         spec.token.map_or(String::new(), |_| " (fixed token)".into())
     );
-    let signals = crate::runner::signals::Installed::new()?;
     let stop = AtomicBool::new(false);
-    let started = Instant::now();
     let result = std::thread::scope(|s| {
         let worker = s.spawn(|| server.serve(&stop, &enter));
-        while !worker.is_finished() {
-            std::thread::sleep(Duration::from_millis(50));
-            if crate::runner::signals::received().is_some() || spec.serve_for.is_some_and(|d| started.elapsed() >= d) {
-                stop.store(true, Ordering::SeqCst);
-            }
-        }
-        worker.join().map_err(|_| anyhow::anyhow!("the server thread panicked"))?
+        let waited =
+            session.wait(Instant::now(), spec.serve_for, Duration::from_millis(50), || worker.is_finished(), || Ok(()));
+        stop.store(true, Ordering::SeqCst);
+        let served = worker.join().map_err(|_| anyhow::anyhow!("the server thread panicked"))?;
+        waited.and(served)
     });
-    drop(signals);
+    drop(session);
     println!(
         "served {} sessions, {} round trips; dropped {} foreign or malformed packets",
         counters.sessions.load(Ordering::Relaxed),

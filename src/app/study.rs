@@ -10,7 +10,7 @@ use crate::config::{RunConfig, RunOptions};
 use crate::net::transport::Transport;
 use crate::probe::{ProbeInfo, StudyEnv};
 use crate::report::select;
-use crate::runner::Outcome;
+use crate::runner::{Outcome, Session};
 
 /// One cell of the study's matrix.
 struct Cell {
@@ -50,6 +50,11 @@ fn cells(a: &StudyArgs, probes: &[&'static ProbeInfo]) -> Vec<Cell> {
     out
 }
 
+/// "timer idle", "gtod load paper".
+fn cell_name(c: &Cell) -> String {
+    format!("{} {}", c.info.name, crate::report::figures::load_name(&c.load))
+}
+
 /// The settings of one cell: the run defaults, the cell's length and load, the study's label.
 fn cell_options(a: &StudyArgs, cell: &Cell, label: &str) -> RunOptions {
     RunOptions {
@@ -75,6 +80,9 @@ pub fn run(a: StudyArgs) -> Result<i32> {
         println!("study: skipping {name}: {why}");
     }
     let cells = cells(&a, &probes);
+    // One session for the whole study: a Ctrl-C between two cells stops it as cleanly as one
+    // during a cell (each cell's run joins this session's signal handling).
+    let session = Session::start()?;
     // The network probes talk to --peer, or to an echo server of our own on loopback.
     let local = match &a.peer {
         Some(_) => None,
@@ -100,7 +108,7 @@ pub fn run(a: StudyArgs) -> Result<i32> {
                 server.serve(stop, &enter)
             })
         });
-        let result = run_cells(&a, &cells, &label, &peer);
+        let result = run_cells(&a, &session, &cells, &label, &peer);
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(h) = server {
             let _ = h.join();
@@ -109,7 +117,7 @@ pub fn run(a: StudyArgs) -> Result<i32> {
     })
 }
 
-fn run_cells(a: &StudyArgs, cells: &[Cell], label: &str, peer: &str) -> Result<i32> {
+fn run_cells(a: &StudyArgs, session: &Session, cells: &[Cell], label: &str, peer: &str) -> Result<i32> {
     // Everything is checked before the first cell runs: a bad load fails now, not in an hour.
     let env = StudyEnv { peer: peer.to_string() };
     let mut configs = Vec::new();
@@ -127,16 +135,21 @@ fn run_cells(a: &StudyArgs, cells: &[Cell], label: &str, peer: &str) -> Result<i
     let mut done = Vec::new();
     let mut code = 0;
     for (k, (cell, cfg)) in cells.iter().zip(&configs).enumerate() {
+        if let Some(sig) = session.signal() {
+            code = 128 + sig;
+            let missing: Vec<String> = cells[k..].iter().map(cell_name).collect();
+            println!("study interrupted before cell {}; missing cells: {}", k + 1, missing.join(", "));
+            break;
+        }
         let left: Duration = cells[k..]
             .iter()
             .map(|c| c.duration + if c.load == "none" { Duration::ZERO } else { per_cell_extra })
             .sum();
         println!(
-            "== cell {} of {}: {} {} for {}  (study time left {})",
+            "== cell {} of {}: {} for {}  (study time left {})",
             k + 1,
             cells.len(),
-            cell.info.name,
-            crate::report::figures::load_name(&cell.load),
+            cell_name(cell),
             hms(cell.duration),
             hms(left)
         );
@@ -144,10 +157,7 @@ fn run_cells(a: &StudyArgs, cells: &[Cell], label: &str, peer: &str) -> Result<i
         done.push(id);
         if let Outcome::Interrupted(sig) = outcome {
             code = 128 + sig;
-            let missing: Vec<String> = cells[k + 1..]
-                .iter()
-                .map(|c| format!("{} {}", c.info.name, crate::report::figures::load_name(&c.load)))
-                .collect();
+            let missing: Vec<String> = cells[k + 1..].iter().map(cell_name).collect();
             println!("study interrupted: cell {} kept as run {id} (interrupted)", k + 1);
             if !missing.is_empty() {
                 println!("missing cells: {}", missing.join(", "));

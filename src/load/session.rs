@@ -84,6 +84,12 @@ impl LoadSession {
     }
 }
 
+impl crate::runner::Guard for LoadSession {
+    fn name(&self) -> &'static str {
+        "load"
+    }
+}
+
 impl Drop for LoadSession {
     fn drop(&mut self) {
         self.shutdown();

@@ -1,9 +1,10 @@
-//! The live view: one line per thread and a progress bar, redrawn in place at most 10×/s,
-//! only on a terminal and never with -q.
+//! What rtbench draws on a terminal while it runs, redrawn in place, only on a terminal and
+//! never with -q: a run's line per thread and progress bar, or a load's line per generator.
 
 use std::io::Write;
 use std::time::Duration;
 
+use crate::model::GeneratorReport;
 use crate::stats::Stats;
 
 pub struct Live {
@@ -50,6 +51,33 @@ impl Live {
         out.push_str(&progress(elapsed, duration, crate::sys::terminal_width().unwrap_or(80)));
         out.push('\n');
         self.lines_drawn = rows.len() + 1;
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(out.as_bytes());
+        let _ = stdout.flush();
+    }
+}
+
+/// A load by itself: one line per generator and the time left.
+pub struct LoadView {
+    lines_drawn: usize,
+}
+
+impl LoadView {
+    pub fn new(quiet: bool) -> Option<LoadView> {
+        (!quiet && crate::sys::stdout_is_tty()).then_some(LoadView { lines_drawn: 0 })
+    }
+
+    pub fn draw(&mut self, generators: &[GeneratorReport], left: Duration) {
+        let mut out = String::new();
+        if self.lines_drawn > 0 {
+            out.push_str(&format!("\x1b[{}A", self.lines_drawn));
+        }
+        for g in generators {
+            let state = if g.ran { "running" } else { "starting" };
+            out.push_str(&format!("\x1b[2K  {:<24} {:<9} {:>10} {}\n", g.name, state, g.iterations, g.unit));
+        }
+        out.push_str(&format!("\x1b[2K  {} s left (Ctrl-C stops and cleans up)\n", left.as_secs()));
+        self.lines_drawn = generators.len() + 1;
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(out.as_bytes());
         let _ = stdout.flush();

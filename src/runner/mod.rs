@@ -1,15 +1,21 @@
-//! The one driver of every measuring run: set up, start threads, checkpoint every second, stop
-//! on time, loop count or signal, save, restore, summarise.
+//! The one driver of every measuring run: a [`Session`] (signals, guards for each system
+//! change, the wait), measuring threads, and [`Sink`]s that take the checkpoints. Set up, start
+//! threads, checkpoint every second, stop on time, loop count or signal, save, restore.
 
 mod live;
 pub mod rt;
+pub mod session;
 pub mod signals;
+pub mod sink;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+
+pub use live::LoadView;
+pub use session::{Ended, Guard, Session};
 
 use crate::config::RunConfig;
 use crate::load::{CpuSample, LoadSession};
@@ -18,13 +24,14 @@ use crate::probe::ThreadCtx;
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::recorder::{self, Buffer, Collector};
 use crate::stats::Stats;
-use crate::store::{NewRun, RawBatch, Store};
+use crate::store::{NewRun, Store};
 use crate::sys;
+use sink::{Checkpoint, LiveSink, Progress, SampleLogSink, Sink, StoreSink};
 
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
-/// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
-pub const RAW_IN_STORE: u64 = 2_000;
 const LIVE_EVERY: Duration = Duration::from_millis(100);
+/// How often the runner looks at its threads, signals and the clock.
+const POLL: Duration = Duration::from_millis(20);
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,9 +64,6 @@ struct ThreadTotals {
     stats: Stats,
     last: u64,
     collector: Collector,
-    /// Raw samples taken for the store so far, and those not yet written.
-    raw_kept: u64,
-    raw_pending: Vec<(u64, u64)>,
 }
 
 /// Runs `cfg` to the end and stores it. Returns the run id and how it ended.
@@ -67,40 +71,40 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     // A peer that cannot be reached fails here, before any file is written.
     cfg.probe.prepare(cfg.threads.len())?;
     // From here on a Ctrl-C is a request to stop and save, even during the load's settling.
-    let _signals = signals::Installed::new().context("could not install signal handlers")?;
-    let mut samples = match &cfg.samples {
+    let mut session = Session::start()?;
+    let samples = match &cfg.samples {
         Some(path) => Some(SampleLogWriter::create(path, cfg.probe.step_ns()).map_err(|e| {
             crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() }
         })?),
         None => None,
     };
     let load = start_load(cfg)?;
-    let rt = rt::RtSetup::acquire(cfg.policy, cfg.priority, cfg.mlock);
+    let grant = rt::acquire(&mut session, cfg.policy, cfg.priority, cfg.mlock);
     let warnings = if cfg.info.synthetic {
         vec!["synthetic samples from a seeded generator, not a measurement of this machine".to_string()]
     } else {
-        for w in &rt.warnings {
+        for w in &grant.warnings {
             eprintln!("rtbench: WARNING: {w}");
         }
-        rt.warnings.clone()
+        grant.warnings.clone()
     };
     let mut system = crate::sysinfo::snapshot();
-    system.cpu_dma_latency_held = Some(rt.dma_latency_held());
-    let params = RunParams::Measured(cfg.params());
+    system.cpu_dma_latency_held = Some(grant.dma_latency_held);
     let id = store.begin(&NewRun {
         label: &cfg.label,
         probe: cfg.info.name,
         metric: cfg.info.metric,
-        params: &params,
+        params: &RunParams::Measured(cfg.params()),
         load: &load_header(cfg),
         command_line: &cfg.command_line,
-        rt_priority: rt.rt_priority(),
+        rt_priority: grant.rt_priority(),
         warnings: &warnings,
         system: &system,
         envelope_ns: cfg.envelope_ns,
     })?;
-    let result = drive(cfg, store, id, &rt, warnings, samples.as_mut(), load);
-    drop(rt);
+    let result = drive(cfg, &session, store, id, &grant, warnings, samples, load);
+    // The session ends here: every system change it holds is put back.
+    drop(session);
     match result {
         Ok(outcome) => Ok((id, outcome)),
         Err(e) => {
@@ -111,14 +115,16 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     }
 }
 
-/// Starts the threads, checkpoints until the run ends, and saves the end.
+/// Starts the threads, checkpoints into the sinks until the run ends, and saves the end.
+#[allow(clippy::too_many_arguments)]
 fn drive(
     cfg: &RunConfig,
+    session: &Session,
     store: &mut Store,
     id: i64,
-    rt: &rt::RtSetup,
+    grant: &rt::Grant,
     mut warnings: Vec<String>,
-    mut samples: Option<&mut SampleLogWriter>,
+    samples: Option<SampleLogWriter>,
     load: Option<LoadSession>,
 ) -> Result<Outcome> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -129,20 +135,12 @@ fn drive(
     let mut totals = Vec::new();
     let mut handles = Vec::new();
     for plan in &cfg.threads {
-        let raw = if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(RAW_IN_STORE) };
+        let raw = if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(sink::RAW_IN_STORE) };
         let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
-        totals.push(ThreadTotals {
-            index: plan.index,
-            cpu: plan.cpu,
-            stats: Stats::default(),
-            last: 0,
-            collector,
-            raw_kept: 0,
-            raw_pending: Vec::new(),
-        });
+        totals.push(ThreadTotals { index: plan.index, cpu: plan.cpu, stats: Stats::default(), last: 0, collector });
         let stop = Arc::clone(&stop);
         let probe = Arc::clone(&cfg.probe);
-        let (policy, priority, loops, plan) = (rt.policy, rt.priority, cfg.loops.unwrap_or(u64::MAX), *plan);
+        let (policy, priority, loops, plan) = (grant.policy, grant.priority, cfg.loops.unwrap_or(u64::MAX), *plan);
         handles.push(std::thread::Builder::new().name(format!("rtbench-{}", plan.index)).spawn(move || {
             let problem = rt::enter_thread(plan.cpu, policy, priority);
             let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
@@ -151,37 +149,46 @@ fn drive(
         })?);
     }
 
-    let mut live = live::Live::new(cfg.quiet);
+    // The sample log is flushed before the store's checkpoint names the samples it holds.
+    let mut sinks: Vec<Box<dyn Sink + '_>> = Vec::new();
+    if let Some(log) = samples {
+        sinks.push(Box::new(SampleLogSink(log)));
+    }
+    sinks.push(Box::new(StoreSink::new(store, id)));
+    let live = live::Live::new(cfg.quiet);
     let collect_every = if live.is_some() { LIVE_EVERY } else { CHECKPOINT_EVERY };
+    if let Some(live) = live {
+        sinks.push(Box::new(LiveSink(live)));
+    }
+    let mut run = Flow { totals, sinks, envelope: Vec::new(), started, duration: cfg.duration };
     let mut last_collect = Instant::now();
     let mut last_checkpoint = Instant::now();
-    let mut pending_env: Vec<(u32, EnvPoint)> = Vec::new();
-    let mut outcome = Outcome::Complete;
-    loop {
-        std::thread::sleep(Duration::from_millis(20));
-        drain_samples(&mut totals, samples.as_deref_mut())?;
-        if let Some(sig) = signals::received() {
-            outcome = Outcome::Interrupted(sig);
-            break;
-        }
-        if cfg.duration.is_some_and(|d| started.elapsed() >= d) || handles.iter().all(|h| h.is_finished()) {
-            break;
-        }
-        if last_collect.elapsed() >= collect_every {
-            last_collect = Instant::now();
-            collect(&mut totals, &mut pending_env, samples.as_deref_mut())?;
-            if let Some(live) = live.as_mut() {
-                live.draw(&rows(&totals), started.elapsed(), cfg.duration);
+    let ended = session.wait(
+        started,
+        cfg.duration,
+        POLL,
+        || handles.iter().all(|h| h.is_finished()),
+        || {
+            run.drain_samples()?;
+            if last_collect.elapsed() >= collect_every {
+                last_collect = Instant::now();
+                run.collect()?;
             }
-        }
-        if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
-            last_checkpoint = Instant::now();
-            checkpoint(store, id, &mut totals, &mut pending_env, samples.as_deref_mut())?;
-        }
-    }
+            if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+                last_checkpoint = Instant::now();
+                run.checkpoint()?;
+            }
+            Ok(())
+        },
+    )?;
+    let outcome = match ended {
+        Ended::Done => Outcome::Complete,
+        Ended::Signal(sig) => Outcome::Interrupted(sig),
+    };
 
     stop.store(true, Ordering::SeqCst);
     let after = CpuSample::read();
+    let mut load_report = None;
     if let Some(session) = load {
         let spec = session.spec.clone();
         let generators = session.stop();
@@ -190,30 +197,31 @@ fn drive(
             eprintln!("rtbench: WARNING: {w}");
         }
         warnings.extend(load_warnings);
-        let report = LoadReport { settle_s: Some(cfg.settle.as_secs_f64()), ..report };
-        store.set_load(id, &LoadRecord::Measured(report))?;
+        load_report = Some(LoadReport { settle_s: Some(cfg.settle.as_secs_f64()), ..report });
     }
     // A thread may be waiting to hand over raw samples: keep draining until every one is done.
     while !handles.iter().all(|h| h.is_finished()) {
-        drain_samples(&mut totals, samples.as_deref_mut())?;
+        run.drain_samples()?;
         std::thread::sleep(Duration::from_millis(1));
     }
-    for (t, h) in totals.iter_mut().zip(handles) {
+    for (i, h) in handles.into_iter().enumerate() {
         let (last, problem) = h.join().map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?;
         if let Some(p) = problem {
             if !warnings.contains(&p) {
                 warnings.push(p);
             }
         }
-        if let Some(buf) = t.collector.drain() {
-            merge(t, buf, &mut pending_env, samples.as_deref_mut())?;
+        if let Some(buf) = run.totals[i].collector.drain() {
+            run.merge(i, buf)?;
         }
-        merge(t, last, &mut pending_env, samples.as_deref_mut())?;
+        run.merge(i, last)?;
     }
-    if let Some(live) = live.as_mut() {
-        live.draw(&rows(&totals), started.elapsed(), cfg.duration);
+    run.progress()?;
+    run.checkpoint()?;
+    drop(run);
+    if let Some(report) = load_report {
+        store.set_load(id, &LoadRecord::Measured(report))?;
     }
-    checkpoint(store, id, &mut totals, &mut pending_env, samples)?;
     let findings = cfg.probe.findings();
     if !findings.is_empty() {
         let mut params = cfg.params();
@@ -228,6 +236,95 @@ fn drive(
     }
     store.finish(id, outcome.status(), &warnings)?;
     Ok(outcome)
+}
+
+/// The measurements on their way from the threads to the sinks.
+struct Flow<'s> {
+    totals: Vec<ThreadTotals>,
+    sinks: Vec<Box<dyn Sink + 's>>,
+    /// Envelope intervals completed since the last checkpoint.
+    envelope: Vec<(u32, EnvPoint)>,
+    started: Instant,
+    duration: Option<Duration>,
+}
+
+impl Flow<'_> {
+    /// Hands the raw samples every thread has passed over so far to the sinks.
+    fn drain_samples(&mut self) -> Result<()> {
+        for i in 0..self.totals.len() {
+            self.drain_thread(i)?;
+        }
+        Ok(())
+    }
+
+    fn drain_thread(&mut self, i: usize) -> Result<()> {
+        let t = &mut self.totals[i];
+        let thread = t.index as u32;
+        let sinks = &mut self.sinks;
+        let mut failed = None;
+        let _ = t.collector.drain_samples(|chunk| {
+            for s in sinks.iter_mut() {
+                if let Err(e) = s.samples(thread, chunk) {
+                    failed = Some(e);
+                    return Err(std::io::Error::other("a sink failed"));
+                }
+            }
+            Ok(())
+        });
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Swaps every thread's buffer out and merges it, without waiting for a sleeping thread,
+    /// then shows the totals.
+    fn collect(&mut self) -> Result<()> {
+        for t in &mut self.totals {
+            t.collector.request();
+        }
+        for i in 0..self.totals.len() {
+            if let Some(buf) = self.totals[i].collector.take(Duration::from_millis(5)) {
+                self.merge(i, buf)?;
+            }
+        }
+        self.progress()
+    }
+
+    fn merge(&mut self, i: usize, buf: Box<Buffer>) -> Result<()> {
+        let t = &mut self.totals[i];
+        t.stats.merge(&buf.stats);
+        if buf.stats.count > 0 {
+            t.last = buf.last;
+        }
+        self.envelope.extend(buf.envelope.iter().map(|p| (t.index as u32, *p)));
+        t.collector.recycle(buf);
+        self.drain_thread(i)
+    }
+
+    fn progress(&mut self) -> Result<()> {
+        let rows: Vec<live::Row> = self
+            .totals
+            .iter()
+            .map(|t| live::Row { thread: t.index, cpu: t.cpu, stats: &t.stats, last_ns: t.last })
+            .collect();
+        let p = Progress { rows: &rows, elapsed: self.started.elapsed(), duration: self.duration };
+        for s in &mut self.sinks {
+            s.progress(&p)?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        let threads: Vec<ThreadResult> = self
+            .totals
+            .iter()
+            .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
+            .collect();
+        let cp = Checkpoint { threads: &threads, envelope: &self.envelope };
+        for s in &mut self.sinks {
+            s.checkpoint(&cp)?;
+        }
+        self.envelope.clear();
+        Ok(())
+    }
 }
 
 /// Starts the configured load and lets it settle; `None` when measuring idle.
@@ -262,96 +359,4 @@ impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::SeqCst);
     }
-}
-
-fn rows(totals: &[ThreadTotals]) -> Vec<live::Row<'_>> {
-    totals.iter().map(|t| live::Row { thread: t.index, cpu: t.cpu, stats: &t.stats, last_ns: t.last }).collect()
-}
-
-/// Swaps every thread's buffer out and merges it, without waiting for a sleeping thread.
-fn collect(
-    totals: &mut [ThreadTotals],
-    env: &mut Vec<(u32, EnvPoint)>,
-    mut samples: Option<&mut SampleLogWriter>,
-) -> Result<()> {
-    for t in totals.iter_mut() {
-        t.collector.request();
-    }
-    for t in totals.iter_mut() {
-        if let Some(buf) = t.collector.take(Duration::from_millis(5)) {
-            merge(t, buf, env, samples.as_deref_mut())?;
-        }
-    }
-    Ok(())
-}
-
-/// Takes the raw samples every thread has handed over so far: all of them to the sample log,
-/// the first `RAW_IN_STORE` of each thread to the store at the next checkpoint.
-fn drain_samples(totals: &mut [ThreadTotals], mut samples: Option<&mut SampleLogWriter>) -> Result<()> {
-    for t in totals.iter_mut() {
-        drain_thread_samples(t, samples.as_deref_mut())?;
-    }
-    Ok(())
-}
-
-fn drain_thread_samples(t: &mut ThreadTotals, mut samples: Option<&mut SampleLogWriter>) -> Result<()> {
-    let thread = t.index as u32;
-    let (kept, pending) = (&mut t.raw_kept, &mut t.raw_pending);
-    t.collector
-        .drain_samples(|chunk| {
-            if let Some(log) = samples.as_deref_mut() {
-                log.append(thread, chunk)?;
-            }
-            let take = (RAW_IN_STORE.saturating_sub(*kept) as usize).min(chunk.len());
-            pending.extend_from_slice(&chunk[..take]);
-            *kept += take as u64;
-            Ok(())
-        })
-        .context("could not write the sample log")
-}
-
-fn merge(
-    t: &mut ThreadTotals,
-    buf: Box<Buffer>,
-    env: &mut Vec<(u32, EnvPoint)>,
-    samples: Option<&mut SampleLogWriter>,
-) -> Result<()> {
-    t.stats.merge(&buf.stats);
-    if buf.stats.count > 0 {
-        t.last = buf.last;
-    }
-    env.extend(buf.envelope.iter().map(|p| (t.index as u32, *p)));
-    drain_thread_samples(t, samples)?;
-    t.collector.recycle(buf);
-    Ok(())
-}
-
-fn checkpoint(
-    store: &mut Store,
-    id: i64,
-    totals: &mut [ThreadTotals],
-    env: &mut Vec<(u32, EnvPoint)>,
-    samples: Option<&mut SampleLogWriter>,
-) -> Result<()> {
-    if let Some(log) = samples {
-        log.flush().context("could not write the sample log")?;
-    }
-    let threads: Vec<ThreadResult> = totals
-        .iter()
-        .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
-        .collect();
-    let raw: Vec<RawBatch> = totals
-        .iter()
-        .map(|t| RawBatch {
-            thread: t.index as u32,
-            first_seq: t.raw_kept - t.raw_pending.len() as u64,
-            samples: &t.raw_pending,
-        })
-        .collect();
-    store.checkpoint(id, &threads, env, &raw)?;
-    env.clear();
-    for t in totals.iter_mut() {
-        t.raw_pending.clear();
-    }
-    Ok(())
 }

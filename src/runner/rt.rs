@@ -1,87 +1,112 @@
-//! Real-time setup and its restore. Every setting changed here is put back by `Drop`.
+//! Real-time setup: each system change is a guard that puts the old state back when dropped,
+//! held by the session for as long as it runs.
 
 use std::fs::File;
 use std::io::Write;
 
+use super::session::{Guard, Session};
 use crate::model::Policy;
 use crate::sys;
 
-/// What the run got, and what it must undo.
-pub struct RtSetup {
+/// All current and future pages locked in memory; unlocked on drop.
+pub struct MemoryLock(());
+
+impl MemoryLock {
+    pub fn acquire() -> std::io::Result<MemoryLock> {
+        sys::lock_memory()?;
+        Ok(MemoryLock(()))
+    }
+}
+
+impl Guard for MemoryLock {
+    fn name(&self) -> &'static str {
+        "memory lock"
+    }
+}
+
+impl Drop for MemoryLock {
+    fn drop(&mut self) {
+        sys::unlock_memory();
+    }
+}
+
+/// `/dev/cpu_dma_latency` held at 0: the kernel keeps CPUs out of deep idle states for as long
+/// as the descriptor is open; closing it on drop gives them back.
+pub struct DmaLatency(#[allow(dead_code)] File);
+
+impl DmaLatency {
+    pub fn hold() -> std::io::Result<DmaLatency> {
+        let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency")?;
+        f.write_all(&0i32.to_ne_bytes())?;
+        Ok(DmaLatency(f))
+    }
+}
+
+impl Guard for DmaLatency {
+    fn name(&self) -> &'static str {
+        "/dev/cpu_dma_latency"
+    }
+}
+
+/// What a session got of what it asked for.
+#[derive(Clone, Debug)]
+pub struct Grant {
+    /// The policy the measuring threads will run at: what was asked, or SCHED_OTHER when a
+    /// real-time policy was refused.
     pub policy: Policy,
     pub priority: i32,
     pub memory_locked: bool,
-    /// Held open for the run: the kernel keeps CPUs out of deep idle states while it is.
-    dma_latency: Option<File>,
+    pub dma_latency_held: bool,
+    /// What could not be had, in words for the run's warnings.
     pub warnings: Vec<String>,
 }
 
-impl RtSetup {
-    /// Locks memory, holds /dev/cpu_dma_latency at 0, and checks the policy can be had. What
-    /// cannot be had becomes a warning, and a refused real-time policy falls back to SCHED_OTHER.
-    pub fn acquire(policy: Policy, priority: i32, mlock: bool) -> RtSetup {
-        let mut warnings = Vec::new();
-        let memory_locked = mlock && {
-            match sys::lock_memory() {
-                Ok(()) => true,
-                Err(e) => {
-                    warnings.push(format!("memory not locked (mlockall: {e}): page faults may add latency"));
-                    false
-                }
-            }
-        };
-        if !mlock {
-            warnings.push("memory not locked (--no-mlock): page faults may add latency".into());
-        }
-        let dma_latency = match std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency") {
-            Ok(mut f) => match f.write_all(&0i32.to_ne_bytes()) {
-                Ok(()) => Some(f),
-                Err(e) => {
-                    warnings.push(format!("/dev/cpu_dma_latency not set ({e}): deep CPU idle states stay allowed"));
-                    None
-                }
-            },
-            Err(e) => {
-                warnings.push(format!("/dev/cpu_dma_latency not set ({e}): deep CPU idle states stay allowed"));
-                None
-            }
-        };
-        let policy = match policy {
-            Policy::Other => {
-                warnings.push("ran at SCHED_OTHER by request (--policy other): these are not real-time numbers".into());
-                Policy::Other
-            }
-            rt => match try_policy(rt, priority) {
-                Ok(()) => rt,
-                Err(e) => {
-                    warnings.push(format!(
-                        "could not get {rt:?} priority {priority} ({e}); ran at SCHED_OTHER: these are not real-time numbers"
-                    ));
-                    Policy::Other
-                }
-            },
-        };
-        RtSetup { policy, priority, memory_locked, dma_latency, warnings }
-    }
-
+impl Grant {
     /// True when the measuring threads run at a real-time priority.
     pub fn rt_priority(&self) -> bool {
         self.policy != Policy::Other
     }
-
-    pub fn dma_latency_held(&self) -> bool {
-        self.dma_latency.is_some()
-    }
 }
 
-impl Drop for RtSetup {
-    fn drop(&mut self) {
-        // Closing the descriptor gives the CPU idle states back.
-        self.dma_latency.take();
-        if self.memory_locked {
-            sys::unlock_memory();
-        }
+/// Locks memory and holds /dev/cpu_dma_latency at 0 for the session, and checks the policy can
+/// be had. What cannot be had becomes a warning; a refused real-time policy falls back to
+/// SCHED_OTHER.
+pub fn acquire(session: &mut Session, policy: Policy, priority: i32, mlock: bool) -> Grant {
+    let mut warnings = Vec::new();
+    let memory_locked = mlock
+        && match MemoryLock::acquire() {
+            Ok(guard) => session.hold(guard),
+            Err(e) => {
+                warnings.push(format!("memory not locked (mlockall: {e}): page faults may add latency"));
+                false
+            }
+        };
+    if !mlock {
+        warnings.push("memory not locked (--no-mlock): page faults may add latency".into());
     }
+    let dma_latency_held = match DmaLatency::hold() {
+        Ok(guard) => session.hold(guard),
+        Err(e) => {
+            warnings.push(format!("/dev/cpu_dma_latency not set ({e}): deep CPU idle states stay allowed"));
+            false
+        }
+    };
+    let policy = match policy {
+        Policy::Other => {
+            warnings.push("ran at SCHED_OTHER by request (--policy other): these are not real-time numbers".into());
+            Policy::Other
+        }
+        rt => match try_policy(rt, priority) {
+            Ok(()) => rt,
+            Err(e) => {
+                warnings.push(format!(
+                    "could not get {rt:?} priority {priority} ({e}); ran at SCHED_OTHER: these are not real-time numbers"
+                ));
+                Policy::Other
+            }
+        },
+    };
+    Grant { policy, priority, memory_locked, dma_latency_held, warnings }
 }
 
 /// Tries the policy on a throwaway thread, so the caller's own scheduling is never changed.
@@ -91,7 +116,8 @@ fn try_policy(policy: Policy, priority: i32) -> std::io::Result<()> {
         .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")))
 }
 
-/// Sets up a measuring thread: pinned, prefaulted stack, and the run's policy.
+/// Sets up a measuring thread: pinned, prefaulted stack, and the run's policy. A thread's own
+/// scheduling ends with the thread, so there is nothing to restore.
 pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Option<String> {
     sys::prefault_stack(128 * 1024);
     if let Some(cpu) = cpu {

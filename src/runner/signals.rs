@@ -1,13 +1,17 @@
-//! Stop signals: the first SIGINT/SIGTERM asks the run to stop and save; the second ends the
-//! process at once (the last checkpoint is kept and the next rtbench command marks the run
-//! `aborted`).
+//! Stop signals: the first SIGINT/SIGTERM asks the session to stop and save; the second ends
+//! the process at once (the last checkpoint is kept and the next rtbench command sees the run
+//! as `aborted`).
 
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
+use super::session::Guard;
 use crate::sys;
 
 static RECEIVED: AtomicUsize = AtomicUsize::new(0);
 static LAST: AtomicI32 = AtomicI32::new(0);
+/// Sessions holding the handlers: a study's cells run inside the study's own session.
+static HOLDERS: Mutex<usize> = Mutex::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     LAST.store(sig, Ordering::SeqCst);
@@ -17,34 +21,38 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Installs the handlers for the length of a run.
-fn install() -> std::io::Result<()> {
-    RECEIVED.store(0, Ordering::SeqCst);
-    sys::on_stop_signals(on_signal)
-}
-
-/// Puts the default handlers back.
-fn restore() {
-    sys::default_stop_signals();
-}
-
 /// The first stop signal received, if any.
 pub fn received() -> Option<i32> {
     (RECEIVED.load(Ordering::SeqCst) > 0).then(|| LAST.load(Ordering::SeqCst))
 }
 
-/// Installs the handlers and puts the defaults back when dropped, however the run ends.
+/// Our handlers for SIGINT and SIGTERM; the default ones come back when the last holder drops.
 pub struct Installed(());
 
 impl Installed {
     pub fn new() -> std::io::Result<Installed> {
-        install()?;
+        let mut holders = HOLDERS.lock().unwrap_or_else(|e| e.into_inner());
+        if *holders == 0 {
+            RECEIVED.store(0, Ordering::SeqCst);
+            sys::on_stop_signals(on_signal)?;
+        }
+        *holders += 1;
         Ok(Installed(()))
+    }
+}
+
+impl Guard for Installed {
+    fn name(&self) -> &'static str {
+        "signal handlers"
     }
 }
 
 impl Drop for Installed {
     fn drop(&mut self) {
-        restore();
+        let mut holders = HOLDERS.lock().unwrap_or_else(|e| e.into_inner());
+        *holders -= 1;
+        if *holders == 0 {
+            sys::default_stop_signals();
+        }
     }
 }

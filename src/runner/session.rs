@@ -1,0 +1,150 @@
+//! The session: the one lifecycle every command that runs something goes through. It owns the
+//! signal handling, the system changes (guards, restored in reverse order when it ends, however
+//! it ends) and the wait for the end (a duration, a signal, or the work being done).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::signals;
+
+/// A system change held for a session. Dropping it puts the old state back; the session drops
+/// its guards in the reverse order it took them.
+pub trait Guard {
+    /// What it changed, for messages.
+    fn name(&self) -> &'static str;
+}
+
+/// How a session's wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The duration passed or the work was done.
+    Done,
+    /// A stop signal came.
+    Signal(i32),
+}
+
+pub struct Session {
+    guards: Vec<Box<dyn Guard>>,
+    started: Instant,
+}
+
+impl Session {
+    /// Starts a session: from here on the first Ctrl-C asks it to stop.
+    pub fn start() -> Result<Session> {
+        let signals = signals::Installed::new().context("could not install signal handlers")?;
+        let mut session = Session { guards: Vec::new(), started: Instant::now() };
+        session.hold(signals);
+        Ok(session)
+    }
+
+    /// Keeps a system change until the session ends. Returns true, for `&&` chains.
+    pub fn hold(&mut self, guard: impl Guard + 'static) -> bool {
+        self.guards.push(Box::new(guard));
+        true
+    }
+
+    /// What the session holds, oldest first.
+    pub fn held(&self) -> Vec<&'static str> {
+        self.guards.iter().map(|g| g.name()).collect()
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The first stop signal so far.
+    pub fn signal(&self) -> Option<i32> {
+        signals::received()
+    }
+
+    /// Waits, calling `tick` every `every`, until `duration` has passed since `from`, `done()`
+    /// says the work is over, or a stop signal comes. An error from `tick` ends the wait.
+    pub fn wait(
+        &self,
+        from: Instant,
+        duration: Option<Duration>,
+        every: Duration,
+        mut done: impl FnMut() -> bool,
+        mut tick: impl FnMut() -> Result<()>,
+    ) -> Result<Ended> {
+        loop {
+            std::thread::sleep(every);
+            if let Some(sig) = self.signal() {
+                return Ok(Ended::Signal(sig));
+            }
+            if duration.is_some_and(|d| from.elapsed() >= d) || done() {
+                return Ok(Ended::Done);
+            }
+            tick()?;
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        while let Some(guard) = self.guards.pop() {
+            drop(guard);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    struct Mark(&'static str, Arc<Mutex<Vec<&'static str>>>);
+
+    impl Guard for Mark {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+    }
+
+    impl Drop for Mark {
+        fn drop(&mut self) {
+            self.1.lock().unwrap().push(self.0);
+        }
+    }
+
+    #[test]
+    fn guards_are_restored_in_reverse_order_when_the_session_ends() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        {
+            let mut s = Session::start().unwrap();
+            s.hold(Mark("first", Arc::clone(&log)));
+            s.hold(Mark("second", Arc::clone(&log)));
+            assert_eq!(s.held(), ["signal handlers", "first", "second"]);
+        }
+        assert_eq!(*log.lock().unwrap(), ["second", "first"]);
+    }
+
+    #[test]
+    fn a_wait_ends_when_the_work_is_done_or_the_duration_passes() {
+        let s = Session::start().unwrap();
+        let mut asked = 0;
+        let done = || {
+            asked += 1;
+            asked >= 3
+        };
+        let ended = s.wait(Instant::now(), None, Duration::from_millis(1), done, || Ok(())).unwrap();
+        assert_eq!(ended, Ended::Done);
+        assert_eq!(asked, 3);
+        let mut n = 0;
+        let counted = s.wait(
+            Instant::now(),
+            Some(Duration::from_millis(30)),
+            Duration::from_millis(1),
+            || false,
+            || {
+                n += 1;
+                Ok(())
+            },
+        );
+        assert_eq!(counted.unwrap(), Ended::Done);
+        assert!(n >= 1, "ticked while waiting");
+        let failed = s.wait(Instant::now(), None, Duration::from_millis(1), || false, || anyhow::bail!("disk full"));
+        assert_eq!(failed.unwrap_err().to_string(), "disk full");
+    }
+}

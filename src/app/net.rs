@@ -29,10 +29,12 @@ pub fn serve(spec: &ServeSpec, opts: &RunOptions) -> Result<i32> {
         None => None,
     };
     let (policy, priority) = (rt.policy, rt.priority);
-    let enter = move || {
-        if let Some(problem) = crate::runner::rt::enter_thread(cpu, policy, priority) {
+    let enter = move || -> Box<dyn std::any::Any> {
+        let (guard, problem) = crate::runner::rt::enter_thread(cpu, policy, priority);
+        if let Some(problem) = problem {
             eprintln!("rtbench: WARNING: {problem}");
         }
+        Box::new(guard)
     };
     println!(
         "serving {} over {:?} on {}{}; Ctrl-C stops",

@@ -98,12 +98,13 @@ pub fn run(a: StudyArgs) -> Result<i32> {
         let server = local.map(|server| {
             let stop = &stop;
             s.spawn(move || {
-                let enter = || {
-                    let _ = crate::runner::rt::enter_thread(
+                let enter = || -> Box<dyn std::any::Any> {
+                    let (guard, _) = crate::runner::rt::enter_thread(
                         None,
                         crate::model::Policy::Fifo,
                         crate::config::DEFAULT_PRIORITY,
                     );
+                    Box::new(guard)
                 };
                 server.serve(stop, &enter)
             })

@@ -22,6 +22,10 @@ const MAX_SESSIONS: usize = 16;
 /// UDP peers remembered at most.
 const MAX_PEERS: usize = 64;
 
+/// Sets up a serving thread; what it returns (the thread's scheduling guard) is kept until the
+/// thread stops serving.
+pub type Enter<'a> = &'a (dyn Fn() -> Box<dyn std::any::Any> + Sync);
+
 /// What a server did.
 #[derive(Default, Debug)]
 pub struct Counters {
@@ -82,16 +86,17 @@ impl Server {
         Ok(Server { kind, token, host: crate::sysinfo::hostname(), counters: Arc::default(), local })
     }
 
-    /// Serves until `stop` is set. `enter` runs first on every serving thread (pinning, priority).
-    pub fn serve(self, stop: &AtomicBool, enter: &(dyn Fn() + Sync)) -> Result<()> {
+    /// Serves until `stop` is set. `enter` runs first on every serving thread (pinning,
+    /// priority); what it returns lives as long as the thread serves.
+    pub fn serve(self, stop: &AtomicBool, enter: Enter) -> Result<()> {
         let c = &self.counters;
         match &self.kind {
             Bound::Udp(s) => {
-                enter();
+                let _setup = enter();
                 serve_udp(s, self.token, &self.host, stop, c)
             }
             Bound::Zmq(s) => {
-                enter();
+                let _setup = enter();
                 serve_zmq(s, self.token, &self.host, stop, c)
             }
             Bound::Tcp(l) => {
@@ -247,7 +252,7 @@ fn serve_streams(
     host: &str,
     stop: &AtomicBool,
     c: &Counters,
-    enter: &(dyn Fn() + Sync),
+    enter: Enter,
 ) -> Result<()> {
     let live = AtomicU64::new(0);
     std::thread::scope(|scope| {
@@ -257,7 +262,7 @@ fn serve_streams(
                     live.fetch_add(1, Ordering::Relaxed);
                     let live = &live;
                     scope.spawn(move || {
-                        enter();
+                        let _setup = enter();
                         let _ = session(stream, fixed, host, stop, c);
                         live.fetch_sub(1, Ordering::Relaxed);
                     });

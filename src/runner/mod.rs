@@ -142,7 +142,7 @@ fn drive(
         let probe = Arc::clone(&cfg.probe);
         let (policy, priority, loops, plan) = (grant.policy, grant.priority, cfg.loops.unwrap_or(u64::MAX), *plan);
         handles.push(std::thread::Builder::new().name(format!("rtbench-{}", plan.index)).spawn(move || {
-            let problem = rt::enter_thread(plan.cpu, policy, priority);
+            let (_policy, problem) = rt::enter_thread(plan.cpu, policy, priority);
             let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
             probe.run(&mut ctx);
             (rec.finish(), problem)

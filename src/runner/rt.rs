@@ -116,14 +116,67 @@ fn try_policy(policy: Policy, priority: i32) -> std::io::Result<()> {
         .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")))
 }
 
-/// Sets up a measuring thread: pinned, prefaulted stack, and the run's policy. A thread's own
-/// scheduling ends with the thread, so there is nothing to restore.
-pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Option<String> {
-    sys::prefault_stack(128 * 1024);
-    if let Some(cpu) = cpu {
-        if let Err(e) = sys::pin_to_cpu(cpu) {
-            return Some(format!("could not pin a thread to CPU {cpu}: {e}"));
+/// The scheduling policy of a measuring or serving thread: set when the thread starts, the
+/// previous one put back when dropped. It stays on its thread (policies are per thread).
+pub struct ThreadPolicy {
+    previous: Option<sys::Scheduling>,
+    _on_this_thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Guard for ThreadPolicy {
+    fn name(&self) -> &'static str {
+        "thread scheduling policy"
+    }
+}
+
+impl Drop for ThreadPolicy {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous.take() {
+            let _ = sys::restore_scheduling(previous);
         }
     }
-    sys::set_scheduler(policy, priority).err().map(|e| format!("could not set {policy:?} on a thread: {e}"))
+}
+
+/// Sets up a measuring thread: pinned, prefaulted stack, and the run's policy for as long as
+/// the returned guard lives. A problem is returned in words for the run's warnings.
+pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> (ThreadPolicy, Option<String>) {
+    sys::prefault_stack(128 * 1024);
+    let mut guard = ThreadPolicy { previous: None, _on_this_thread: std::marker::PhantomData };
+    if let Some(cpu) = cpu {
+        if let Err(e) = sys::pin_to_cpu(cpu) {
+            return (guard, Some(format!("could not pin a thread to CPU {cpu}: {e}")));
+        }
+    }
+    let previous = sys::current_scheduling();
+    match sys::set_scheduler(policy, priority) {
+        Ok(()) => {
+            guard.previous = previous.ok();
+            (guard, None)
+        }
+        Err(e) => (guard, Some(format!("could not set {policy:?} on a thread: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_gets_its_policy_back_when_the_guard_drops() {
+        std::thread::spawn(|| {
+            let before = sys::current_scheduling().unwrap();
+            if let Err(e) = sys::set_scheduler(Policy::Fifo, 1) {
+                eprintln!("skipped: SCHED_FIFO is not allowed here ({e})");
+                return;
+            }
+            sys::restore_scheduling(before).unwrap();
+            let (guard, problem) = enter_thread(None, Policy::Fifo, 10);
+            assert_eq!(problem, None);
+            assert_ne!(sys::current_scheduling().unwrap(), before, "the policy was set");
+            drop(guard);
+            assert_eq!(sys::current_scheduling().unwrap(), before, "and put back");
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -17,6 +17,33 @@ pub fn set_scheduler(policy: Policy, priority: i32) -> io::Result<()> {
     check(unsafe { libc::sched_setscheduler(0, pol, &param) })
 }
 
+/// A thread's scheduling as the kernel holds it, whatever the policy (batch and idle included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scheduling {
+    policy: libc::c_int,
+    priority: libc::c_int,
+}
+
+/// The calling thread's scheduling.
+pub fn current_scheduling() -> io::Result<Scheduling> {
+    // SAFETY: pid 0 is the calling thread.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    if policy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid, writable sched_param.
+    check(unsafe { libc::sched_getparam(0, &mut param) })?;
+    Ok(Scheduling { policy, priority: param.sched_priority })
+}
+
+/// Gives the calling thread back a scheduling read by [`current_scheduling`].
+pub fn restore_scheduling(s: Scheduling) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: s.priority };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    check(unsafe { libc::sched_setscheduler(0, s.policy, &param) })
+}
+
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_SET is bounds-checked against its size below.

@@ -11,6 +11,7 @@ use crate::net::transport::Transport;
 use crate::probe::{ProbeInfo, StudyEnv};
 use crate::report::select;
 use crate::runner::{Outcome, Session};
+use crate::units::clock as hms;
 
 /// One cell of the study's matrix.
 struct Cell {
@@ -70,8 +71,6 @@ fn cell_options(a: &StudyArgs, cell: &Cell, label: &str) -> RunOptions {
         ..RunOptions::default()
     }
 }
-
-use crate::units::clock as hms;
 
 pub fn run(a: StudyArgs) -> Result<i32> {
     let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);

@@ -8,7 +8,6 @@ use super::select::RunView;
 use super::svg::esc;
 use crate::model::RunStatus;
 use crate::stats::Stats;
-
 use crate::units::{fmt_ns_as_us as us, fmt_us};
 
 /// A ⚠ marker carrying the run's warnings, or nothing.

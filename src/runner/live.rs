@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::model::GeneratorReport;
 use crate::stats::Stats;
+use crate::units::{compact as hms, us_rounded as us};
 
 pub struct Live {
     lines_drawn: usize,
@@ -18,8 +19,6 @@ pub struct Row<'a> {
     pub stats: &'a Stats,
     pub last_ns: u64,
 }
-
-use crate::units::{compact as hms, us_rounded as us};
 
 impl Live {
     /// A live view if stdout is a terminal and the user did not ask for quiet.

@@ -80,7 +80,7 @@ pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result
         system: &imported.system,
         envelope_ns: 1_000_000_000,
     })?;
-    store.checkpoint(id, &threads, &[], &[])?;
+    store.checkpoint(id, &threads, &[], &[], &[])?;
     store.finish(id, RunStatus::Complete, &warnings)?;
     Ok(id)
 }

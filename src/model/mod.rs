@@ -3,6 +3,7 @@
 //! of the data path can depend on it and on nothing of each other.
 
 mod envelope;
+mod interference;
 mod load;
 mod metric;
 mod params;
@@ -11,6 +12,7 @@ mod status;
 mod system;
 
 pub use envelope::EnvPoint;
+pub use interference::{attribute, stolen, CpuInterval, StealFinding};
 pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
 pub use params::{ImportedParams, MeasuredParams, Policy, RunParams};

@@ -58,13 +58,21 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
                 svg: histogram::render(&title, &r.data.total, axes, PALETTE[color(r.label()) % PALETTE.len()]),
             });
             let interval_s = r.data.header.envelope_ns.max(1) as f64 / 1e9;
+            let steal = r.steal_marks();
             let (caption, svg) = match &r.raw {
                 Some(raw) => {
-                    (format!("{title}: latency over time, every sample"), scatter::render_samples(&title, raw))
+                    (format!("{title}: latency over time, every sample"), scatter::render_samples(&title, raw, &steal))
                 }
                 None => (
                     format!("{title}: latency over time, min–max band and mean per {}", crate::units::span(interval_s)),
-                    scatter::render(&title, &r.envelope, interval_s),
+                    scatter::render(&title, &r.envelope, interval_s, &steal),
+                ),
+            };
+            let caption = match steal.len() {
+                0 => caption,
+                n => format!(
+                    "{caption}; shaded: {n} intervals in which the hypervisor took a measured CPU away ({} where it alone explains the largest latency)",
+                    steal.iter().filter(|m| m.explains).count()
                 ),
             };
             figs.push(Figure { name: format!("run{}-scatter", r.data.header.id), caption, svg });

@@ -1,10 +1,13 @@
 //! Which runs a report or comparison covers, read from the store.
 
+use std::collections::BTreeMap;
+
 use anyhow::Result;
 
+use super::figures::scatter::StealMark;
 use super::{ProbeNote, Run};
 use crate::invalid;
-use crate::model::EnvPoint;
+use crate::model::{stolen, CpuInterval, EnvPoint};
 use crate::store::Store;
 
 /// One run with what the figures need beside its statistics.
@@ -12,12 +15,36 @@ pub struct RunView {
     pub data: Run,
     /// Per thread, its envelope in time order.
     pub envelope: Vec<(u32, Vec<EnvPoint>)>,
+    /// What happened on the measured CPUs per interval (steal, interrupts).
+    pub activity: Vec<CpuInterval>,
     /// Per thread, every sample (time offset, latency) — only for runs short enough that the
     /// store kept them all.
     pub raw: Option<Vec<crate::model::ThreadSamples>>,
 }
 
 impl RunView {
+    /// The intervals in which the hypervisor took a measured CPU away, in time order.
+    pub fn steal_marks(&self) -> Vec<StealMark> {
+        let interval_s = self.data.header.envelope_ns.max(1) as f64 / 1e9;
+        let cpu_of = |thread: u32| self.data.threads.iter().find(|t| t.thread == thread).and_then(|t| t.cpu);
+        let mut marks: BTreeMap<u64, StealMark> = BTreeMap::new();
+        for a in self.activity.iter().filter(|a| a.steal_ns > 0) {
+            let explains = self.envelope.iter().filter(|(t, _)| cpu_of(*t) == Some(a.cpu)).any(|(_, pts)| {
+                pts.binary_search_by_key(&a.index, |p| p.index).is_ok_and(|i| stolen(&pts[i], a.steal_ns))
+            });
+            let start_s = a.index as f64 * interval_s;
+            let m = marks.entry(a.index).or_insert(StealMark {
+                start_s,
+                end_s: start_s + interval_s,
+                stolen_ms: 0.0,
+                explains: false,
+            });
+            m.stolen_ms += a.steal_ns as f64 / 1e6;
+            m.explains |= explains;
+        }
+        marks.into_values().collect()
+    }
+
     pub fn label(&self) -> &str {
         &self.data.header.label
     }
@@ -84,7 +111,8 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote])
         let raw = store.raw_samples(id)?;
         let complete = !raw.is_empty()
             && data.threads.iter().all(|t| raw.iter().any(|(n, v)| *n == t.thread && v.len() as u64 == t.stats.count));
-        out.push(RunView { data, envelope, raw: complete.then_some(raw) });
+        let activity = store.cpu_activity(id)?;
+        out.push(RunView { data, envelope, activity, raw: complete.then_some(raw) });
     }
     // Reports read by label, then probe in registry order, then idle before loaded.
     let probe_rank = |p: &str| probes.iter().position(|x| x.name == p).unwrap_or(usize::MAX);

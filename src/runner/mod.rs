@@ -2,6 +2,7 @@
 //! change, the wait), measuring threads, and [`Sink`]s that take the checkpoints. Set up, start
 //! threads, checkpoint every second, stop on time, loop count or signal, save, restore.
 
+mod cpuwatch;
 mod live;
 pub mod rt;
 pub mod session;
@@ -19,7 +20,10 @@ pub use session::{Ended, Guard, Session};
 
 use crate::config::RunConfig;
 use crate::load::{CpuSample, LoadSession};
-use crate::model::{EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, ThreadResult};
+use crate::model::{
+    attribute, CpuInterval, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, StealFinding,
+    ThreadResult,
+};
 use crate::probe::ThreadCtx;
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::recorder::{self, Buffer, Collector};
@@ -160,7 +164,21 @@ fn drive(
     if let Some(live) = live {
         sinks.push(Box::new(LiveSink(live)));
     }
-    let mut run = Flow { totals, sinks, envelope: Vec::new(), started, duration: cfg.duration };
+    // Synthetic samples keep a clock of their own: nothing on a real CPU lines up with them.
+    let cpus: Vec<u32> = cfg.threads.iter().filter_map(|t| t.cpu).map(|c| c as u32).collect();
+    let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.envelope_ns));
+    let history = vec![Vec::new(); totals.len()];
+    let mut run = Flow {
+        totals,
+        sinks,
+        envelope: Vec::new(),
+        started,
+        duration: cfg.duration,
+        start_ns,
+        watch,
+        activity: Vec::new(),
+        history,
+    };
     let mut last_collect = Instant::now();
     let mut last_checkpoint = Instant::now();
     let ended = session.wait(
@@ -169,6 +187,7 @@ fn drive(
         POLL,
         || handles.iter().all(|h| h.is_finished()),
         || {
+            run.watch_tick();
             run.drain_samples()?;
             if last_collect.elapsed() >= collect_every {
                 last_collect = Instant::now();
@@ -217,7 +236,17 @@ fn drive(
         run.merge(i, last)?;
     }
     run.progress()?;
+    // The threads have ended: the interval of their last samples closes now.
+    run.watch_tick();
+    if let Some(w) = run.watch.as_mut() {
+        w.finish();
+    }
     run.checkpoint()?;
+    for finding in run.steal() {
+        let w = finding.warning();
+        eprintln!("rtbench: WARNING: {w}");
+        warnings.push(w);
+    }
     drop(run);
     if let Some(report) = load_report {
         store.set_load(id, &LoadRecord::Measured(report))?;
@@ -246,9 +275,30 @@ struct Flow<'s> {
     envelope: Vec<(u32, EnvPoint)>,
     started: Instant,
     duration: Option<Duration>,
+    /// CLOCK_MONOTONIC ns the threads' time offsets count from.
+    start_ns: u64,
+    /// Interference on the measured CPUs; `None` for synthetic samples.
+    watch: Option<cpuwatch::CpuWatch>,
+    /// Every interval the watch read, and every envelope point per thread: to tell at the end
+    /// which latencies steal time explains.
+    activity: Vec<CpuInterval>,
+    history: Vec<Vec<EnvPoint>>,
 }
 
 impl Flow<'_> {
+    fn watch_tick(&mut self) {
+        if let Some(w) = self.watch.as_mut() {
+            w.tick(sys::now_ns().saturating_sub(self.start_ns));
+        }
+    }
+
+    /// What steal time did on each measured CPU, over the whole run.
+    fn steal(&self) -> Vec<StealFinding> {
+        let threads: Vec<(Option<u32>, &[EnvPoint])> =
+            self.totals.iter().zip(&self.history).map(|(t, h)| (t.cpu.map(|c| c as u32), h.as_slice())).collect();
+        attribute(&threads, &self.activity)
+    }
+
     /// Hands the raw samples every thread has passed over so far to the sinks.
     fn drain_samples(&mut self) -> Result<()> {
         for i in 0..self.totals.len() {
@@ -295,6 +345,9 @@ impl Flow<'_> {
             t.last = buf.last;
         }
         self.envelope.extend(buf.envelope.iter().map(|p| (t.index as u32, *p)));
+        if self.watch.is_some() {
+            self.history[i].extend_from_slice(&buf.envelope);
+        }
         t.collector.recycle(buf);
         self.drain_thread(i)
     }
@@ -318,11 +371,13 @@ impl Flow<'_> {
             .iter()
             .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
             .collect();
-        let cp = Checkpoint { threads: &threads, envelope: &self.envelope };
+        let activity = self.watch.as_mut().map(|w| w.take()).unwrap_or_default();
+        let cp = Checkpoint { threads: &threads, envelope: &self.envelope, activity: &activity };
         for s in &mut self.sinks {
             s.checkpoint(&cp)?;
         }
         self.envelope.clear();
+        self.activity.extend(activity);
         Ok(())
     }
 }

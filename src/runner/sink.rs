@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::live::{Live, Row};
-use crate::model::{EnvPoint, ThreadResult};
+use crate::model::{CpuInterval, EnvPoint, ThreadResult};
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::store::{RawBatch, Store};
 
@@ -21,6 +21,8 @@ pub struct Checkpoint<'a> {
     pub threads: &'a [ThreadResult],
     /// Envelope intervals completed since the last checkpoint.
     pub envelope: &'a [(u32, EnvPoint)],
+    /// What happened on the measured CPUs in intervals read since the last checkpoint.
+    pub activity: &'a [CpuInterval],
 }
 
 /// What the runner knows between checkpoints, for displays.
@@ -89,7 +91,7 @@ impl Sink for StoreSink<'_> {
             .iter()
             .map(|r| RawBatch { thread: r.thread, first_seq: r.kept - r.pending.len() as u64, samples: &r.pending })
             .collect();
-        self.store.checkpoint(self.id, cp.threads, cp.envelope, &raw)?;
+        self.store.checkpoint(self.id, cp.threads, cp.envelope, &raw, cp.activity)?;
         for r in &mut self.raw {
             r.pending.clear();
         }

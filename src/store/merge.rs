@@ -65,6 +65,11 @@ impl Store {
                 "INSERT INTO main.samples SELECT ?2, thread, seq, t_ns, latency_ns FROM other.samples WHERE run_id = ?1",
                 params![old, new],
             )?;
+            tx.execute(
+                "INSERT INTO main.cpu_activity SELECT ?2, cpu, idx, steal_ns, irq_ns, softirq_ns, interrupts, context_switches
+                 FROM other.cpu_activity WHERE run_id = ?1",
+                params![old, new],
+            )?;
         }
         tx.commit()?;
         Ok((ids.len(), total as usize - ids.len()))

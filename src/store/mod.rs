@@ -14,7 +14,8 @@ pub use schema::SCHEMA_VERSION;
 
 use crate::error::InputError;
 use crate::model::{
-    EnvPoint, LoadRecord, Metric, Run, RunHeader, RunParams, RunStatus, SystemSnapshot, ThreadResult, ThreadSamples,
+    CpuInterval, EnvPoint, LoadRecord, Metric, Run, RunHeader, RunParams, RunStatus, SystemSnapshot, ThreadResult,
+    ThreadSamples,
 };
 use crate::stats::Stats;
 
@@ -171,6 +172,7 @@ impl Store {
         threads: &[ThreadResult],
         envelope: &[(u32, EnvPoint)],
         raw: &[RawBatch],
+        activity: &[CpuInterval],
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
@@ -217,6 +219,22 @@ impl Store {
                 for (i, (t, lat)) in b.samples.iter().enumerate() {
                     put.execute(params![id, b.thread, (b.first_seq + i as u64) as i64, *t as i64, *lat as i64])?;
                 }
+            }
+            let mut act = tx.prepare_cached(
+                "INSERT OR REPLACE INTO cpu_activity (run_id, cpu, idx, steal_ns, irq_ns, softirq_ns, interrupts, context_switches)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for a in activity {
+                act.execute(params![
+                    id,
+                    a.cpu,
+                    a.index as i64,
+                    a.steal_ns as i64,
+                    a.irq_ns as i64,
+                    a.softirq_ns as i64,
+                    a.interrupts as i64,
+                    a.context_switches.map(|n| n as i64)
+                ])?;
             }
             tx.execute("UPDATE runs SET checkpoint = ?2 WHERE id = ?1", params![id, crate::timefmt::now_rfc3339()])?;
         }
@@ -298,6 +316,28 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// What happened on a run's measured CPUs, per CPU, in time order.
+    pub fn cpu_activity(&self, id: i64) -> Result<Vec<CpuInterval>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT cpu, idx, steal_ns, irq_ns, softirq_ns, interrupts, context_switches FROM cpu_activity
+             WHERE run_id = ?1 ORDER BY cpu, idx",
+        )?;
+        let rows = stmt
+            .query_map([id], |r| {
+                Ok(CpuInterval {
+                    cpu: r.get(0)?,
+                    index: r.get::<_, i64>(1)? as u64,
+                    steal_ns: r.get::<_, i64>(2)? as u64,
+                    irq_ns: r.get::<_, i64>(3)? as u64,
+                    softirq_ns: r.get::<_, i64>(4)? as u64,
+                    interrupts: r.get::<_, i64>(5)? as u64,
+                    context_switches: r.get::<_, Option<i64>>(6)?.map(|n| n as u64),
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
     }
 
     /// One run's envelope, per thread, in time order.

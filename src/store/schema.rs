@@ -65,6 +65,20 @@ CREATE TABLE samples (
 ALTER TABLE runs ADD COLUMN unit TEXT NOT NULL DEFAULT 'ns';
 ALTER TABLE runs ADD COLUMN better TEXT NOT NULL DEFAULT 'smaller' CHECK (better IN ('smaller','bigger'));
 "#,
+    r#"
+-- v4: what happened on each measured CPU per envelope interval besides our threads.
+CREATE TABLE cpu_activity (
+    run_id           INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    cpu              INTEGER NOT NULL,
+    idx              INTEGER NOT NULL,       -- envelope interval number since start
+    steal_ns         INTEGER NOT NULL,
+    irq_ns           INTEGER NOT NULL,
+    softirq_ns       INTEGER NOT NULL,
+    interrupts       INTEGER NOT NULL,
+    context_switches INTEGER,                -- NULL where the kernel keeps no schedstats
+    PRIMARY KEY (run_id, cpu, idx)
+) WITHOUT ROWID;
+"#,
 ];
 
 /// The schema version this binary writes.

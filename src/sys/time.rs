@@ -25,3 +25,14 @@ pub fn sleep_until(deadline_ns: u64) {
         }
     }
 }
+
+/// Clock ticks per second of the counters in /proc/stat (USER_HZ).
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let n = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if n > 0 {
+        n as u64
+    } else {
+        100
+    }
+}

@@ -11,3 +11,4 @@ mod report;
 mod samplelog;
 mod signals;
 mod snapshot;
+mod steal;

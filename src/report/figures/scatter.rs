@@ -8,6 +8,57 @@ use crate::units::fmt_us;
 
 const COLUMNS: usize = 1200;
 
+/// An interval in which the hypervisor took a measured CPU away (steal time).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StealMark {
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Steal over the measured CPUs in the interval.
+    pub stolen_ms: f64,
+    /// Steal was at least the interval's largest latency on its CPU: it alone can explain it.
+    pub explains: bool,
+}
+
+/// Shades the intervals with steal under the data, darker where steal explains the interval's
+/// maximum; neighbours merge so a day-long run draws at most `COLUMNS` bands.
+fn shade_steal(svg: &mut Svg, plot: &Plot, marks: &[StealMark], div: f64) -> Option<(String, String, String)> {
+    if marks.is_empty() {
+        return None;
+    }
+    let width_s = plot_span_s(plot, div) / COLUMNS as f64;
+    let mut bands: Vec<StealMark> = Vec::new();
+    for m in marks {
+        match bands.last_mut() {
+            Some(b) if m.start_s - b.end_s < width_s && b.explains == m.explains => {
+                b.end_s = m.end_s;
+                b.stolen_ms += m.stolen_ms;
+            }
+            _ => bands.push(*m),
+        }
+    }
+    svg.raw(r#"<g class="steal">"#);
+    for b in &bands {
+        let right = plot.left + plot.width;
+        let (x0, x1) = (plot.px(b.start_s / div).min(right), plot.px(b.end_s / div).min(right));
+        let opacity = if b.explains { 0.35 } else { 0.15 };
+        svg.raw(&format!(
+            r##"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#ff7f0e" fill-opacity="{opacity}"><title>steal {:.0} ms</title></rect>"##,
+            plot.top,
+            (x1 - x0).max(0.8),
+            plot.height,
+            b.stolen_ms
+        ));
+    }
+    svg.raw("</g>");
+    Some(("#ff7f0e".into(), String::new(), "hypervisor steal (dark: explains the max)".into()))
+}
+
+fn plot_span_s(plot: &Plot, div: f64) -> f64 {
+    match plot.x {
+        Scale::Linear { min, max } | Scale::Log { min, max } => (max - min) * div,
+    }
+}
+
 /// Merges consecutive points so at most `COLUMNS` remain.
 pub fn decimate(points: &[EnvPoint]) -> Vec<EnvPoint> {
     if points.len() <= COLUMNS {
@@ -43,7 +94,7 @@ fn frame(svg: &mut Svg, title: &str, lo_us: f64, hi_us: f64, tmax_s: f64) -> (Pl
 }
 
 /// Every sample as a dot, for runs short enough that the store kept them all.
-pub fn render_samples(title: &str, threads: &[crate::model::ThreadSamples]) -> String {
+pub fn render_samples(title: &str, threads: &[crate::model::ThreadSamples], steal: &[StealMark]) -> String {
     let mut svg = Svg::new(560.0, 340.0);
     let all = threads.iter().flat_map(|t| t.1.iter());
     let (mut lo, mut hi, mut tmax) = (f64::INFINITY, 0.0f64, 0.0f64);
@@ -53,7 +104,7 @@ pub fn render_samples(title: &str, threads: &[crate::model::ThreadSamples]) -> S
         tmax = tmax.max(t as f64 / 1e9);
     }
     let (plot, div) = frame(&mut svg, title, lo, hi, tmax);
-    let mut legend = Vec::new();
+    let mut legend: Vec<(String, String, String)> = shade_steal(&mut svg, &plot, steal, div).into_iter().collect();
     for (i, (thread, pts)) in threads.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         for &(t, lat) in pts {
@@ -70,7 +121,7 @@ pub fn render_samples(title: &str, threads: &[crate::model::ThreadSamples]) -> S
 }
 
 /// `threads`: per thread, its envelope in time order. `interval_s`: seconds per envelope index.
-pub fn render(title: &str, threads: &[(u32, Vec<EnvPoint>)], interval_s: f64) -> String {
+pub fn render(title: &str, threads: &[(u32, Vec<EnvPoint>)], interval_s: f64, steal: &[StealMark]) -> String {
     let mut svg = Svg::new(560.0, 340.0);
     let all = threads.iter().flat_map(|t| t.1.iter());
     let (mut lo, mut hi, mut tmax) = (f64::INFINITY, 0.0f64, 0.0f64);
@@ -80,7 +131,7 @@ pub fn render(title: &str, threads: &[(u32, Vec<EnvPoint>)], interval_s: f64) ->
         tmax = tmax.max((p.index + 1) as f64 * interval_s);
     }
     let (plot, div) = frame(&mut svg, title, lo, hi, tmax);
-    let mut legend = Vec::new();
+    let mut legend: Vec<(String, String, String)> = shade_steal(&mut svg, &plot, steal, div).into_iter().collect();
     for (i, (thread, pts)) in threads.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let pts = decimate(pts);

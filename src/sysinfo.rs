@@ -70,12 +70,20 @@ fn cpu_model() -> (Option<String>, Option<f64>) {
     (field("model name"), field("cpu MHz").and_then(|m| m.parse().ok()))
 }
 
+/// RT throttling as the kernel has it now.
+pub fn rt_throttling() -> RtThrottling {
+    let number = |path: &str| read(path).and_then(|s| s.parse::<i64>().ok());
+    RtThrottling {
+        sched_rt_runtime_us: number("/proc/sys/kernel/sched_rt_runtime_us"),
+        sched_rt_period_us: number("/proc/sys/kernel/sched_rt_period_us"),
+    }
+}
+
 /// Everything the report shows about the machine a run is made on. The runner adds whether
 /// it held `/dev/cpu_dma_latency`.
 pub fn snapshot() -> SystemSnapshot {
     let version = read("/proc/sys/kernel/version").unwrap_or_default();
     let (cpu_model, cpu_mhz) = cpu_model();
-    let number = |path: &str| read(path).and_then(|s| s.parse::<i64>().ok());
     SystemSnapshot {
         hostname: Some(hostname()),
         kernel_release: read("/proc/sys/kernel/osrelease"),
@@ -88,10 +96,7 @@ pub fn snapshot() -> SystemSnapshot {
         cpus_isolated: read("/sys/devices/system/cpu/isolated"),
         clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         cpufreq_governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        rt_throttling: RtThrottling {
-            sched_rt_runtime_us: number("/proc/sys/kernel/sched_rt_runtime_us"),
-            sched_rt_period_us: number("/proc/sys/kernel/sched_rt_period_us"),
-        },
+        rt_throttling: rt_throttling(),
         cpu_dma_latency_held: None,
     }
 }

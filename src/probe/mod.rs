@@ -4,6 +4,7 @@
 
 mod flags;
 mod gtod;
+mod noise;
 mod pingpong;
 mod response;
 mod synthetic;
@@ -149,7 +150,8 @@ pub fn stored<T: serde::Serialize>(value: &T) -> Map<String, Value> {
 }
 
 /// Every probe rtbench knows, in the order the study runs them and reports list them.
-pub static REGISTRY: &[ProbeInfo] = &[timer::INFO, gtod::INFO, pingpong::INFO, response::INFO, synthetic::INFO];
+pub static REGISTRY: &[ProbeInfo] =
+    &[timer::INFO, gtod::INFO, pingpong::INFO, response::INFO, noise::INFO, synthetic::INFO];
 
 /// A probe's registry entry by name.
 pub fn info(name: &str) -> Option<&'static ProbeInfo> {

@@ -132,3 +132,37 @@ fn store_path_follows_xdg_data_home() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(lab.dir.path().join("rtbench/rtbench.db").is_file());
 }
+
+#[test]
+fn noise_counts_every_gap_above_its_threshold_and_the_share_of_the_cpu_left() {
+    let lab = Lab::new();
+    lab.ok(&["noise", "-t", "1", "-a", "0", "--threshold", "2", "-D", "2s", "-q"]);
+    let id = lab.last_run();
+    let doc = lab.export_json(id);
+    assert_valid_export(&doc);
+    let p = &doc["run"]["params"];
+    assert_eq!(p["threshold_ns"], 2000);
+    let t = &doc["threads"][0];
+    if t["count"].as_u64().unwrap() > 0 {
+        assert!(t["min_ns"].as_u64().unwrap() > 2000, "only gaps above the threshold are samples: {t}");
+    }
+    let noise = &p["noise"][0];
+    let measured = noise["measured_ns"].as_u64().unwrap();
+    assert!(measured > 1_000_000_000 && measured <= 2_500_000_000, "about 2 s watched, pauses left out: {noise}");
+    // The noise total and the envelope's sums count the same gaps.
+    let db = rusqlite::Connection::open(lab.db()).unwrap();
+    let env_sum: i64 =
+        db.query_row("SELECT coalesce(sum(sum_ns), 0) FROM envelope WHERE run_id = ?1", [id], |r| r.get(0)).unwrap();
+    assert_eq!(noise["noise_ns"].as_i64().unwrap(), env_sum);
+    let avail = noise["available_percent"].as_f64().unwrap();
+    let expect = 100.0 * (1.0 - env_sum as f64 / measured as f64);
+    assert!((avail - expect).abs() < 1e-9, "{avail} vs {expect}");
+    // Pauses exactly when RT throttling would otherwise stop a busy FIFO thread.
+    let throttling = &doc["run"]["system"]["rt_throttling"];
+    let (runtime, period) =
+        (throttling["sched_rt_runtime_us"].as_i64().unwrap(), throttling["sched_rt_period_us"].as_i64().unwrap());
+    let throttled = runtime >= 0 && runtime < period;
+    assert_eq!(p["throttling_pauses"].is_string(), throttled, "{p}");
+    assert_eq!(noise["pauses"].as_u64().unwrap() > 0, throttled, "{noise}");
+    assert_rejected(&lab.run(&["noise", "--threshold", "0"]), "at least 1");
+}

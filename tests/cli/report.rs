@@ -246,7 +246,7 @@ fn a_short_study_stores_every_cell_and_reports_it() {
     ]);
     // The study's cells come from the probe registry: every probe with a study entry, idle and loaded.
     let probes: Vec<&str> = rtbench::probe::REGISTRY.iter().filter(|p| p.study.is_some()).map(|p| p.name).collect();
-    assert_eq!(probes, ["timer", "gtod", "pingpong", "response"], "the probes the seed study runs");
+    assert_eq!(probes, ["timer", "gtod", "pingpong", "response", "noise"], "the probes the seed study runs");
     let n = 2 * probes.len();
     assert!(said.contains(&format!("cell {n} of {n}")), "{said}");
     assert!(said.contains("Appendix III"), "{said}");

@@ -1,0 +1,166 @@
+//! `noise`: what osnoise and oslat measure. A pinned FIFO thread reads the clock in a tight
+//! loop; every gap between two reads longer than a threshold is time the CPU was taken from it
+//! (an interrupt, a softirq, another task, the hypervisor) and is one sample. The envelope's sum
+//! per interval is the noise per second; the run says how much of the CPU was left.
+//!
+//! A FIFO thread that never sleeps is stopped by RT throttling (sched_rt_runtime_us) for the
+//! rest of each period, which would read as noise. Where throttling is on, the thread pauses on
+//! a schedule that stays under its budget in any period, and the pauses are not counted.
+
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use crate::model::Metric;
+use crate::sys;
+
+pub const INFO: ProbeInfo = ProbeInfo {
+    name: "noise",
+    help: "OS noise (osnoise, oslat): gaps in a busy clock-reading loop on a pinned FIFO thread, the floor no latency beats",
+    synthetic: false,
+    metric: Metric::LATENCY,
+    default_threads: DefaultThreads::PerCpu,
+    default_loops: None,
+    count_flag: None,
+    flags: &[Flag::new("threshold", Kind::PositiveUs, "Gaps longer than this count as noise, in µs")
+        .value_name("US")
+        .default("1")],
+    supported: anywhere,
+    build,
+    serve: None,
+    study: Some(|_, _| {}),
+};
+
+/// The throttling-proof pause schedule repeats every this long, or a tenth of the throttling
+/// period if that is shorter.
+const WINDOW_NS: u64 = 10_000_000;
+
+/// Stored with the run.
+#[derive(Serialize)]
+struct Params {
+    threshold_ns: u64,
+    /// How the thread stays clear of RT throttling, in words; `None` when throttling is off.
+    throttling_pauses: Option<String>,
+}
+
+/// Busy time and pause per window, when RT throttling would otherwise stop the thread.
+fn pause_schedule(runtime_us: Option<i64>, period_us: Option<i64>) -> Option<(u64, u64)> {
+    let (runtime, period) = (runtime_us?, period_us?);
+    if runtime < 0 || period <= 0 || runtime >= period {
+        return None;
+    }
+    // Busy for 90 % of the budget's share of each window: even with one more burst than whole
+    // windows fit in a period, whatever the phase, the thread stays under its budget.
+    // A period holds at least ten windows, so the extra burst costs at most a tenth.
+    let window = WINDOW_NS.min(period as u64 * 100);
+    let share = runtime as f64 / period as f64 * 0.9;
+    let busy = ((window as f64 * share) as u64).min(window.saturating_sub(100_000));
+    Some((busy, window - busy))
+}
+
+fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
+    let threshold_ns = args.number("threshold").unwrap_or(1) * 1000;
+    let t = crate::sysinfo::rt_throttling();
+    let schedule = pause_schedule(t.sched_rt_runtime_us, t.sched_rt_period_us);
+    let params = Params {
+        threshold_ns,
+        throttling_pauses: schedule.map(|(busy, pause)| {
+            format!(
+                "RT throttling allows {} of {} µs: the thread pauses {} µs after every {} µs; pauses are not noise",
+                t.sched_rt_runtime_us.unwrap_or(0),
+                t.sched_rt_period_us.unwrap_or(0),
+                pause / 1000,
+                busy / 1000
+            )
+        }),
+    };
+    let probe = Noise { threshold_ns, schedule, findings: Mutex::new(Vec::new()) };
+    Ok(Built { probe: Arc::new(probe), params: stored(&params) })
+}
+
+struct Noise {
+    threshold_ns: u64,
+    schedule: Option<(u64, u64)>,
+    findings: Mutex<Vec<ThreadNoise>>,
+}
+
+/// One thread's account: how long it watched, how much of that was noise.
+#[derive(Serialize)]
+struct ThreadNoise {
+    thread: usize,
+    measured_ns: u64,
+    noise_ns: u64,
+    /// The share of the CPU the thread had, as osnoise's %available.
+    available_percent: f64,
+    pauses: u64,
+}
+
+/// Stored beside the parameters as `noise`: one entry per thread.
+#[derive(Serialize)]
+struct Findings<'a> {
+    noise: &'a [ThreadNoise],
+}
+
+impl Probe for Noise {
+    fn step_ns(&self) -> u64 {
+        0
+    }
+
+    fn run(&self, ctx: &mut ThreadCtx) {
+        let (mut measured, mut noise, mut pauses, mut taken) = (0u64, 0u64, 0u64, 0u64);
+        let mut prev = sys::now_ns();
+        let mut burst = prev;
+        while taken < ctx.loops && !ctx.stopped() {
+            let now = sys::now_ns();
+            let gap = now - prev;
+            if gap > self.threshold_ns {
+                ctx.rec.record(prev - ctx.start_ns, gap);
+                noise += gap;
+                taken += 1;
+            }
+            prev = now;
+            if let Some((busy, pause)) = self.schedule {
+                if now - burst >= busy {
+                    measured += now - burst;
+                    sys::sleep_until(now + pause);
+                    pauses += 1;
+                    prev = sys::now_ns();
+                    burst = prev;
+                }
+            }
+        }
+        measured += prev - burst;
+        let available_percent = if measured == 0 { 0.0 } else { (1.0 - noise as f64 / measured as f64) * 100.0 };
+        let mut f = self.findings.lock().unwrap_or_else(|e| e.into_inner());
+        f.push(ThreadNoise { thread: ctx.index, measured_ns: measured, noise_ns: noise, available_percent, pauses });
+        f.sort_by_key(|t| t.thread);
+    }
+
+    fn findings(&self) -> serde_json::Map<String, serde_json::Value> {
+        stored(&Findings { noise: &self.findings.lock().unwrap_or_else(|e| e.into_inner()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pause_schedule_stays_under_any_throttling_budget() {
+        assert_eq!(pause_schedule(Some(-1), Some(1_000_000)), None, "throttling off");
+        assert_eq!(pause_schedule(Some(1_000_000), Some(1_000_000)), None, "a budget of the whole period");
+        assert_eq!(pause_schedule(None, Some(1_000_000)), None);
+        for (runtime, period) in
+            [(950_000, 1_000_000), (500_000, 1_000_000), (999_000, 1_000_000), (95_000, 100_000), (5_000, 10_000)]
+        {
+            let (busy, pause) = pause_schedule(Some(runtime), Some(period)).unwrap();
+            let window = busy + pause;
+            assert!(window <= WINDOW_NS && pause >= 100_000);
+            // The most a thread can run in any period: as many bursts as whole windows, plus one.
+            let worst = (period as u64 * 1000 / window + 1) * busy;
+            assert!(worst <= runtime as u64 * 1000, "{runtime}/{period}: {busy} busy per window runs {worst} ns");
+        }
+    }
+}

@@ -118,19 +118,7 @@ pub struct RunConfig {
 impl RunConfig {
     /// Checks `opts`, resolves the loop count and builds the probe from its flags.
     pub fn new(info: &'static ProbeInfo, args: &ProbeArgs, opts: &RunOptions) -> Result<RunConfig> {
-        let online = crate::sysinfo::online_cpus();
-        let cpus = match &opts.affinity {
-            None => online.clone(),
-            Some(list) => {
-                let cpus = crate::sysinfo::parse_cpu_list(list)
-                    .filter(|c| !c.is_empty())
-                    .ok_or_else(|| invalid!("--affinity '{list}' is not a CPU list; use e.g. 0-3,6"))?;
-                if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
-                    return Err(invalid!("--affinity: CPU {bad} is not online; online CPUs are {online:?}"));
-                }
-                cpus
-            }
-        };
+        let cpus = cpu_list(opts.affinity.as_deref(), "--affinity")?;
         let n = match (opts.threads, info.default_threads) {
             (Some(0), _) | (None, DefaultThreads::PerCpu) => cpus.len(),
             (Some(n), _) => n as usize,
@@ -197,6 +185,19 @@ impl RunConfig {
             probe: self.probe_params.clone(),
         }
     }
+}
+
+/// The CPUs a `flag` names, all online ones when it is not given; each must be online.
+pub fn cpu_list(given: Option<&str>, flag: &str) -> Result<Vec<usize>> {
+    let online = crate::sysinfo::online_cpus();
+    let Some(list) = given else { return Ok(online) };
+    let cpus = crate::sysinfo::parse_cpu_list(list)
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| invalid!("{flag} '{list}' is not a CPU list; use e.g. 0-3,6"))?;
+    if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
+        return Err(invalid!("{flag}: CPU {bad} is not online; online CPUs are {online:?}"));
+    }
+    Ok(cpus)
 }
 
 /// The load options a user gave, with their defaults filled in.

@@ -98,6 +98,7 @@ pub fn snapshot() -> SystemSnapshot {
         cpufreq_governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         rt_throttling: rt_throttling(),
         cpu_dma_latency_held: None,
+        audit: None,
     }
 }
 

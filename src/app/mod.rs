@@ -40,6 +40,17 @@ fn command(cmd: Command) -> Result<i32> {
     match cmd {
         Command::Load(a) => load::run(a),
         Command::Study(a) => study::run(a),
+        Command::Audit(a) => {
+            let cpus = crate::config::cpu_list(a.cpus.as_deref(), "--cpus")?;
+            let findings = crate::audit::run(&cpus);
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&json!({ "cpus": cpus, "findings": findings }))?);
+            } else {
+                print!("{}", crate::audit::render(&findings));
+            }
+            let bad = findings.iter().any(|f| f.severity == crate::model::Severity::Bad);
+            Ok(if a.strict && bad { 1 } else { 0 })
+        }
         Command::Report(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let started = std::time::Instant::now();

@@ -25,6 +25,8 @@ pub struct Cli {
 pub enum Command {
     /// The seed study in one command: every probe idle and loaded, then the report.
     Study(StudyArgs),
+    /// Is this machine ready for real time? Every setting that spoils latency, with evidence and fix.
+    Audit(AuditArgs),
     /// Draw stored runs: figures, tables and index.html.
     Report(ReportArgs),
     /// Ratios of one label against a baseline; exit 1 when --fail-if holds.
@@ -82,6 +84,19 @@ pub struct StudyArgs {
     pub load_args: LoadArgs,
     #[command(flatten)]
     pub db: DbArg,
+}
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// The CPUs that will measure, e.g. 1-3 [default: all online]
+    #[arg(long, value_name = "CPUS")]
+    pub cpus: Option<String>,
+    /// Print JSON (schema: schema/audit.schema.json) instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 1 when any finding is bad
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Args, Debug)]

@@ -2,6 +2,7 @@
 //! the exports read it. Nothing here measures, parses flags or touches SQLite, so every side
 //! of the data path can depend on it and on nothing of each other.
 
+mod audit;
 mod envelope;
 mod interference;
 mod load;
@@ -11,6 +12,7 @@ mod run;
 mod status;
 mod system;
 
+pub use audit::{Evidence, Finding, Severity};
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, CpuInterval, StealFinding};
 pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};

@@ -60,4 +60,7 @@ pub struct SystemSnapshot {
     pub rt_throttling: RtThrottling,
     /// Whether the run held `/dev/cpu_dma_latency` at 0 (unknown for imports).
     pub cpu_dma_latency_held: Option<bool>,
+    /// `rtbench audit` of the measured CPUs when the run began (absent in older runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<Vec<super::Finding>>,
 }

@@ -189,6 +189,10 @@ pub fn html(runs: &[RunView], figs: &[Figure], notes: &[ProbeNote]) -> String {
     for label in &labels {
         if let Some(r) = runs.iter().rev().find(|r| r.label() == label) {
             b.push_str(&system_html(label, &r.data.header.system));
+            if let Some(findings) = &r.data.header.system.audit {
+                let _ = write!(b, "<h4>audit of run {} when it began</h4>", r.data.header.id);
+                b.push_str(&tables::audit(findings));
+            }
         }
     }
     TEMPLATE.replace("{{title}}", &esc(&format!("rtbench report: {}", labels.join(" vs ")))).replace("{{body}}", &b)

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::figures::load_name;
 use super::select::RunView;
 use super::svg::esc;
-use crate::model::RunStatus;
+use crate::model::{Finding, RunStatus};
 use crate::stats::Stats;
 use crate::units::{fmt_ns_as_us as us, fmt_us};
 
@@ -134,6 +134,28 @@ pub fn rule_of_thumb(r: &RunView) -> Option<(f64, String)> {
         format!("exceeds: max {} µs is {:.1}× the {} µs budget", fmt_us(max), max / budget, fmt_us(budget))
     };
     Some((budget, verdict))
+}
+
+/// `rtbench audit`'s findings, the worst first: what stands, and the fix.
+pub fn audit(findings: &[Finding]) -> String {
+    let mut sorted: Vec<&Finding> = findings.iter().collect();
+    sorted.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let mut out = String::from(
+        r#"<table class="sys audit"><tr><th>severity</th><th>check</th><th>finding</th><th>fix</th></tr>"#,
+    );
+    for f in sorted {
+        let evidence: Vec<String> = f.evidence.iter().map(|e| format!("{}: {}", e.source, e.value)).collect();
+        let _ = write!(
+            out,
+            r#"<tr><td class="sev-{sev}">{sev}</td><td>{}</td><td title="{}">{}</td><td>{}</td></tr>"#,
+            esc(&f.check),
+            esc(&evidence.join("\n")),
+            esc(&f.summary),
+            esc(f.fix.as_deref().unwrap_or("")),
+            sev = f.severity.as_str()
+        );
+    }
+    out + "</table>"
 }
 
 pub fn rules(runs: &[RunView]) -> String {

@@ -94,6 +94,12 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     };
     let mut system = crate::sysinfo::snapshot();
     system.cpu_dma_latency_held = Some(grant.dma_latency_held);
+    if !cfg.info.synthetic {
+        let mut cpus: Vec<usize> = cfg.threads.iter().filter_map(|t| t.cpu).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        system.audit = Some(crate::audit::run(&cpus));
+    }
     let id = store.begin(&NewRun {
         label: &cfg.label,
         probe: cfg.info.name,

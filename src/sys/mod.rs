@@ -3,6 +3,7 @@
 //!
 //! Every function returns `io::Result` or a plain value; callers never see a raw pointer.
 
+mod cpu;
 #[allow(unsafe_code)]
 mod net;
 #[allow(unsafe_code)]
@@ -18,6 +19,7 @@ mod time;
 
 use std::io;
 
+pub use cpu::*;
 pub use net::*;
 pub use proc::*;
 pub use sched::*;

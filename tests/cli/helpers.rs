@@ -90,12 +90,17 @@ pub fn assert_rejected(out: &Output, needle: &str) {
 
 /// Validates `doc` against the committed JSON Schema of the export.
 pub fn assert_valid_export(doc: &serde_json::Value) {
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/run.schema.json");
+    assert_matches_schema(doc, "run.schema.json");
+}
+
+/// Validates `doc` against a committed JSON Schema in `schema/`.
+pub fn assert_matches_schema(doc: &serde_json::Value, file: &str) {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema").join(file);
     let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
     let compiled = jsonschema::JSONSchema::compile(&schema).expect("schema compiles");
     let msgs: Vec<String> = match compiled.validate(doc) {
         Ok(()) => return,
         Err(errors) => errors.map(|e| format!("{} at {}", e, e.instance_path)).collect(),
     };
-    panic!("export does not match the schema: {msgs:?}");
+    panic!("the document does not match {file}: {msgs:?}");
 }

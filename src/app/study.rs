@@ -10,6 +10,7 @@ use crate::config::{RunConfig, RunOptions};
 use crate::net::transport::Transport;
 use crate::probe::{ProbeInfo, StudyEnv};
 use crate::report::select;
+use crate::runner::preempt::{PreemptSwitch, MODELS};
 use crate::runner::{Outcome, Session};
 use crate::units::clock as hms;
 
@@ -79,9 +80,27 @@ pub fn run(a: StudyArgs) -> Result<i32> {
         println!("study: skipping {name}: {why}");
     }
     let cells = cells(&a, &probes);
+    let models = preempt_models(a.preempt.as_deref())?;
     // One session for the whole study: a Ctrl-C between two cells stops it as cleanly as one
     // during a cell (each cell's run joins this session's signal handling).
     let session = Session::start()?;
+    // One pass over the cells per preemption model asked for, each under its own label; the
+    // model in force comes back when the switch drops, however the study ends.
+    let mut switch = None;
+    let passes: Vec<(String, Option<String>)> = match models {
+        None => vec![(label.clone(), None)],
+        Some(models) => match PreemptSwitch::open() {
+            Ok(s) => {
+                println!("preemption model now '{}'; the study runs under {}", s.original(), models.join(", "));
+                switch = Some(s);
+                models.into_iter().map(|m| (format!("{label} preempt={m}"), Some(m))).collect()
+            }
+            Err(why) => {
+                println!("study: skipping --preempt: {why}");
+                vec![(label.clone(), None)]
+            }
+        },
+    };
     // The network probes talk to --peer, or to an echo server of our own on loopback.
     let local = match &a.peer {
         Some(_) => None,
@@ -108,7 +127,7 @@ pub fn run(a: StudyArgs) -> Result<i32> {
                 server.serve(stop, &enter)
             })
         });
-        let result = run_cells(&a, &session, &cells, &label, &peer);
+        let result = run_cells(&a, &session, &cells, &passes, switch.as_ref(), &peer);
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(h) = server {
             let _ = h.join();
@@ -117,16 +136,37 @@ pub fn run(a: StudyArgs) -> Result<i32> {
     })
 }
 
-fn run_cells(a: &StudyArgs, session: &Session, cells: &[Cell], label: &str, peer: &str) -> Result<i32> {
+/// The models of `--preempt`, checked.
+fn preempt_models(given: Option<&str>) -> Result<Option<Vec<String>>> {
+    let Some(list) = given else { return Ok(None) };
+    let models: Vec<String> = list.split(',').map(|m| m.trim().to_string()).collect();
+    if let Some(bad) = models.iter().find(|m| !MODELS.contains(&m.as_str())) {
+        return Err(crate::invalid!("--preempt: '{bad}' is not a preemption model; use {}", MODELS.join(", ")));
+    }
+    Ok(Some(models))
+}
+
+fn run_cells(
+    a: &StudyArgs,
+    session: &Session,
+    pass_cells: &[Cell],
+    passes: &[(String, Option<String>)],
+    switch: Option<&PreemptSwitch>,
+    peer: &str,
+) -> Result<i32> {
     // Everything is checked before the first cell runs: a bad load fails now, not in an hour.
     let env = StudyEnv { peer: peer.to_string() };
     let mut configs = Vec::new();
-    for cell in cells {
-        let mut args = cell.info.defaults();
-        if let Some(study) = cell.info.study {
-            study(&env, &mut args);
+    let mut cells = Vec::new();
+    for (label, model) in passes {
+        for cell in pass_cells {
+            let mut args = cell.info.defaults();
+            if let Some(study) = cell.info.study {
+                study(&env, &mut args);
+            }
+            configs.push((RunConfig::new(cell.info, &args, &cell_options(a, cell, label))?, model.as_deref()));
+            cells.push(cell);
         }
-        configs.push(RunConfig::new(cell.info, &args, &cell_options(a, cell, label))?);
     }
     crate::config::check_writable(&a.output.with_extension("check"))?;
     let db = crate::store::default_path(a.db.db.as_deref());
@@ -134,10 +174,11 @@ fn run_cells(a: &StudyArgs, session: &Session, cells: &[Cell], label: &str, peer
     let per_cell_extra = a.settle + Duration::from_secs(1);
     let mut done = Vec::new();
     let mut code = 0;
-    for (k, (cell, cfg)) in cells.iter().zip(&configs).enumerate() {
+    let mut model_now: Option<&str> = None;
+    for (k, (cell, (cfg, model))) in cells.iter().zip(&configs).enumerate() {
         if let Some(sig) = session.signal() {
             code = 128 + sig;
-            let missing: Vec<String> = cells[k..].iter().map(cell_name).collect();
+            let missing: Vec<String> = cells[k..].iter().map(|c| cell_name(c)).collect();
             println!("study interrupted before cell {}; missing cells: {}", k + 1, missing.join(", "));
             break;
         }
@@ -153,11 +194,18 @@ fn run_cells(a: &StudyArgs, session: &Session, cells: &[Cell], label: &str, peer
             hms(cell.duration),
             hms(left)
         );
+        if let (Some(switch), Some(model)) = (switch, *model) {
+            if model_now != Some(model) {
+                switch.set(model).map_err(|e| anyhow::anyhow!("could not switch the preemption model: {e}"))?;
+                println!("== preemption model '{model}' (label {})", cfg.label);
+                model_now = Some(model);
+            }
+        }
         let (id, outcome) = crate::runner::run(cfg, &mut store)?;
         done.push(id);
         if let Outcome::Interrupted(sig) = outcome {
             code = 128 + sig;
-            let missing: Vec<String> = cells[k + 1..].iter().map(cell_name).collect();
+            let missing: Vec<String> = cells[k + 1..].iter().map(|c| cell_name(c)).collect();
             println!("study interrupted: cell {} kept as run {id} (interrupted)", k + 1);
             if !missing.is_empty() {
                 println!("missing cells: {}", missing.join(", "));
@@ -166,8 +214,11 @@ fn run_cells(a: &StudyArgs, session: &Session, cells: &[Cell], label: &str, peer
         }
     }
     let runs = select::runs(&store, &[], &done, &super::catalog())?;
-    println!("\nAppendix III for label {label} (µs)");
-    print!("{}", crate::report::tables::appendix_iii_text(&runs));
+    for (label, _) in passes {
+        let these: Vec<_> = runs.iter().filter(|r| r.label() == label).collect();
+        println!("\nAppendix III for label {label} (µs)");
+        print!("{}", crate::report::tables::appendix_iii_text(&these));
+    }
     let files = crate::report::build::write(&a.output, &runs, &super::catalog())?;
     println!("report: {} ({} figures)", files.index.display(), files.figures);
     Ok(code)

@@ -73,6 +73,10 @@ pub struct StudyArgs {
     /// Where to write the report
     #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
     pub output: PathBuf,
+    /// On a PREEMPT_DYNAMIC kernel: one pass per preemption model (none, voluntary, full, lazy),
+    /// each labelled with its model; the model in force is put back afterwards
+    #[arg(long, value_name = "MODELS")]
+    pub preempt: Option<String>,
     /// A second machine running `rtbench pingpong --serve` for the network probes [default: an
     /// echo server of the study's own on loopback]
     #[arg(long, value_name = "HOST")]

@@ -58,7 +58,7 @@ pub fn appendix_iii(runs: &[RunView]) -> String {
 }
 
 /// Appendix III as text, for the terminal at the end of a study: µs to the ns.
-pub fn appendix_iii_text(runs: &[RunView]) -> String {
+pub fn appendix_iii_text(runs: &[&RunView]) -> String {
     let mut out = format!(
         "{:<10} {:<16} {:>10} {:>10} {:>10} {:>10} {:>12}\n",
         "probe", "load", "Min", "Max", "Avg", "StdDev", "samples"

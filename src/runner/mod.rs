@@ -4,6 +4,7 @@
 
 mod cpuwatch;
 mod live;
+pub mod preempt;
 pub mod rt;
 pub mod session;
 pub mod signals;

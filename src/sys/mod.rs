@@ -5,6 +5,8 @@
 
 mod cpu;
 #[allow(unsafe_code)]
+mod fs;
+#[allow(unsafe_code)]
 mod net;
 #[allow(unsafe_code)]
 mod proc;
@@ -20,6 +22,7 @@ mod time;
 use std::io;
 
 pub use cpu::*;
+pub use fs::*;
 pub use net::*;
 pub use proc::*;
 pub use sched::*;

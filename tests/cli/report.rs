@@ -304,3 +304,43 @@ fn short_runs_are_drawn_sample_by_sample_and_long_ones_from_the_envelope() {
     assert!(long.contains("band min–max"), "a long run is drawn from its envelope");
     assert!(long.matches("<circle").count() <= 1200, "its dots are per envelope column");
 }
+
+#[test]
+fn a_study_across_preemption_models_switches_or_says_why_not_and_leaves_the_system_as_it_was() {
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["study", "--preempt", "full,turbo", "-D", "1s"]), "'turbo' is not a preemption model");
+    let mounts = || std::fs::read_to_string("/proc/mounts").unwrap().lines().filter(|l| l.contains("debugfs")).count();
+    let before = mounts();
+    let out = lab.path("rep");
+    let said = lab.ok(&[
+        "study",
+        "--preempt",
+        "full,lazy",
+        "-D",
+        "500ms",
+        "--load",
+        "none",
+        "--label",
+        "pd",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(mounts(), before, "debugfs is mounted as it was");
+    let labels: Vec<String> =
+        lab.runs().as_array().unwrap().iter().map(|r| r["label"].as_str().unwrap().to_string()).collect();
+    if let Some(line) = said.lines().find(|l| l.starts_with("study: skipping --preempt:")) {
+        // Not switchable here (not PREEMPT_DYNAMIC, or the kernel refuses): one plain pass.
+        assert!(line.len() > "study: skipping --preempt: ".len(), "the reason is given: {line}");
+        assert!(labels.iter().all(|l| l == "pd"), "{labels:?}");
+    } else {
+        assert!(labels.iter().any(|l| l == "pd preempt=full") && labels.iter().any(|l| l == "pd preempt=lazy"));
+        // Where debugfs was mounted before, the model in force can be read back (else the study
+        // unmounted it again, as checked above).
+        if before > 0 {
+            let was = said.lines().find_map(|l| l.strip_prefix("preemption model now '")?.split('\'').next()).unwrap();
+            let now = std::fs::read_to_string("/sys/kernel/debug/sched/preempt").unwrap_or_default();
+            assert!(now.contains(&format!("({was})")), "the model in force is back: {now}");
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! change, the wait), measuring threads, and [`Sink`]s that take the checkpoints. Set up, start
 //! threads, checkpoint every second, stop on time, loop count or signal, save, restore.
 
-mod cpuwatch;
+pub mod cpuwatch;
 mod live;
 pub mod preempt;
 pub mod rt;

@@ -153,7 +153,9 @@ fn command(cmd: Command) -> Result<i32> {
         }
         Command::Show(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
-            print!("{}", show::summary(&store.run(a.run)?));
+            let run = store.run(a.run)?;
+            print!("{}", show::summary(&run));
+            print!("{}", show::worst_intervals_table(&run, &store.envelope(a.run)?, &store.cpu_activity(a.run)?));
             Ok(0)
         }
         Command::Export(a) => {
@@ -220,6 +222,7 @@ fn measure(cfg: RunConfig) -> Result<i32> {
         }
     }
     print!("{}", show::summary(&run));
+    print!("{}", show::worst_intervals_table(&run, &store.envelope(id)?, &store.cpu_activity(id)?));
     println!("stored as run {id} in {}", store.path().display());
     Ok(outcome.exit_code())
 }

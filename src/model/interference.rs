@@ -104,6 +104,39 @@ pub fn attribute(threads: &[(Option<u32>, &[EnvPoint])], activity: &[CpuInterval
     out
 }
 
+/// One of a run's worst intervals, beside what happened on its CPU then.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorstInterval {
+    pub thread: u32,
+    pub cpu: Option<u32>,
+    pub point: EnvPoint,
+    /// The CPU's interference in the same interval, when it was watched.
+    pub activity: Option<CpuInterval>,
+}
+
+/// The `n` intervals with the largest latencies over all threads, largest first, each lined
+/// up with its CPU's interference in the same interval.
+pub fn worst_intervals(
+    threads: &[(u32, Option<u32>, &[EnvPoint])],
+    activity: &[CpuInterval],
+    n: usize,
+) -> Vec<WorstInterval> {
+    let mut all: Vec<(u32, Option<u32>, EnvPoint)> = threads
+        .iter()
+        .flat_map(|(t, cpu, pts)| pts.iter().filter(|p| p.count > 0).map(move |p| (*t, *cpu, *p)))
+        .collect();
+    all.sort_by(|a, b| b.2.max.cmp(&a.2.max).then(a.2.index.cmp(&b.2.index)));
+    all.truncate(n);
+    all.into_iter()
+        .map(|(thread, cpu, point)| WorstInterval {
+            thread,
+            cpu,
+            point,
+            activity: activity.iter().find(|a| Some(a.cpu) == cpu && a.index == point.index).copied(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +164,17 @@ mod tests {
         assert_eq!(f.max_outside_ns, Some(140_000));
         let w = f.warning();
         assert!(w.contains("took 110 ms of CPU 1") && w.contains("above 140 µs") && w.contains("99"), "{w}");
+    }
+
+    #[test]
+    fn the_worst_intervals_come_with_their_cpus_activity() {
+        let t0 = [point(0, 10), point(1, 500), point(2, 30)];
+        let t1 = [point(0, 400), point(1, 20)];
+        let activity = [steal(0, 1, 7), steal(1, 0, 9), steal(1, 1, 3)];
+        let worst = worst_intervals(&[(0, Some(0), &t0), (1, Some(1), &t1)], &activity, 2);
+        let got: Vec<(u32, u64, u64, Option<u64>)> =
+            worst.iter().map(|w| (w.thread, w.point.index, w.point.max, w.activity.map(|a| a.steal_ns))).collect();
+        assert_eq!(got, [(0, 1, 500, Some(7)), (1, 0, 400, Some(9))]);
     }
 
     #[test]

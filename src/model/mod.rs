@@ -14,7 +14,7 @@ mod system;
 
 pub use audit::{Evidence, Finding, Severity};
 pub use envelope::EnvPoint;
-pub use interference::{attribute, stolen, CpuInterval, StealFinding};
+pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
 pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
 pub use params::{ImportedParams, MeasuredParams, Policy, RunParams};

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::Run;
-use crate::model::RunHeader;
+use crate::model::{CpuInterval, EnvPoint, RunHeader};
 use crate::stats::{Stats, PERCENTILES};
 use crate::units::us;
 
@@ -74,6 +74,52 @@ pub fn percentile_table(run: &Run) -> String {
     }
     if run.threads.len() > 1 {
         row("all".into(), &run.total);
+    }
+    out
+}
+
+/// The run's worst intervals beside what happened on their CPUs then: where a spike came from.
+/// Empty when the run has no interference record (imports, synthetic samples).
+pub fn worst_intervals_table(run: &Run, envelope: &[(u32, EnvPoint)], activity: &[CpuInterval]) -> String {
+    if activity.is_empty() {
+        return String::new();
+    }
+    let per_thread: Vec<(u32, Option<u32>, Vec<EnvPoint>)> = run
+        .threads
+        .iter()
+        .map(|t| (t.thread, t.cpu, envelope.iter().filter(|(n, _)| *n == t.thread).map(|(_, p)| *p).collect()))
+        .collect();
+    let threads: Vec<(u32, Option<u32>, &[EnvPoint])> =
+        per_thread.iter().map(|(t, c, p)| (*t, *c, p.as_slice())).collect();
+    let interval_s = run.header.envelope_ns as f64 / 1e9;
+    let mut out = format!(
+        "\nworst intervals and their CPU then (µs; {} per interval)\n{:>16} {:>6} {:>4} {:>12} {:>12} {:>10} {:>10} {:>11}\n",
+        crate::units::span(interval_s),
+        "time (s)",
+        "thread",
+        "CPU",
+        "max",
+        "steal",
+        "irq",
+        "softirq",
+        "interrupts"
+    );
+    for w in crate::model::worst_intervals(&threads, activity, 5) {
+        let t = w.point.index as f64 * interval_s;
+        let a = w.activity;
+        let cell = |f: fn(&CpuInterval) -> u64| a.as_ref().map_or("-".to_string(), |a| us(f(a) as f64));
+        let _ = writeln!(
+            out,
+            "{:>16} {:>6} {:>4} {:>12} {:>12} {:>10} {:>10} {:>11}",
+            format!("{:.2}–{:.2}", t, t + interval_s),
+            w.thread,
+            w.cpu.map_or("-".into(), |c| c.to_string()),
+            us(w.point.max as f64),
+            cell(|a| a.steal_ns),
+            cell(|a| a.irq_ns),
+            cell(|a| a.softirq_ns),
+            a.map_or("-".into(), |a| a.interrupts.to_string())
+        );
     }
     out
 }

@@ -63,3 +63,31 @@ fn the_report_shades_where_the_hypervisor_took_the_cpu() {
     let steal = activity(&lab.db(), calm).iter().any(|r| r.2 > 0);
     assert_eq!(svg.contains("class=\"steal\""), steal, "shaded only when the hypervisor took time");
 }
+
+#[test]
+fn show_lines_the_worst_intervals_up_with_their_cpus() {
+    let lab = Lab::new();
+    lab.ok(&["timer", "-t", "2", "-D", "2s", "--envelope-interval", "250ms", "-q"]);
+    let id = lab.last_run();
+    let shown = lab.ok(&["show", &id.to_string()]);
+    let rows: Vec<Vec<String>> = shown
+        .lines()
+        .skip_while(|l| !l.starts_with("worst intervals"))
+        .skip(2)
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect();
+    assert_eq!(rows.len(), 5, "{shown}");
+    let maxes: Vec<f64> = rows.iter().map(|r| r[3].parse().unwrap()).collect();
+    assert!(maxes.windows(2).all(|w| w[0] >= w[1]), "largest first: {maxes:?}");
+    let doc = lab.export_json(id);
+    let run_max = doc["total"]["max_ns"].as_f64().unwrap() / 1000.0;
+    assert!((maxes[0] - run_max).abs() < 0.001, "the first is the run's max: {} vs {run_max}", maxes[0]);
+    for r in &rows {
+        let cpu: u64 = r[2].parse().unwrap();
+        let thread = r[1].parse::<usize>().unwrap();
+        assert_eq!(doc["threads"][thread]["cpu"].as_u64(), Some(cpu), "each row names its thread's CPU");
+        assert!(r[7].parse::<u64>().is_ok(), "interrupts on that CPU then: {r:?}");
+    }
+    lab.ok(&["synthetic", "-l", "5000", "-q"]);
+    assert!(!lab.ok(&["show", &lab.last_run().to_string()]).contains("worst intervals"));
+}

@@ -5,7 +5,7 @@ use crate::helpers::*;
 /// Runs rtbench under a pseudo-terminal (util-linux `script`) and returns what the terminal saw.
 fn on_terminal(lab: &Lab, args: &str) -> Option<String> {
     if std::process::Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: util-linux `script` is not installed");
+        skip("util-linux `script` is not installed");
         return None;
     }
     let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_rtbench"));

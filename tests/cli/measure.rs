@@ -79,11 +79,11 @@ fn synthetic_is_deterministic() {
 #[test]
 fn without_privilege_runs_at_sched_other_and_says_so() {
     if !is_root() {
-        eprintln!("skipped: needs root to drop to an unprivileged user");
+        skip("needs root to drop to an unprivileged user");
         return;
     }
     if std::process::Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: setpriv (util-linux) is not installed");
+        skip("setpriv (util-linux) is not installed");
         return;
     }
     let lab = Lab::new();

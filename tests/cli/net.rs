@@ -21,7 +21,7 @@ fn ip(args: &[&str]) -> bool {
 impl Hosts {
     fn new(tag: &str) -> Option<Hosts> {
         if !is_root() {
-            eprintln!("skipped: network namespaces need root");
+            skip("network namespaces need root");
             return None;
         }
         let id = format!("{}{tag}", std::process::id() % 100_000);
@@ -37,7 +37,7 @@ impl Hosts {
             && ip(&["-n", &h.a, "link", "set", "lo", "up"])
             && ip(&["-n", &h.b, "link", "set", "lo", "up"]);
         if !ok {
-            eprintln!("skipped: could not make network namespaces with iproute2");
+            skip("could not make network namespaces with iproute2");
             return None;
         }
         Some(h)

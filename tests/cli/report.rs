@@ -60,7 +60,7 @@ fn report_renders_in_headless_chromium_without_errors() {
         .into_iter()
         .find(|c| std::process::Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))
     else {
-        eprintln!("skipped: chromium is not installed (scripts/setup.sh installs it)");
+        skip("chromium is not installed (scripts/setup.sh installs it)");
         return;
     };
     let lab = Lab::new();
@@ -173,7 +173,7 @@ fn exports_in_cyclictest_formats_import_back_with_the_same_counts() {
 #[test]
 fn real_cyclictest_output_imports() {
     if std::process::Command::new("cyclictest").arg("--help").output().is_err() {
-        eprintln!("skipped: cyclictest (Debian rt-tests) is not installed");
+        skip("cyclictest (Debian rt-tests) is not installed");
         return;
     }
     let lab = Lab::new();

@@ -22,6 +22,10 @@ if [ "${1:-}" = "--bench" ]; then
   command -v /usr/bin/time >/dev/null || need+=(time)
   python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
 fi
+if [ "${1:-}" != "--bench" ] && ! python3 -c 'import numpy' 2>/dev/null; then
+  # The fidelity test checks rtbench's statistics against numpy on the same samples.
+  python3 -m pip install -q numpy 2>/dev/null || need+=(python3-numpy)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: need root to install: ${need[*]}" >&2

@@ -161,7 +161,9 @@ fn command(cmd: Command) -> Result<i32> {
         Command::Export(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let run = store.run(a.run)?;
-            let text = export::render(&run, a.format.into(), &ExportOptions { buckets: a.buckets })?;
+            let format: Format = a.format.into();
+            let raw = if format == Format::Samples { store.raw_samples(a.run)? } else { Vec::new() };
+            let text = export::render(&run, format, &ExportOptions { buckets: a.buckets, raw })?;
             match &a.output {
                 Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
                 None => std::io::stdout().write_all(text.as_bytes())?,
@@ -215,7 +217,7 @@ fn measure(cfg: RunConfig) -> Result<i32> {
         crate::config::write_atomic(path, text.as_bytes())?;
     }
     if let Some(buckets) = cfg.histogram_buckets {
-        let text = export::render(&run, Format::CyclictestHist, &ExportOptions { buckets })?;
+        let text = export::render(&run, Format::CyclictestHist, &ExportOptions { buckets, raw: Vec::new() })?;
         match &cfg.histfile {
             Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
             None => print!("{text}"),

@@ -368,6 +368,7 @@ pub enum ExportFormat {
     Hgrm,
     CyclictestHist,
     CyclictestJson,
+    Samples,
 }
 
 impl From<ExportFormat> for Format {
@@ -378,6 +379,7 @@ impl From<ExportFormat> for Format {
             ExportFormat::Hgrm => Format::Hgrm,
             ExportFormat::CyclictestHist => Format::CyclictestHist,
             ExportFormat::CyclictestJson => Format::CyclictestJson,
+            ExportFormat::Samples => Format::Samples,
         }
     }
 }

@@ -139,3 +139,55 @@ fn timer_histfile_is_written_in_cyclictest_format() {
         text.lines().find_map(|l| l.strip_prefix("# Histogram Overflows:")).map(|r| r.trim().parse().unwrap()).unwrap();
     assert_eq!(rows + over, 300);
 }
+
+/// numpy, for an independent computation of the statistics rtbench reports.
+fn numpy() -> Option<std::path::PathBuf> {
+    let ok =
+        std::process::Command::new("python3").args(["-c", "import numpy"]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        skip("python3 with numpy is not installed (scripts/setup.sh installs it)");
+        return None;
+    }
+    Some("python3".into())
+}
+
+#[test]
+fn reported_statistics_match_numpy_on_the_same_samples() {
+    let Some(python) = numpy() else { return };
+    let lab = Lab::new();
+    // Two threads of 2000 samples each, so the store keeps every sample: a synthetic run with a
+    // heavy tail, and a real timer run.
+    lab.ok(&["synthetic", "-t", "2", "-l", "2000", "--seed", "7", "--median", "4000", "-q"]);
+    check_against_numpy(&lab, &python, lab.last_run());
+    lab.ok(&["timer", "-t", "2", "-i", "200", "-l", "2000", "-q"]);
+    check_against_numpy(&lab, &python, lab.last_run());
+}
+
+fn check_against_numpy(lab: &Lab, python: &std::path::Path, id: i64) {
+    let id = id.to_string();
+    let csv = lab.path(&format!("samples-{id}.csv"));
+    lab.ok(&["export", &id, "-f", "samples", "-o", csv.to_str().unwrap()]);
+    let script = r#"
+import json, sys
+import numpy as np
+a = np.loadtxt(sys.argv[1], delimiter=",", skiprows=1, dtype=np.int64)[:, 2]
+# Nearest rank, from the fractions themselves: np.percentile(a, 99.9) computes 99.9 / 100 * 4000
+# as 3996.0000000000005 and takes rank 3997.
+q = {"50": 0.5, "90": 0.9, "99": 0.99, "99.9": 0.999, "99.99": 0.9999, "99.999": 0.99999, "99.9999": 0.999999, "100": 1.0}
+p = {k: int(np.quantile(a, f, method="inverted_cdf")) for k, f in q.items()}
+print(json.dumps({"count": int(a.size), "mean": float(a.mean()), "std": float(a.std()), "p": p}))
+"#;
+    let out = std::process::Command::new(python).args(["-c", script, csv.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let np: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let total = &lab.export_json(id.parse().unwrap())["total"];
+    assert_eq!(total["count"], np["count"]);
+    for (key, want) in np["p"].as_object().unwrap() {
+        let (got, want) = (total["percentiles_ns"][key].as_f64().unwrap(), want.as_f64().unwrap());
+        assert!((got - want).abs() <= want * 0.001, "p{key}: rtbench {got}, numpy {want} (HDR precision is 0.1 %)");
+    }
+    for (ours, theirs) in [("mean_ns", "mean"), ("stddev_ns", "std")] {
+        let (got, want) = (total[ours].as_f64().unwrap(), np[theirs].as_f64().unwrap());
+        assert!((got - want).abs() <= want * 1e-12, "{ours}: rtbench {got}, numpy {want}");
+    }
+}

@@ -4,6 +4,7 @@ mod csv;
 mod cyclictest;
 mod hgrm;
 mod json;
+pub mod samples;
 
 use anyhow::Result;
 
@@ -23,12 +24,16 @@ pub enum Format {
     CyclictestHist,
     /// cyclictest's `--json` file.
     CyclictestJson,
+    /// Every sample, as CSV (runs the store kept whole).
+    Samples,
 }
 
 /// Options a format may use.
 pub struct ExportOptions {
     /// Number of 1-µs buckets in the cyclictest histogram formats.
     pub buckets: u64,
+    /// The run's raw samples as the store kept them (only the samples format reads them).
+    pub raw: Vec<crate::model::ThreadSamples>,
 }
 
 /// Renders `run` in `format`.
@@ -39,5 +44,6 @@ pub fn render(run: &Run, format: Format, opts: &ExportOptions) -> Result<String>
         Format::Hgrm => hgrm::render(&run.total),
         Format::CyclictestHist => cyclictest::histogram(run, opts.buckets),
         Format::CyclictestJson => cyclictest::json(run, opts.buckets)?,
+        Format::Samples => samples::render(run, &opts.raw)?,
     })
 }

@@ -31,12 +31,14 @@ use crate::recorder::{self, Buffer, Collector};
 use crate::stats::Stats;
 use crate::store::{NewRun, Store};
 use crate::sys;
-use sink::{Checkpoint, LiveSink, Progress, SampleLogSink, Sink, StoreSink};
+use sink::{Checkpoint, Fed, LiveSink, Progress, SampleLogSink, StoreSink};
 
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 const LIVE_EVERY: Duration = Duration::from_millis(100);
 /// How often the runner looks at its threads, signals and the clock.
 const POLL: Duration = Duration::from_millis(20);
+/// How long the end of a run waits for a store that cannot take its last checkpoint.
+const FINAL_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,15 +163,15 @@ fn drive(
     }
 
     // The sample log is flushed before the store's checkpoint names the samples it holds.
-    let mut sinks: Vec<Box<dyn Sink + '_>> = Vec::new();
-    if let Some(log) = samples {
-        sinks.push(Box::new(SampleLogSink(log)));
+    let mut sinks: Vec<Fed> = Vec::new();
+    if let (Some(log), Some(path)) = (samples, &cfg.samples) {
+        sinks.push(Fed::new(SampleLogSink { log, path: path.clone() }));
     }
-    sinks.push(Box::new(StoreSink::new(store, id)));
+    sinks.push(Fed::new(StoreSink::new(store, id)));
     let live = live::Live::new(cfg.quiet);
     let collect_every = if live.is_some() { LIVE_EVERY } else { CHECKPOINT_EVERY };
     if let Some(live) = live {
-        sinks.push(Box::new(LiveSink(live)));
+        sinks.push(Fed::new(LiveSink(live)));
     }
     // Synthetic samples keep a clock of their own: nothing on a real CPU lines up with them.
     let cpus: Vec<u32> = cfg.threads.iter().filter_map(|t| t.cpu).map(|c| c as u32).collect();
@@ -249,6 +251,17 @@ fn drive(
         w.finish();
     }
     run.checkpoint()?;
+    // The last checkpoint holds the whole run: a store that is full or locked gets time to
+    // take it before the run gives up on it.
+    let deadline = Instant::now() + FINAL_CHECKPOINT_WAIT;
+    while !run.sinks.iter().all(|s| s.current()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+        run.retry_checkpoint();
+    }
+    if !run.sinks.iter().all(|s| s.current()) {
+        anyhow::bail!("{}", run.sinks.iter().filter_map(|s| s.warning()).collect::<Vec<_>>().join("; "));
+    }
+    warnings.extend(run.sinks.iter().filter_map(|s| s.warning()));
     for finding in run.steal() {
         let w = finding.warning();
         eprintln!("rtbench: WARNING: {w}");
@@ -277,7 +290,7 @@ fn drive(
 /// The measurements on their way from the threads to the sinks.
 struct Flow<'s> {
     totals: Vec<ThreadTotals>,
-    sinks: Vec<Box<dyn Sink + 's>>,
+    sinks: Vec<Fed<'s>>,
     /// Envelope intervals completed since the last checkpoint.
     envelope: Vec<(u32, EnvPoint)>,
     started: Instant,
@@ -309,26 +322,23 @@ impl Flow<'_> {
     /// Hands the raw samples every thread has passed over so far to the sinks.
     fn drain_samples(&mut self) -> Result<()> {
         for i in 0..self.totals.len() {
-            self.drain_thread(i)?;
+            self.drain_thread(i);
         }
         Ok(())
     }
 
-    fn drain_thread(&mut self, i: usize) -> Result<()> {
+    /// A sink that fails says so and is retried or left out (see [`Fed`]); the samples keep
+    /// flowing to the others.
+    fn drain_thread(&mut self, i: usize) {
         let t = &mut self.totals[i];
         let thread = t.index as u32;
         let sinks = &mut self.sinks;
-        let mut failed = None;
         let _ = t.collector.drain_samples(|chunk| {
             for s in sinks.iter_mut() {
-                if let Err(e) = s.samples(thread, chunk) {
-                    failed = Some(e);
-                    return Err(std::io::Error::other("a sink failed"));
-                }
+                s.samples(thread, chunk);
             }
             Ok(())
         });
-        failed.map_or(Ok(()), Err)
     }
 
     /// Swaps every thread's buffer out and merges it, without waiting for a sleeping thread,
@@ -356,7 +366,8 @@ impl Flow<'_> {
             self.history[i].extend_from_slice(&buf.envelope);
         }
         t.collector.recycle(buf);
-        self.drain_thread(i)
+        self.drain_thread(i);
+        Ok(())
     }
 
     fn progress(&mut self) -> Result<()> {
@@ -367,25 +378,37 @@ impl Flow<'_> {
             .collect();
         let p = Progress { rows: &rows, elapsed: self.started.elapsed(), duration: self.duration };
         for s in &mut self.sinks {
-            s.progress(&p)?;
+            s.progress(&p);
         }
         Ok(())
     }
 
     fn checkpoint(&mut self) -> Result<()> {
-        let threads: Vec<ThreadResult> = self
-            .totals
-            .iter()
-            .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
-            .collect();
+        let threads = self.results();
         let activity = self.watch.as_mut().map(|w| w.take()).unwrap_or_default();
         let cp = Checkpoint { threads: &threads, envelope: &self.envelope, activity: &activity };
         for s in &mut self.sinks {
-            s.checkpoint(&cp)?;
+            s.checkpoint(&cp);
         }
         self.envelope.clear();
         self.activity.extend(activity);
         Ok(())
+    }
+
+    /// The last checkpoint again, for the sinks it did not reach: what they kept is written.
+    fn retry_checkpoint(&mut self) {
+        let threads = self.results();
+        let cp = Checkpoint { threads: &threads, envelope: &[], activity: &[] };
+        for s in self.sinks.iter_mut().filter(|s| !s.current()) {
+            s.checkpoint(&cp);
+        }
+    }
+
+    fn results(&self) -> Vec<ThreadResult> {
+        self.totals
+            .iter()
+            .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
+            .collect()
     }
 }
 

@@ -32,7 +32,21 @@ pub struct Progress<'a> {
     pub duration: Option<Duration>,
 }
 
+/// What the runner does when a sink fails. Either way measuring goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Keep what could not be written and try again at the next checkpoint.
+    Retry,
+    /// Give up on this sink: what it wrote stays.
+    Stop,
+}
+
 pub trait Sink {
+    /// What it is, for the warnings ("the store").
+    fn name(&self) -> String;
+    fn on_failure(&self) -> OnFailure {
+        OnFailure::Stop
+    }
     /// Raw samples of one thread, in order, as the thread hands them over.
     fn samples(&mut self, _thread: u32, _chunk: &[(u64, u64)]) -> Result<()> {
         Ok(())
@@ -47,12 +61,87 @@ pub trait Sink {
     }
 }
 
+/// A sink as the runner feeds it: a failure is said once, counted, and retried or stopped as
+/// the sink asks, and the run's warnings say what it cost.
+pub struct Fed<'s> {
+    sink: Box<dyn Sink + 's>,
+    checkpoints: u64,
+    failures: u64,
+    first: Option<String>,
+    stopped: bool,
+    /// The last checkpoint reached it.
+    current: bool,
+}
+
+impl<'s> Fed<'s> {
+    pub fn new(sink: impl Sink + 's) -> Fed<'s> {
+        Fed { sink: Box::new(sink), checkpoints: 0, failures: 0, first: None, stopped: false, current: true }
+    }
+
+    fn call(&mut self, f: impl FnOnce(&mut (dyn Sink + 's)) -> Result<()>) -> bool {
+        if self.stopped {
+            return false;
+        }
+        let Err(e) = f(self.sink.as_mut()) else { return true };
+        self.failures += 1;
+        let retry = self.sink.on_failure() == OnFailure::Retry;
+        if self.first.is_none() {
+            let then =
+                if retry { "measuring goes on and the next checkpoints retry" } else { "measuring goes on without it" };
+            eprintln!("rtbench: WARNING: {} failed: {e:#}; {then}", self.sink.name());
+            self.first = Some(format!("{e:#}"));
+        }
+        self.stopped = !retry;
+        false
+    }
+
+    pub fn samples(&mut self, thread: u32, chunk: &[(u64, u64)]) {
+        self.call(|s| s.samples(thread, chunk));
+    }
+
+    pub fn progress(&mut self, p: &Progress) {
+        self.call(|s| s.progress(p));
+    }
+
+    /// True when the checkpoint reached the sink (or it has given up on its part).
+    pub fn checkpoint(&mut self, cp: &Checkpoint) -> bool {
+        self.checkpoints += 1;
+        self.current = self.call(|s| s.checkpoint(cp)) || self.stopped;
+        self.current
+    }
+
+    /// Whether the last checkpoint reached it.
+    pub fn current(&self) -> bool {
+        self.current
+    }
+
+    /// What the run should say about this sink, if it failed.
+    pub fn warning(&self) -> Option<String> {
+        let first = self.first.as_ref()?;
+        let name = self.sink.name();
+        Some(if self.stopped {
+            format!("{name} stopped: {first}; what it holds is kept")
+        } else if self.current {
+            format!(
+                "{name} could not be written {} times in {} checkpoints ({first}); the later checkpoints caught up, nothing was lost",
+                self.failures, self.checkpoints
+            )
+        } else {
+            format!("{name} could not be written since a checkpoint failed ({first})")
+        })
+    }
+}
+
 /// The run in the store: cumulative results, new envelope points, and the first
-/// [`RAW_IN_STORE`] raw samples of each thread.
+/// [`RAW_IN_STORE`] raw samples of each thread. What a failed checkpoint could not write is
+/// kept and written by the next one: each checkpoint is one transaction, so the store holds
+/// every checkpoint whole or not at all.
 pub struct StoreSink<'s> {
     store: &'s mut Store,
     id: i64,
     raw: Vec<KeptRaw>,
+    envelope: Vec<(u32, EnvPoint)>,
+    activity: Vec<CpuInterval>,
 }
 
 /// One thread's raw samples for the store.
@@ -66,11 +155,31 @@ struct KeptRaw {
 
 impl<'s> StoreSink<'s> {
     pub fn new(store: &'s mut Store, id: i64) -> StoreSink<'s> {
-        StoreSink { store, id, raw: Vec::new() }
+        // A store another writer holds must not stall the runner: a checkpoint that cannot get
+        // the lock soon fails, and the next one retries.
+        store.set_busy_timeout(CHECKPOINT_LOCK_WAIT);
+        StoreSink { store, id, raw: Vec::new(), envelope: Vec::new(), activity: Vec::new() }
+    }
+}
+
+/// How long a checkpoint waits for another writer's lock.
+const CHECKPOINT_LOCK_WAIT: Duration = Duration::from_millis(250);
+
+impl Drop for StoreSink<'_> {
+    fn drop(&mut self) {
+        self.store.set_busy_timeout(crate::store::LOCK_WAIT);
     }
 }
 
 impl Sink for StoreSink<'_> {
+    fn name(&self) -> String {
+        format!("the store '{}'", self.store.path().display())
+    }
+
+    fn on_failure(&self) -> OnFailure {
+        OnFailure::Retry
+    }
+
     fn samples(&mut self, thread: u32, chunk: &[(u64, u64)]) -> Result<()> {
         let slot = match self.raw.iter().position(|r| r.thread == thread) {
             Some(i) => &mut self.raw[i],
@@ -86,29 +195,44 @@ impl Sink for StoreSink<'_> {
     }
 
     fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
+        self.envelope.extend_from_slice(cp.envelope);
+        self.activity.extend_from_slice(cp.activity);
         let raw: Vec<RawBatch> = self
             .raw
             .iter()
             .map(|r| RawBatch { thread: r.thread, first_seq: r.kept - r.pending.len() as u64, samples: &r.pending })
             .collect();
-        self.store.checkpoint(self.id, cp.threads, cp.envelope, &raw, cp.activity)?;
+        self.store.checkpoint(self.id, cp.threads, &self.envelope, &raw, &self.activity)?;
         for r in &mut self.raw {
             r.pending.clear();
         }
+        self.envelope.clear();
+        self.activity.clear();
         Ok(())
     }
 }
 
 /// Every raw sample into a `--samples` log, flushed at each checkpoint.
-pub struct SampleLogSink(pub SampleLogWriter);
+pub struct SampleLogSink {
+    pub log: SampleLogWriter,
+    pub path: std::path::PathBuf,
+}
 
 impl Sink for SampleLogSink {
+    fn name(&self) -> String {
+        format!(
+            "the sample log '{}' (after {} bytes; `rtbench analyze --salvage` reads it)",
+            self.path.display(),
+            self.log.bytes
+        )
+    }
+
     fn samples(&mut self, thread: u32, chunk: &[(u64, u64)]) -> Result<()> {
-        self.0.append(thread, chunk).context("could not write the sample log")
+        self.log.append(thread, chunk).context("could not write the sample log")
     }
 
     fn checkpoint(&mut self, _cp: &Checkpoint) -> Result<()> {
-        self.0.flush().context("could not write the sample log")
+        self.log.flush().context("could not write the sample log")
     }
 }
 
@@ -116,6 +240,10 @@ impl Sink for SampleLogSink {
 pub struct LiveSink(pub Live);
 
 impl Sink for LiveSink {
+    fn name(&self) -> String {
+        "the live view".into()
+    }
+
     fn progress(&mut self, p: &Progress) -> Result<()> {
         self.0.draw(p.rows, p.elapsed, p.duration);
         Ok(())

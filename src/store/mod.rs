@@ -55,6 +55,9 @@ pub struct NewRun<'a> {
     pub envelope_ns: u64,
 }
 
+/// How long a store operation waits for another writer's lock.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub struct Store {
     conn: Connection,
     path: PathBuf,
@@ -82,7 +85,7 @@ impl Store {
             .into());
         }
         conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| bad(format!("cannot enable WAL ({e})")))?;
-        conn.pragma_update(None, "busy_timeout", 10_000).map_err(|e| bad(e.to_string()))?;
+        conn.busy_timeout(LOCK_WAIT).map_err(|e| bad(e.to_string()))?;
         conn.pragma_update(None, "foreign_keys", true).map_err(|e| bad(e.to_string()))?;
         // A database of another program is refused before any migration touches it.
         if version > 0 {
@@ -101,6 +104,11 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How long operations wait for another writer's lock from now on.
+    pub fn set_busy_timeout(&self, wait: std::time::Duration) {
+        let _ = self.conn.busy_timeout(wait);
     }
 
     fn migrate(&mut self, from: i64) -> Result<()> {

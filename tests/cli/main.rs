@@ -3,6 +3,7 @@
 mod audit;
 mod bad_input;
 mod export;
+mod faults;
 mod helpers;
 mod live;
 mod load;

@@ -29,32 +29,55 @@ struct Imported {
     system: SystemSnapshot,
 }
 
-pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result<i64> {
-    let bad = |reason: String| InputError::Invalid(format!("'{}' {reason}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
-    let imported = if text.trim_start().starts_with('{') {
-        from_json(&text).map_err(bad)?
-    } else {
-        from_histogram(&text).map_err(bad)?
-    };
+/// A cyclictest file as rtbench results.
+#[derive(Debug)]
+pub struct Converted {
+    pub format: &'static str,
+    pub threads: Vec<ThreadResult>,
+    pub command_line: String,
+    pub system: SystemSnapshot,
+    pub warnings: Vec<String>,
+}
+
+/// Latencies beyond a day (in µs) are no measurement: the file is broken.
+const MAX_US: u64 = 86_400 * 1_000_000;
+
+/// Reads cyclictest's `--json` output or `-h` histogram. An error says what is wrong with it.
+pub fn convert(text: &str) -> Result<Converted, String> {
+    let imported = if text.trim_start().starts_with('{') { from_json(text)? } else { from_histogram(text)? };
     let mut threads = Vec::new();
     let mut beyond = 0u64;
     for (i, ImportedThread { buckets, min, max, overflows }) in imported.threads.iter().enumerate() {
+        let values = buckets.iter().map(|b| b.0).chain(*min).chain(*max);
+        if let Some(v) = values.into_iter().find(|v| *v > MAX_US) {
+            return Err(format!("has a latency of {v} µs in thread {i}, more than a day"));
+        }
+        // Exact sums of squares must fit: a file claiming more samples than that is broken.
+        let (mut count, mut sumsq) = (0u64, 0u128);
+        let overflow_at = max.unwrap_or(buckets.last().map_or(0, |b| b.0 + 1));
+        for &(us, n) in buckets.iter().chain(std::iter::once(&(overflow_at, *overflows))) {
+            let ns = us as u128 * 1000;
+            let next = count.checked_add(n).zip((ns * ns).checked_mul(n as u128).and_then(|x| x.checked_add(sumsq)));
+            (count, sumsq) =
+                next.ok_or_else(|| format!("claims more samples in thread {i} than rtbench can count exactly"))?;
+        }
         let mut s = Stats::default();
         for &(us, n) in buckets {
             s.record_n(us * 1000, n);
         }
         if *overflows > 0 {
             // cyclictest keeps no values past its last bucket; its max is the best we know.
-            let at = max.map_or(buckets.last().map_or(0, |b| b.0 + 1), |m| m) * 1000;
-            s.record_n(at, *overflows);
+            s.record_n(overflow_at * 1000, *overflows);
             beyond += overflows;
-        }
-        if let Some(m) = min.filter(|_| s.count > 0) {
-            s.min = m * 1000;
         }
         if let Some(m) = max.filter(|_| s.count > 0) {
             s.max = s.max.max(m * 1000);
+        }
+        if let Some(m) = min.filter(|_| s.count > 0) {
+            if m * 1000 > s.max {
+                return Err(format!("says thread {i}'s min latency is {m} µs, above its max"));
+            }
+            s.min = m * 1000;
         }
         threads.push(ThreadResult { thread: i as u32, cpu: None, stats: s });
     }
@@ -65,23 +88,36 @@ pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result
     if beyond > 0 {
         warnings.push(format!("{beyond} samples past the cyclictest histogram were counted at its max"));
     }
+    Ok(Converted {
+        format: imported.format,
+        threads,
+        command_line: imported.command_line,
+        system: imported.system,
+        warnings,
+    })
+}
+
+pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result<i64> {
+    let bad = |reason: String| InputError::Invalid(format!("'{}' {reason}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
+    let c = convert(&text).map_err(bad)?;
     let id = store.begin(&NewRun {
         label,
         probe: "timer",
         metric: Metric::LATENCY,
         params: &RunParams::Imported(ImportedParams {
             imported_from: path.display().to_string(),
-            format: imported.format.to_string(),
+            format: c.format.to_string(),
         }),
         load: &LoadRecord::named(load),
-        command_line: &imported.command_line,
+        command_line: &c.command_line,
         rt_priority: false,
-        warnings: &warnings,
-        system: &imported.system,
+        warnings: &c.warnings,
+        system: &c.system,
         envelope_ns: 1_000_000_000,
     })?;
-    store.checkpoint(id, &threads, &[], &[], &[])?;
-    store.finish(id, RunStatus::Complete, &warnings)?;
+    store.checkpoint(id, &c.threads, &[], &[], &[])?;
+    store.finish(id, RunStatus::Complete, &c.warnings)?;
     Ok(id)
 }
 
@@ -168,4 +204,25 @@ fn from_histogram(text: &str) -> Result<Imported, String> {
         command_line: "cyclictest (histogram file)".into(),
         system: SystemSnapshot::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impossible_histograms_are_errors_not_overflows() {
+        let ok = "# Histogram\n000001 000005\n000002 000003\n# Min Latencies: 00001\n# Max Latencies: 00002\n";
+        let c = convert(ok).unwrap();
+        assert_eq!(c.threads[0].stats.count, 8);
+        let far = "# Histogram\n99999999999999 000001\n# Max Latencies: 99999999999999\n";
+        assert!(convert(far).unwrap_err().contains("more than a day"));
+        let many = format!("# Histogram\n000001 {}\n000002 {}\n# Max Latencies: 00002\n", u64::MAX, u64::MAX);
+        assert!(convert(&many).unwrap_err().contains("count exactly"));
+        // Found by fuzzing: a min above the max made every percentile panic.
+        let upside_down = "# Histogram\n000002 000007\n# Min Latencies: 02200\n# Max Latencies: 00011\n";
+        assert!(convert(upside_down).unwrap_err().contains("above its max"));
+        let json = r#"{"thread":{"0":{"histogram":{"5":1},"cycles":1,"min":5,"max":18446744073709551615}}}"#;
+        assert!(convert(json).unwrap_err().contains("more than a day"));
+    }
 }

@@ -21,20 +21,32 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     if !secs.is_finite() || secs <= 0.0 {
         return Err(format!("duration '{s}' must be greater than zero"));
     }
+    // Found by fuzzing: a duration too large for the clock was a panic.
+    if secs > MAX_SECS {
+        return Err(format!("duration '{s}' is longer than ten years"));
+    }
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// A positive count of microseconds.
+/// Ten years, the longest duration rtbench takes.
+const MAX_SECS: f64 = 3650.0 * 86_400.0;
+/// A day in µs, the longest interval rtbench takes (its nanoseconds must fit in 64 bits).
+const MAX_US: u64 = 86_400_000_000;
+
+/// A positive count of microseconds, at most a day.
 pub fn positive_us(s: &str) -> Result<u64, String> {
     match s.trim().parse::<i64>() {
-        Ok(v) if v >= 1 => Ok(v as u64),
-        _ => Err(format!("'{s}' must be a whole number of microseconds, at least 1")),
+        Ok(v) if (1..=MAX_US as i64).contains(&v) => Ok(v as u64),
+        _ => Err(format!("'{s}' must be a whole number of microseconds, at least 1 and at most a day")),
     }
 }
 
-/// A count of microseconds that may be zero.
+/// A count of microseconds that may be zero, at most a day.
 pub fn us(s: &str) -> Result<u64, String> {
-    s.trim().parse::<u64>().map_err(|_| format!("'{s}' must be a whole number of microseconds (0 or more)"))
+    match s.trim().parse::<u64>() {
+        Ok(v) if v <= MAX_US => Ok(v),
+        _ => Err(format!("'{s}' must be a whole number of microseconds, 0 to a day")),
+    }
 }
 
 /// A positive count.
@@ -73,7 +85,7 @@ mod tests {
         assert_eq!(duration("1d"), Ok(Duration::from_secs(86_400)));
         assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(duration("5"), Ok(Duration::from_secs(5)));
-        for bad in ["", "0s", "-1s", "10x", "s", "1.2.3s"] {
+        for bad in ["", "0s", "-1s", "10x", "s", "1.2.3s", "33337888888888888888888888862", "1e400"] {
             assert!(duration(bad).is_err(), "{bad} accepted");
         }
     }

@@ -19,19 +19,24 @@ pub fn process_start(pid: u32) -> String {
     rest.split_whitespace().nth(19).unwrap_or("").to_string()
 }
 
-/// Parses a CPU list such as "0-3,6,8-9".
+/// CPU numbers above this are no CPU (Linux's NR_CPUS tops out at 8192).
+const MAX_CPU: usize = 8191;
+
+/// Parses a CPU list such as "0-3,6,8-9". Numbers past any kernel's CPUs are no list: a range
+/// to a trillion must not allocate a trillion entries (found by fuzzing).
 pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     let mut out = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let cpu = |x: &str| x.trim().parse::<usize>().ok().filter(|c| *c <= MAX_CPU);
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                let (a, b) = (cpu(a)?, cpu(b)?);
                 if a > b {
                     return None;
                 }
                 out.extend(a..=b);
             }
-            None => out.push(part.trim().parse().ok()?),
+            None => out.push(cpu(part)?),
         }
     }
     out.sort_unstable();
@@ -117,6 +122,8 @@ mod tests {
         assert_eq!(parse_cpu_list("1"), Some(vec![1]));
         assert_eq!(parse_cpu_list("3-1"), None);
         assert_eq!(parse_cpu_list("a"), None);
+        assert_eq!(parse_cpu_list("2-3011112111133,3"), None, "no CPU is numbered that high");
+        assert_eq!(parse_cpu_list("8191").map(|v| v.len()), Some(1));
     }
 
     #[test]

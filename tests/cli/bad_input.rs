@@ -94,3 +94,11 @@ fn unknown_runs_are_rejected() {
     assert_rejected(&lab.run(&["export", "1", "--format", "pdf"]), "pdf");
     assert_rejected(&lab.run(&["show", "abc"]), "abc");
 }
+
+#[test]
+fn cpu_lists_past_any_cpu_are_rejected_not_allocated() {
+    // Found by fuzzing: the range was expanded, all three trillion entries of it.
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["timer", "-l", "10", "-a", "2-3011112111133"]), "not a CPU list");
+    assert_rejected(&lab.run(&["audit", "--cpus", "0-99999999999"]), "not a CPU list");
+}

@@ -1,0 +1,8 @@
+//! The --fail-if expression parser on any text: an error, never a panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = rtbench::report::compare::parse_conditions(&String::from_utf8_lossy(data));
+});

@@ -30,11 +30,11 @@ pub fn serve(spec: &ServeSpec, opts: &RunOptions) -> Result<i32> {
     };
     let (policy, priority) = (rt.policy, rt.priority);
     let enter = move || -> Box<dyn std::any::Any> {
-        let (guard, problem) = crate::runner::rt::enter_thread(cpu, policy, priority);
-        if let Some(problem) = problem {
+        let entered = crate::runner::rt::enter_thread(cpu, policy, priority);
+        for problem in [entered.unpinned, entered.problem].into_iter().flatten() {
             eprintln!("rtbench: WARNING: {problem}");
         }
-        Box::new(guard)
+        Box::new(entered.guard)
     };
     println!(
         "serving {} over {:?} on {}{}; Ctrl-C stops",

@@ -117,12 +117,12 @@ pub fn run(a: StudyArgs) -> Result<i32> {
             let stop = &stop;
             s.spawn(move || {
                 let enter = || -> Box<dyn std::any::Any> {
-                    let (guard, _) = crate::runner::rt::enter_thread(
+                    let entered = crate::runner::rt::enter_thread(
                         None,
                         crate::model::Policy::Fifo,
                         crate::config::DEFAULT_PRIORITY,
                     );
-                    Box::new(guard)
+                    Box::new(entered.guard)
                 };
                 server.serve(stop, &enter)
             })

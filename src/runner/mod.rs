@@ -155,10 +155,16 @@ fn drive(
         let probe = Arc::clone(&cfg.probe);
         let (policy, priority, loops, plan) = (grant.policy, grant.priority, cfg.loops.unwrap_or(u64::MAX), *plan);
         handles.push(std::thread::Builder::new().name(format!("rtbench-{}", plan.index)).spawn(move || {
-            let (_policy, problem) = rt::enter_thread(plan.cpu, policy, priority);
+            let entered = rt::enter_thread(plan.cpu, policy, priority);
+            // A thread that cannot be on its CPU measures nothing rather than the wrong CPU;
+            // the run goes on with the others.
+            if let Some(why) = entered.unpinned {
+                let said = format!("thread {} measured nothing: {why}", plan.index);
+                return (rec.finish(), Some(said));
+            }
             let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
             probe.run(&mut ctx);
-            (rec.finish(), problem)
+            (rec.finish(), entered.problem)
         })?);
     }
 

@@ -137,24 +137,37 @@ impl Drop for ThreadPolicy {
     }
 }
 
+/// How a thread's setup went.
+pub struct Entered {
+    /// Holds the thread's policy until the thread ends.
+    pub guard: ThreadPolicy,
+    /// The thread could not be pinned to its CPU (gone offline, outside the cpuset): why.
+    pub unpinned: Option<String>,
+    /// The policy could not be set: why.
+    pub problem: Option<String>,
+}
+
 /// Sets up a measuring thread: pinned, prefaulted stack, and the run's policy for as long as
-/// the returned guard lives. A problem is returned in words for the run's warnings.
-pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> (ThreadPolicy, Option<String>) {
+/// the returned guard lives. Problems come back in words for the run's warnings.
+pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entered {
     sys::prefault_stack(128 * 1024);
-    let mut guard = ThreadPolicy { previous: None, _on_this_thread: std::marker::PhantomData };
+    let mut entered = Entered {
+        guard: ThreadPolicy { previous: None, _on_this_thread: std::marker::PhantomData },
+        unpinned: None,
+        problem: None,
+    };
     if let Some(cpu) = cpu {
         if let Err(e) = sys::pin_to_cpu(cpu) {
-            return (guard, Some(format!("could not pin a thread to CPU {cpu}: {e}")));
+            entered.unpinned = Some(format!("could not pin a thread to CPU {cpu}: {e}"));
+            return entered;
         }
     }
     let previous = sys::current_scheduling();
     match sys::set_scheduler(policy, priority) {
-        Ok(()) => {
-            guard.previous = previous.ok();
-            (guard, None)
-        }
-        Err(e) => (guard, Some(format!("could not set {policy:?} on a thread: {e}"))),
+        Ok(()) => entered.guard.previous = previous.ok(),
+        Err(e) => entered.problem = Some(format!("could not set {policy:?} on a thread: {e}")),
     }
+    entered
 }
 
 #[cfg(test)]
@@ -172,10 +185,10 @@ mod tests {
                 return;
             }
             sys::restore_scheduling(before).unwrap();
-            let (guard, problem) = enter_thread(None, Policy::Fifo, 10);
-            assert_eq!(problem, None);
+            let entered = enter_thread(None, Policy::Fifo, 10);
+            assert_eq!((entered.unpinned, entered.problem), (None, None));
             assert_ne!(sys::current_scheduling().unwrap(), before, "the policy was set");
-            drop(guard);
+            drop(entered.guard);
             assert_eq!(sys::current_scheduling().unwrap(), before, "and put back");
         })
         .join()

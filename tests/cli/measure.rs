@@ -166,3 +166,46 @@ fn noise_counts_every_gap_above_its_threshold_and_the_share_of_the_cpu_left() {
     assert_eq!(noise["pauses"].as_u64().unwrap() > 0, throttled, "{noise}");
     assert_rejected(&lab.run(&["noise", "--threshold", "0"]), "at least 1");
 }
+
+/// A cpuset of the test's own (cgroup v1, as this kind of machine has), removed when dropped.
+struct Cpuset(std::path::PathBuf);
+
+impl Drop for Cpuset {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn a_thread_that_cannot_be_on_its_cpu_measures_nothing_and_the_run_goes_on() {
+    let root = std::path::Path::new("/sys/fs/cgroup/cpuset");
+    if !is_root() || !root.join("cpuset.cpus").exists() {
+        skip("needs root and a cgroup v1 cpuset hierarchy to take a CPU away from rtbench");
+        return;
+    }
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    if online.trim() == "0" {
+        skip("needs two CPUs");
+        return;
+    }
+    let set = Cpuset(root.join(format!("rtbench-test-{}", std::process::id())));
+    std::fs::create_dir(&set.0).unwrap();
+    std::fs::write(set.0.join("cpuset.cpus"), "0").unwrap();
+    std::fs::write(set.0.join("cpuset.mems"), std::fs::read_to_string(root.join("cpuset.mems")).unwrap()).unwrap();
+    // CPU 1 is online but outside rtbench's cpuset: pinning thread 1 there fails, as it would
+    // for a CPU unplugged under the run.
+    let lab = Lab::new();
+    let script = format!(
+        "echo $$ > {}/tasks && exec {} timer -t 2 -a 0-1 -l 200 -q",
+        set.0.display(),
+        env!("CARGO_BIN_EXE_rtbench")
+    );
+    let out = std::process::Command::new("sh").args(["-c", &script]).env("RTBENCH_DB", lab.db()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = lab.export_json(lab.last_run());
+    assert_eq!(doc["run"]["status"], "complete");
+    assert_eq!(doc["threads"][0]["count"], 200, "the other thread measured");
+    assert_eq!(doc["threads"][1]["count"], 0, "the unpinnable one measured nothing, not another CPU");
+    let warnings = doc["run"]["warnings"].to_string();
+    assert!(warnings.contains("thread 1 measured nothing: could not pin a thread to CPU 1"), "{warnings}");
+}

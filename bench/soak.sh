@@ -50,9 +50,9 @@ for th in run["threads"]:
     expected = measured * 1e9 / interval_ns
     got = th["count"] + th["overruns"]
     diff = got - expected
-    # The threads start a few intervals after the clock does and stop at the duration: a few
-    # intervals either way are the edges, not lost samples.
-    fine = abs(diff) <= 20
+    # The edges, not lost samples: the threads start a little after the run's clock, and stop
+    # up to one runner poll (20 ms = 200 intervals) and a wake-up after the duration.
+    fine = -100 <= diff <= 300
     ok &= fine
     print(f"thread {th['thread']}: {th['count']} samples + {th['overruns']} overruns = {got} of {expected:.0f} intervals ({diff:+.0f}) -> {'ok' if fine else 'MISMATCH'}")
 print(f"max {run['total']['max_ns'] / 1000:.1f} us, p99.99 {run['total']['percentiles_ns']['99.99'] / 1000:.1f} us, status {run['run']['status']}")

@@ -2,7 +2,8 @@
 
 use crate::model::{Preemption, RtThrottling, SystemSnapshot};
 
-fn read(path: &str) -> Option<String> {
+/// A file's contents, trimmed; `None` when it cannot be read.
+pub(crate) fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
@@ -42,6 +43,43 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     out.sort_unstable();
     out.dedup();
     Some(out)
+}
+
+/// One `cpu` line of /proc/stat: which CPU (`None` for the sum over all) and its times in
+/// clock ticks: user nice system idle iowait irq softirq steal …
+pub struct CpuTimes {
+    pub cpu: Option<u32>,
+    pub ticks: Vec<u64>,
+}
+
+impl CpuTimes {
+    pub const IDLE: usize = 3;
+    pub const IOWAIT: usize = 4;
+    pub const IRQ: usize = 5;
+    pub const SOFTIRQ: usize = 6;
+    pub const STEAL: usize = 7;
+
+    /// One of the times, 0 where the kernel does not report it.
+    pub fn get(&self, i: usize) -> u64 {
+        self.ticks.get(i).copied().unwrap_or(0)
+    }
+}
+
+/// The `cpu` lines of a /proc/stat text.
+pub fn cpu_times(stat: &str) -> Vec<CpuTimes> {
+    stat.lines()
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            let name = f.next()?.strip_prefix("cpu")?;
+            let cpu = if name.is_empty() { None } else { Some(name.parse().ok()?) };
+            Some(CpuTimes { cpu, ticks: f.map(|x| x.parse().unwrap_or(0)).collect() })
+        })
+        .collect()
+}
+
+/// The model a PREEMPT_DYNAMIC kernel runs now, from debugfs's "none voluntary (full) lazy".
+pub fn current_preempt_model(text: &str) -> Option<String> {
+    Some(text.split('(').nth(1)?.split(')').next()?.trim().to_string())
 }
 
 /// CPUs that are online now.

@@ -5,6 +5,7 @@ use std::os::unix::fs::FileExt;
 
 use super::{cmdline_param, ev, ev_file, finding, fix, read};
 use crate::model::{Finding, Severity};
+use crate::sysinfo::CpuTimes;
 
 pub fn checks(cpus: &[usize]) -> Vec<Finding> {
     vec![clocksource(), virtualization(), cpufreq(cpus), cpuidle(cpus), smt(), isolation(cpus), numa(cpus), smi(cpus)]
@@ -45,8 +46,7 @@ fn clocksource() -> Finding {
 /// Steal ticks since boot, summed over CPUs.
 fn steal_since_boot() -> Option<u64> {
     let stat = read("/proc/stat")?;
-    let cpu = stat.lines().find(|l| l.starts_with("cpu "))?;
-    cpu.split_whitespace().nth(8)?.parse().ok()
+    crate::sysinfo::cpu_times(&stat).iter().find(|t| t.cpu.is_none()).map(|t| t.get(CpuTimes::STEAL))
 }
 
 fn virtualization() -> Finding {

@@ -33,8 +33,7 @@ fn preemption(config: &KernelConfig) -> Finding {
     let (dynamic_ev, dynamic) = ev_file("/sys/kernel/debug/sched/preempt");
     let evidence = vec![ev("/proc/sys/kernel/version", version.clone()), realtime_ev, dynamic_ev];
     let word = |w: &str| version.split_whitespace().any(|x| x == w);
-    // PREEMPT_DYNAMIC shows all models with the current one in parentheses: "none (full) lazy".
-    let current = dynamic.as_deref().and_then(|d| d.split('(').nth(1)?.split(')').next().map(str::to_string));
+    let current = dynamic.as_deref().and_then(crate::sysinfo::current_preempt_model);
     let mut evidence = evidence;
     let severity = |model: &str| if model == "full" || model == "lazy" { Severity::Warn } else { Severity::Bad };
     let f = if realtime.as_deref() == Some("1") || word("PREEMPT_RT") {

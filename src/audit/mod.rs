@@ -11,6 +11,7 @@ mod memory;
 use std::fmt::Write;
 
 use crate::model::{Evidence, Finding, Severity};
+use crate::sysinfo::read;
 
 /// Every check, on the CPUs that measure (`cpus`), in the order they are shown.
 pub fn run(cpus: &[usize]) -> Vec<Finding> {
@@ -46,11 +47,6 @@ pub fn render(findings: &[Finding]) -> String {
         count(Severity::Ok)
     );
     out
-}
-
-/// A file's contents, trimmed; `None` when it cannot be read.
-fn read(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
 /// Evidence read from `source`.

@@ -1,6 +1,7 @@
 //! What the system did during a load, from /proc/stat.
 
 use crate::model::Activity;
+use crate::sysinfo::CpuTimes;
 
 /// One reading of /proc/stat.
 #[derive(Clone, Debug, Default)]
@@ -16,16 +17,15 @@ impl CpuSample {
     pub fn read() -> CpuSample {
         let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
         let mut s = CpuSample { at: Some(std::time::Instant::now()), ..CpuSample::default() };
+        for t in crate::sysinfo::cpu_times(&text).iter().filter(|t| t.cpu.is_some()) {
+            // Idle and iowait are not busy; guest time is already in user.
+            let total: u64 = t.ticks.iter().take(8).sum();
+            let idle = t.get(CpuTimes::IDLE) + t.get(CpuTimes::IOWAIT);
+            s.cpus.push((total - idle, total));
+        }
         for line in text.lines() {
             let mut f = line.split_whitespace();
             match f.next() {
-                Some(name) if name.starts_with("cpu") && name.len() > 3 => {
-                    let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
-                    // user nice system idle iowait irq softirq steal ...; idle and iowait are not busy.
-                    let total: u64 = v.iter().take(8).sum();
-                    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-                    s.cpus.push((total - idle, total));
-                }
                 Some("ctxt") => s.ctxt = f.next().and_then(|x| x.parse().ok()).unwrap_or(0),
                 Some("intr") => s.intr = f.next().and_then(|x| x.parse().ok()).unwrap_or(0),
                 _ => {}

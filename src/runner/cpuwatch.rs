@@ -4,6 +4,7 @@
 //! envelope interval ends, so a spike can be lined up with what happened on its CPU.
 
 use crate::model::CpuInterval;
+use crate::sysinfo::CpuTimes;
 
 /// Cumulative counters of one CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -16,18 +17,10 @@ pub struct Counters {
 
 /// steal, irq and softirq ticks of each `cpuN` line.
 pub fn parse_stat(text: &str) -> Vec<(u32, [u64; 3])> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let mut f = line.split_whitespace();
-        let Some(cpu) = f.next().and_then(|n| n.strip_prefix("cpu")).and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        // user nice system idle iowait irq softirq steal ...
-        let v: Vec<u64> = f.map(|x| x.parse().unwrap_or(0)).collect();
-        let at = |i: usize| v.get(i).copied().unwrap_or(0);
-        out.push((cpu, [at(7), at(5), at(6)]));
-    }
-    out
+    crate::sysinfo::cpu_times(text)
+        .into_iter()
+        .filter_map(|t| Some((t.cpu?, [t.get(CpuTimes::STEAL), t.get(CpuTimes::IRQ), t.get(CpuTimes::SOFTIRQ)])))
+        .collect()
 }
 
 /// Interrupts delivered to each CPU: the column sums of /proc/interrupts.

@@ -3,6 +3,7 @@
 //! debugfs is unmounted again if it mounted it.
 
 use super::session::Guard;
+use crate::sysinfo::current_preempt_model as current;
 
 const DEBUGFS: &str = "/sys/kernel/debug";
 const FILE: &str = "/sys/kernel/debug/sched/preempt";
@@ -13,11 +14,6 @@ pub const MODELS: [&str; 4] = ["none", "voluntary", "full", "lazy"];
 pub struct PreemptSwitch {
     original: String,
     mounted: bool,
-}
-
-/// The current model of "none voluntary (full) lazy".
-fn current(text: &str) -> Option<String> {
-    Some(text.split('(').nth(1)?.split(')').next()?.trim().to_string())
 }
 
 impl PreemptSwitch {

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::cli::LoadCmdArgs;
 use crate::load::{self, CpuSample, LoadSession, LoadSpec};
-use crate::runner::{Ended, LoadView, Session};
+use crate::runner::{LoadView, Session};
 
 pub fn run(a: LoadCmdArgs) -> Result<i32> {
     if a.list {
@@ -27,7 +27,7 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
     let before = CpuSample::read();
     let started = Instant::now();
     let mut view = LoadView::new(a.quiet);
-    let ended = session.wait(
+    let outcome = session.wait(
         started,
         Some(a.duration),
         Duration::from_millis(200),
@@ -57,10 +57,7 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
     for w in warnings {
         println!("WARNING: {w}");
     }
-    Ok(match ended {
-        Ended::Done => 0,
-        Ended::Signal(sig) => 128 + sig,
-    })
+    Ok(outcome.exit_code())
 }
 
 /// The profiles and generators, and whether each can run here.

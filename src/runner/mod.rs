@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 pub use live::LoadView;
-pub use session::{Ended, Guard, Session};
+pub use session::{Guard, Session};
 
 use crate::config::RunConfig;
 use crate::load::{CpuSample, LoadSession};
@@ -40,7 +40,7 @@ const POLL: Duration = Duration::from_millis(20);
 /// How long the end of a run waits for a store that cannot take its last checkpoint.
 const FINAL_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
 
-/// How a run ended.
+/// How a run, or any wait of a session, ended: its time or work was done, or a signal came.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Complete,
@@ -196,7 +196,7 @@ fn drive(
     };
     let mut last_collect = Instant::now();
     let mut last_checkpoint = Instant::now();
-    let ended = session.wait(
+    let outcome = session.wait(
         started,
         cfg.duration,
         POLL,
@@ -215,10 +215,6 @@ fn drive(
             Ok(())
         },
     )?;
-    let outcome = match ended {
-        Ended::Done => Outcome::Complete,
-        Ended::Signal(sig) => Outcome::Interrupted(sig),
-    };
 
     stop.store(true, Ordering::SeqCst);
     let after = CpuSample::read();

@@ -6,22 +6,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::signals;
+use super::{signals, Outcome};
 
 /// A system change held for a session. Dropping it puts the old state back; the session drops
 /// its guards in the reverse order it took them.
 pub trait Guard {
     /// What it changed, for messages.
     fn name(&self) -> &'static str;
-}
-
-/// How a session's wait ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ended {
-    /// The duration passed or the work was done.
-    Done,
-    /// A stop signal came.
-    Signal(i32),
 }
 
 pub struct Session {
@@ -58,8 +49,9 @@ impl Session {
         signals::received()
     }
 
-    /// Waits, calling `tick` every `every`, until `duration` has passed since `from`, `done()`
-    /// says the work is over, or a stop signal comes. An error from `tick` ends the wait.
+    /// Waits, calling `tick` every `every`, until `duration` has passed since `from` or `done()`
+    /// says the work is over (complete), or a stop signal comes (interrupted). An error from
+    /// `tick` ends the wait.
     pub fn wait(
         &self,
         from: Instant,
@@ -67,14 +59,14 @@ impl Session {
         every: Duration,
         mut done: impl FnMut() -> bool,
         mut tick: impl FnMut() -> Result<()>,
-    ) -> Result<Ended> {
+    ) -> Result<Outcome> {
         loop {
             std::thread::sleep(every);
             if let Some(sig) = self.signal() {
-                return Ok(Ended::Signal(sig));
+                return Ok(Outcome::Interrupted(sig));
             }
             if duration.is_some_and(|d| from.elapsed() >= d) || done() {
-                return Ok(Ended::Done);
+                return Ok(Outcome::Complete);
             }
             tick()?;
         }
@@ -129,7 +121,7 @@ mod tests {
             asked >= 3
         };
         let ended = s.wait(Instant::now(), None, Duration::from_millis(1), done, || Ok(())).unwrap();
-        assert_eq!(ended, Ended::Done);
+        assert_eq!(ended, Outcome::Complete);
         assert_eq!(asked, 3);
         let mut n = 0;
         let counted = s.wait(
@@ -142,7 +134,7 @@ mod tests {
                 Ok(())
             },
         );
-        assert_eq!(counted.unwrap(), Ended::Done);
+        assert_eq!(counted.unwrap(), Outcome::Complete);
         assert!(n >= 1, "ticked while waiting");
         let failed = s.wait(Instant::now(), None, Duration::from_millis(1), || false, || anyhow::bail!("disk full"));
         assert_eq!(failed.unwrap_err().to_string(), "disk full");

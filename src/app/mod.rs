@@ -161,7 +161,7 @@ fn command(cmd: Command) -> Result<i32> {
         Command::Export(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let run = store.run(a.run)?;
-            let format: Format = a.format.into();
+            let format = a.format;
             let raw = if format == Format::Samples { store.raw_samples(a.run)? } else { Vec::new() };
             let text = export::render(&run, format, &ExportOptions { buckets: a.buckets, raw })?;
             match &a.output {

@@ -332,8 +332,9 @@ pub struct ShowArgs {
 pub struct ExportArgs {
     /// Run id (see `rtbench runs`)
     pub run: i64,
-    #[arg(long, short = 'f', value_enum, default_value = "json")]
-    pub format: ExportFormat,
+    /// json, csv, hgrm, cyclictest-hist, cyclictest-json or samples
+    #[arg(long, short = 'f', value_parser = Format::parse, default_value = "json")]
+    pub format: Format,
     /// Write to FILE instead of stdout
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -357,29 +358,6 @@ impl From<PolicyArg> for Policy {
             PolicyArg::Fifo => Policy::Fifo,
             PolicyArg::Rr => Policy::RoundRobin,
             PolicyArg::Other => Policy::Other,
-        }
-    }
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    Json,
-    Csv,
-    Hgrm,
-    CyclictestHist,
-    CyclictestJson,
-    Samples,
-}
-
-impl From<ExportFormat> for Format {
-    fn from(f: ExportFormat) -> Format {
-        match f {
-            ExportFormat::Json => Format::Json,
-            ExportFormat::Csv => Format::Csv,
-            ExportFormat::Hgrm => Format::Hgrm,
-            ExportFormat::CyclictestHist => Format::CyclictestHist,
-            ExportFormat::CyclictestJson => Format::CyclictestJson,
-            ExportFormat::Samples => Format::Samples,
         }
     }
 }

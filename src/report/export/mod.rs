@@ -28,6 +28,25 @@ pub enum Format {
     Samples,
 }
 
+impl Format {
+    /// Every format by the name `--format` takes.
+    pub const NAMES: [(&'static str, Format); 6] = [
+        ("json", Format::Json),
+        ("csv", Format::Csv),
+        ("hgrm", Format::Hgrm),
+        ("cyclictest-hist", Format::CyclictestHist),
+        ("cyclictest-json", Format::CyclictestJson),
+        ("samples", Format::Samples),
+    ];
+
+    pub fn parse(name: &str) -> Result<Format, String> {
+        Format::NAMES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f).ok_or_else(|| {
+            let names: Vec<&str> = Format::NAMES.iter().map(|(n, _)| *n).collect();
+            format!("'{name}' is not a format; use {}", names.join(", "))
+        })
+    }
+}
+
 /// Options a format may use.
 pub struct ExportOptions {
     /// Number of 1-µs buckets in the cyclictest histogram formats.

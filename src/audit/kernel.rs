@@ -69,14 +69,7 @@ fn preemption(config: &KernelConfig) -> Finding {
 }
 
 fn tick(config: &KernelConfig) -> Finding {
-    let Some(source) = config.source.clone() else {
-        return finding(
-            "tick",
-            Severity::Unknown,
-            "kernel configuration not readable (/proc/config.gz or /boot/config-*)",
-            vec![ev("/proc/config.gz", "absent")],
-        );
-    };
+    let Some(source) = config.source.clone() else { return unreadable_config("tick") };
     let hz = config.get("CONFIG_HZ").unwrap_or("?").to_string();
     let full = config.enabled("CONFIG_NO_HZ_FULL");
     let idle = config.enabled("CONFIG_NO_HZ_IDLE") || config.enabled("CONFIG_NO_HZ");
@@ -91,6 +84,15 @@ fn tick(config: &KernelConfig) -> Finding {
         finding("tick", Severity::Warn, format!("HZ={hz}, no NO_HZ_FULL: every CPU takes the tick"), evidence)
     };
     fix(f, "a kernel with CONFIG_NO_HZ_FULL=y, booted with nohz_full=CPUS")
+}
+
+/// A check that needs the kernel's configuration where it cannot be read.
+fn unreadable_config(check: &str) -> Finding {
+    let evidence = vec![
+        ev("/proc/config.gz", "absent"),
+        ev(&format!("/boot/config-{}", crate::sysinfo::kernel_release()), "absent"),
+    ];
+    finding(check, Severity::Unknown, "kernel configuration not readable", evidence)
 }
 
 fn hrtimers() -> Finding {
@@ -116,14 +118,7 @@ fn hrtimers() -> Finding {
 }
 
 fn debug_options(config: &KernelConfig) -> Finding {
-    let Some(source) = config.source.clone() else {
-        return finding(
-            "debug-options",
-            Severity::Unknown,
-            "kernel configuration not readable",
-            vec![ev("/proc/config.gz", "absent")],
-        );
-    };
+    let Some(source) = config.source.clone() else { return unreadable_config("debug-options") };
     let costly = ["CONFIG_PROVE_LOCKING", "CONFIG_LOCKDEP", "CONFIG_KASAN", "CONFIG_DEBUG_KMEMLEAK", "CONFIG_KCSAN"];
     let on: Vec<&str> = costly.iter().copied().filter(|o| config.enabled(o)).collect();
     let evidence =

@@ -203,14 +203,14 @@ fn drive(
         || handles.iter().all(|h| h.is_finished()),
         || {
             run.watch_tick();
-            run.drain_samples()?;
+            run.drain_samples();
             if last_collect.elapsed() >= collect_every {
                 last_collect = Instant::now();
-                run.collect()?;
+                run.collect();
             }
             if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
                 last_checkpoint = Instant::now();
-                run.checkpoint()?;
+                run.checkpoint();
             }
             Ok(())
         },
@@ -231,7 +231,7 @@ fn drive(
     }
     // A thread may be waiting to hand over raw samples: keep draining until every one is done.
     while !handles.iter().all(|h| h.is_finished()) {
-        run.drain_samples()?;
+        run.drain_samples();
         std::thread::sleep(Duration::from_millis(1));
     }
     for (i, h) in handles.into_iter().enumerate() {
@@ -242,17 +242,17 @@ fn drive(
             }
         }
         if let Some(buf) = run.totals[i].collector.drain() {
-            run.merge(i, buf)?;
+            run.merge(i, buf);
         }
-        run.merge(i, last)?;
+        run.merge(i, last);
     }
-    run.progress()?;
+    run.progress();
     // The threads have ended: the interval of their last samples closes now.
     run.watch_tick();
     if let Some(w) = run.watch.as_mut() {
         w.finish();
     }
-    run.checkpoint()?;
+    run.checkpoint();
     // The last checkpoint holds the whole run: a store that is full or locked gets time to
     // take it before the run gives up on it.
     let deadline = Instant::now() + FINAL_CHECKPOINT_WAIT;
@@ -322,11 +322,10 @@ impl Flow<'_> {
     }
 
     /// Hands the raw samples every thread has passed over so far to the sinks.
-    fn drain_samples(&mut self) -> Result<()> {
+    fn drain_samples(&mut self) {
         for i in 0..self.totals.len() {
             self.drain_thread(i);
         }
-        Ok(())
     }
 
     /// A sink that fails says so and is retried or left out (see [`Fed`]); the samples keep
@@ -345,19 +344,19 @@ impl Flow<'_> {
 
     /// Swaps every thread's buffer out and merges it, without waiting for a sleeping thread,
     /// then shows the totals.
-    fn collect(&mut self) -> Result<()> {
+    fn collect(&mut self) {
         for t in &mut self.totals {
             t.collector.request();
         }
         for i in 0..self.totals.len() {
             if let Some(buf) = self.totals[i].collector.take(Duration::from_millis(5)) {
-                self.merge(i, buf)?;
+                self.merge(i, buf);
             }
         }
         self.progress()
     }
 
-    fn merge(&mut self, i: usize, buf: Box<Buffer>) -> Result<()> {
+    fn merge(&mut self, i: usize, buf: Box<Buffer>) {
         let t = &mut self.totals[i];
         t.stats.merge(&buf.stats);
         if buf.stats.count > 0 {
@@ -369,10 +368,9 @@ impl Flow<'_> {
         }
         t.collector.recycle(buf);
         self.drain_thread(i);
-        Ok(())
     }
 
-    fn progress(&mut self) -> Result<()> {
+    fn progress(&mut self) {
         let rows: Vec<live::Row> = self
             .totals
             .iter()
@@ -382,10 +380,9 @@ impl Flow<'_> {
         for s in &mut self.sinks {
             s.progress(&p);
         }
-        Ok(())
     }
 
-    fn checkpoint(&mut self) -> Result<()> {
+    fn checkpoint(&mut self) {
         let threads = self.results();
         let activity = self.watch.as_mut().map(|w| w.take()).unwrap_or_default();
         let cp = Checkpoint { threads: &threads, envelope: &self.envelope, activity: &activity };
@@ -394,7 +391,6 @@ impl Flow<'_> {
         }
         self.envelope.clear();
         self.activity.extend(activity);
-        Ok(())
     }
 
     /// The last checkpoint again, for the sinks it did not reach: what they kept is written.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rtbench timer vs cyclictest: same settings, interleaved rounds, idle machine.
 #
-#   bench/vs-cyclictest.sh [ROUNDS] [SECONDS]        (defaults: 3 rounds of 10 s per tool)
+#   bench/vs-cyclictest.sh [ROUNDS] [SECONDS]        (defaults: 5 rounds of 10 s per tool)
 #
 # Needs root (FIFO priority, mlock), python3, `cyclictest` (Debian/Ubuntu package `rt-tests`;
 # this script installs nothing), and a release build (`cargo build --release`); set RTBENCH to
@@ -17,7 +17,7 @@
 # because nothing here can make the machine idle: check them before trusting a round.
 set -euo pipefail
 
-ROUNDS=${1:-3}
+ROUNDS=${1:-5}
 SECS=${2:-10}
 THREADS=${THREADS:-2}
 AFFINITY=${AFFINITY:-0-$((THREADS - 1))}

@@ -179,6 +179,8 @@ impl Recorder {
         let full = std::mem::replace(chunk, fresh);
         // Waits only when the runner is CHUNKS_IN_FLIGHT chunks behind: samples are never dropped.
         let _ = filled.send(full);
+        // A full chunk is work for the runner, which may be asleep until its next checkpoint.
+        crate::sys::wake();
     }
 
     /// Ends recording: the partial envelope interval joins the last buffer, which is returned,

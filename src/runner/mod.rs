@@ -10,7 +10,7 @@ pub mod session;
 pub mod signals;
 pub mod sink;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,8 +35,6 @@ use sink::{Checkpoint, Fed, LiveSink, Progress, SampleLogSink, StoreSink};
 
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 const LIVE_EVERY: Duration = Duration::from_millis(100);
-/// How often the runner looks at its threads, signals and the clock.
-const POLL: Duration = Duration::from_millis(20);
 /// How long the end of a run waits for a store that cannot take its last checkpoint.
 const FINAL_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
 
@@ -147,11 +145,14 @@ fn drive(
     let started = Instant::now();
     let mut totals = Vec::new();
     let mut handles = Vec::new();
+    // Threads done measuring; they may still be handing over their last samples.
+    let ended = Arc::new(AtomicUsize::new(0));
     for plan in &cfg.threads {
         let raw = if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(sink::RAW_IN_STORE) };
         let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
         totals.push(ThreadTotals { index: plan.index, cpu: plan.cpu, stats: Stats::default(), last: 0, collector });
         let stop = Arc::clone(&stop);
+        let ended = Arc::clone(&ended);
         let probe = Arc::clone(&cfg.probe);
         let (policy, priority, loops, plan) = (grant.policy, grant.priority, cfg.loops.unwrap_or(u64::MAX), *plan);
         handles.push(std::thread::Builder::new().name(format!("rtbench-{}", plan.index)).spawn(move || {
@@ -160,13 +161,21 @@ fn drive(
             // the run goes on with the others.
             if let Some(why) = entered.unpinned {
                 let said = format!("thread {} measured nothing: {why}", plan.index);
+                ended.fetch_add(1, Ordering::SeqCst);
+                sys::wake();
                 return (rec.finish(), Some(said));
             }
             let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
             probe.run(&mut ctx);
+            // The runner sleeps until something is due: an ended thread is.
+            ended.fetch_add(1, Ordering::SeqCst);
+            sys::wake();
             (rec.finish(), entered.problem)
         })?);
     }
+    // The runner's own work (checkpoints, the store's fsync, reading /proc) happens off the
+    // measured CPUs when there are others; the measuring threads were started before this.
+    let _housekeeping = rt::Housekeeping::avoid(&cfg.threads.iter().map(|t| t.cpu).collect::<Vec<_>>());
 
     // The sample log is flushed before the store's checkpoint names the samples it holds.
     let mut sinks: Vec<Fed> = Vec::new();
@@ -183,6 +192,7 @@ fn drive(
     let cpus: Vec<u32> = cfg.threads.iter().filter_map(|t| t.cpu).map(|c| c as u32).collect();
     let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.envelope_ns));
     let history = vec![Vec::new(); totals.len()];
+    let run_watching = watch.is_some();
     let mut run = Flow {
         totals,
         sinks,
@@ -196,19 +206,28 @@ fn drive(
     };
     let mut last_collect = Instant::now();
     let mut last_checkpoint = Instant::now();
-    let outcome = session.wait(
+    // Nothing is due between collections and the ends of envelope intervals (when the CPUs'
+    // counters are read): the runner sleeps until then, or until a thread ends or a signal comes.
+    let pace = || {
+        if run_watching {
+            envelope_pace(sys::now_ns().saturating_sub(start_ns), cfg.envelope_ns).min(collect_every)
+        } else {
+            collect_every
+        }
+    };
+    let outcome = session.wait_paced(
         started,
         cfg.duration,
-        POLL,
-        || handles.iter().all(|h| h.is_finished()),
+        pace,
+        || ended.load(Ordering::SeqCst) == handles.len(),
         || {
             run.watch_tick();
             run.drain_samples();
-            if last_collect.elapsed() >= collect_every {
+            if due(last_collect, collect_every) {
                 last_collect = Instant::now();
                 run.collect();
             }
-            if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+            if due(last_checkpoint, CHECKPOINT_EVERY) {
                 last_checkpoint = Instant::now();
                 run.checkpoint();
             }
@@ -408,6 +427,20 @@ impl Flow<'_> {
             .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
             .collect()
     }
+}
+
+/// Whether a step taken every `every` is due again since `last`. The runner wakes at envelope
+/// boundaries, not exactly `every` after the last step: a wake-up a little early counts.
+fn due(last: Instant, every: Duration) -> bool {
+    last.elapsed() + every / 10 >= every
+}
+
+/// From time offset `t_ns`, how long until just after the current envelope interval ends.
+fn envelope_pace(t_ns: u64, interval_ns: u64) -> Duration {
+    // Read a little after the boundary, so the counters cover the whole interval.
+    const LATE_NS: u64 = 1_000_000;
+    let interval = interval_ns.max(1);
+    Duration::from_nanos(interval - t_ns % interval + LATE_NS)
 }
 
 /// Starts the configured load and lets it settle; `None` when measuring idle.

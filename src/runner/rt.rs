@@ -147,6 +147,39 @@ pub struct Entered {
     pub problem: Option<String>,
 }
 
+/// The runner's thread kept off the measured CPUs, as rtla's housekeeping CPUs: its system
+/// calls would otherwise hold up a measuring thread on a kernel that is not fully preemptible.
+/// Its old affinity comes back on drop; nothing changes when every CPU is measured or a thread
+/// floats.
+pub struct Housekeeping {
+    previous: Option<Vec<usize>>,
+}
+
+impl Housekeeping {
+    pub fn avoid(measured: &[Option<usize>]) -> Housekeeping {
+        let none = Housekeeping { previous: None };
+        if measured.iter().any(|c| c.is_none()) {
+            return none;
+        }
+        let Ok(previous) = sys::affinity() else { return none };
+        let online = crate::sysinfo::online_cpus();
+        let free: Vec<usize> =
+            previous.iter().copied().filter(|c| online.contains(c) && !measured.contains(&Some(*c))).collect();
+        if free.is_empty() || free.len() == previous.len() || sys::set_affinity(&free).is_err() {
+            return none;
+        }
+        Housekeeping { previous: Some(previous) }
+    }
+}
+
+impl Drop for Housekeeping {
+    fn drop(&mut self) {
+        if let Some(cpus) = self.previous.take() {
+            let _ = sys::set_affinity(&cpus);
+        }
+    }
+}
+
 /// Sets up a measuring thread: pinned, prefaulted stack, and the run's policy for as long as
 /// the returned guard lives. Problems come back in words for the run's warnings.
 pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entered {
@@ -173,6 +206,31 @@ pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entere
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runner_leaves_the_measured_cpus_and_comes_back() {
+        std::thread::spawn(|| {
+            let before = sys::affinity().unwrap();
+            let online = crate::sysinfo::online_cpus();
+            let usable: Vec<usize> = before.iter().copied().filter(|c| online.contains(c)).collect();
+            if usable.len() < 2 {
+                eprintln!("skipped: one usable CPU, nowhere else to go");
+                return;
+            }
+            let measured = usable[0];
+            let held = Housekeeping::avoid(&[Some(measured)]);
+            let during = sys::affinity().unwrap();
+            assert!(!during.contains(&measured) && !during.is_empty(), "{during:?} avoids CPU {measured}");
+            drop(held);
+            assert_eq!(sys::affinity().unwrap(), before, "and the old affinity is back");
+            // A floating thread may be anywhere: nothing to avoid.
+            let floating = Housekeeping::avoid(&[Some(measured), None]);
+            assert_eq!(sys::affinity().unwrap(), before);
+            drop(floating);
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn a_thread_gets_its_policy_back_when_the_guard_drops() {

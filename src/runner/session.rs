@@ -51,17 +51,33 @@ impl Session {
 
     /// Waits, calling `tick` every `every`, until `duration` has passed since `from` or `done()`
     /// says the work is over (complete), or a stop signal comes (interrupted). An error from
-    /// `tick` ends the wait.
+    /// `tick` ends the wait. A stop signal, or anything that calls `sys::wake` (a thread that
+    /// ends its work), cuts the wait short, so `every` can be long without making it slow to
+    /// answer.
     pub fn wait(
         &self,
         from: Instant,
         duration: Option<Duration>,
         every: Duration,
+        done: impl FnMut() -> bool,
+        tick: impl FnMut() -> Result<()>,
+    ) -> Result<Outcome> {
+        self.wait_paced(from, duration, || every, done, tick)
+    }
+
+    /// [`Session::wait`] with the time to the next `tick` asked of `pace` each time.
+    pub fn wait_paced(
+        &self,
+        from: Instant,
+        duration: Option<Duration>,
+        mut pace: impl FnMut() -> Duration,
         mut done: impl FnMut() -> bool,
         mut tick: impl FnMut() -> Result<()>,
     ) -> Result<Outcome> {
         loop {
-            std::thread::sleep(every);
+            let every = pace();
+            let left = duration.map_or(every, |d| d.saturating_sub(from.elapsed()));
+            crate::sys::wait_wake(every.min(left));
             if let Some(sig) = self.signal() {
                 return Ok(Outcome::Interrupted(sig));
             }
@@ -138,5 +154,31 @@ mod tests {
         assert!(n >= 1, "ticked while waiting");
         let failed = s.wait(Instant::now(), None, Duration::from_millis(1), || false, || anyhow::bail!("disk full"));
         assert_eq!(failed.unwrap_err().to_string(), "disk full");
+    }
+
+    #[test]
+    fn a_wake_from_another_thread_cuts_a_long_wait_short() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let s = Session::start().unwrap();
+        let (finished, returned) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let worker = {
+            let (finished, returned) = (Arc::clone(&finished), Arc::clone(&returned));
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                finished.store(true, Ordering::SeqCst);
+                // Other tests wait on the same descriptor and may take a wake: wake until seen.
+                while !returned.load(Ordering::SeqCst) {
+                    crate::sys::wake();
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        };
+        let t = Instant::now();
+        let ended = s.wait(t, None, Duration::from_secs(60), || finished.load(Ordering::SeqCst), || Ok(())).unwrap();
+        returned.store(true, Ordering::SeqCst);
+        worker.join().unwrap();
+        assert_eq!(ended, Outcome::Complete);
+        // Asleep for its full minute it would have returned after 60 s.
+        assert!(t.elapsed() < Duration::from_secs(30), "woken after {:?}", t.elapsed());
     }
 }

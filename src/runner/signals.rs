@@ -15,6 +15,7 @@ static HOLDERS: Mutex<usize> = Mutex::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     LAST.store(sig, Ordering::SeqCst);
+    sys::wake();
     if RECEIVED.fetch_add(1, Ordering::SeqCst) >= 1 {
         sys::write_stderr_raw(b"\nrtbench: second signal, aborting now; the last checkpoint is kept\n");
         sys::exit_now(128 + sig);
@@ -34,6 +35,7 @@ impl Installed {
         let mut holders = HOLDERS.lock().unwrap_or_else(|e| e.into_inner());
         if *holders == 0 {
             RECEIVED.store(0, Ordering::SeqCst);
+            sys::prepare_wake()?;
             sys::on_stop_signals(on_signal)?;
         }
         *holders += 1;

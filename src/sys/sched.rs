@@ -46,13 +46,30 @@ pub fn restore_scheduling(s: Scheduling) -> io::Result<()> {
 
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET is bounds-checked against its size below.
+    set_affinity(&[cpu])
+}
+
+/// The CPUs the calling thread may run on.
+pub fn affinity() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data, filled by the kernel; CPU_ISSET stays within its size.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if cpu >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        check(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set))?;
+        Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
+    }
+}
+
+/// Lets the calling thread run on `cpus` only.
+pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; every CPU is bounds-checked against its size first.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus {
+            if cpu >= libc::CPU_SETSIZE as usize {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            libc::CPU_SET(cpu, &mut set);
         }
-        libc::CPU_SET(cpu, &mut set);
         check(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set))
     }
 }

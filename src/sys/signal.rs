@@ -1,6 +1,7 @@
 //! Signal dispositions and waiting, for the runner's stop handling.
 
 use std::io;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::check;
 
@@ -63,4 +64,64 @@ pub fn wait_stop_signal(timeout: std::time::Duration) -> Option<i32> {
         let sig = libc::sigtimedwait(&set, std::ptr::null_mut(), &ts);
         (sig > 0).then_some(sig)
     }
+}
+
+/// The eventfd that [`wake`] writes and [`wait_wake`] waits on; -1 until first used.
+static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+
+fn wake_fd() -> io::Result<i32> {
+    let fd = WAKE_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        return Ok(fd);
+    }
+    // SAFETY: eventfd takes no pointers; the descriptor is kept for the life of the process.
+    let new = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    match WAKE_FD.compare_exchange(-1, new, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => Ok(new),
+        Err(other) => {
+            // SAFETY: `new` is ours and was never shared.
+            unsafe { libc::close(new) };
+            Ok(other)
+        }
+    }
+}
+
+/// Makes ready the descriptor that [`wake`] and [`wait_wake`] share. Call it before installing
+/// a signal handler that wakes: the handler itself must not create it.
+pub fn prepare_wake() -> io::Result<()> {
+    wake_fd().map(|_| ())
+}
+
+/// Ends a [`wait_wake`] early, in this or any thread. Async-signal-safe: a signal handler may
+/// call it.
+pub fn wake() {
+    let fd = WAKE_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64 to our eventfd; write(2) is async-signal-safe.
+        unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+    }
+}
+
+/// Sleeps up to `timeout`, less when [`wake`] is called meanwhile (or was called since the last
+/// wait). Returns true when woken.
+pub fn wait_wake(timeout: std::time::Duration) -> bool {
+    let Ok(fd) = wake_fd() else {
+        std::thread::sleep(timeout);
+        return false;
+    };
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as _ };
+    // SAFETY: one valid pollfd and a valid timespec; a null sigmask keeps the thread's own.
+    let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    if rc <= 0 {
+        return false;
+    }
+    let mut count: u64 = 0;
+    // SAFETY: reads 8 bytes into a valid u64; the fd is non-blocking.
+    unsafe { libc::read(fd, (&mut count as *mut u64).cast(), 8) };
+    true
 }

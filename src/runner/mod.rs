@@ -22,8 +22,7 @@ pub use session::{Guard, Session};
 use crate::config::RunConfig;
 use crate::load::{CpuSample, LoadSession};
 use crate::model::{
-    attribute, CpuInterval, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, StealFinding,
-    ThreadResult,
+    attribute, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, StealFinding, ThreadResult,
 };
 use crate::probe::ThreadCtx;
 use crate::recorder::samplelog::SampleLogWriter;
@@ -101,6 +100,8 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         cpus.dedup();
         system.audit = Some(crate::audit::run(&cpus));
     }
+    // Memory stays flat over a long run: the store holds the history, not the process.
+    store.limit_page_cache(256);
     let id = store.begin(&NewRun {
         label: &cfg.label,
         probe: cfg.info.name,
@@ -191,19 +192,8 @@ fn drive(
     // Synthetic samples keep a clock of their own: nothing on a real CPU lines up with them.
     let cpus: Vec<u32> = cfg.threads.iter().filter_map(|t| t.cpu).map(|c| c as u32).collect();
     let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.envelope_ns));
-    let history = vec![Vec::new(); totals.len()];
     let run_watching = watch.is_some();
-    let mut run = Flow {
-        totals,
-        sinks,
-        envelope: Vec::new(),
-        started,
-        duration: cfg.duration,
-        start_ns,
-        watch,
-        activity: Vec::new(),
-        history,
-    };
+    let mut run = Flow { totals, sinks, envelope: Vec::new(), started, duration: cfg.duration, start_ns, watch };
     let mut last_collect = Instant::now();
     let mut last_checkpoint = Instant::now();
     // Nothing is due between collections and the ends of envelope intervals (when the CPUs'
@@ -283,12 +273,20 @@ fn drive(
         anyhow::bail!("{}", run.sinks.iter().filter_map(|s| s.warning()).collect::<Vec<_>>().join("; "));
     }
     warnings.extend(run.sinks.iter().filter_map(|s| s.warning()));
-    for finding in run.steal() {
-        let w = finding.warning();
-        eprintln!("rtbench: WARNING: {w}");
-        warnings.push(w);
-    }
+    let watched = run.watch.is_some();
     drop(run);
+    if watched {
+        match steal(store, id, &cfg.threads) {
+            Ok(findings) => {
+                for finding in findings {
+                    let w = finding.warning();
+                    eprintln!("rtbench: WARNING: {w}");
+                    warnings.push(w);
+                }
+            }
+            Err(e) => warnings.push(format!("steal time could not be lined up with the latencies: {e:#}")),
+        }
+    }
     if let Some(report) = load_report {
         store.set_load(id, &LoadRecord::Measured(report))?;
     }
@@ -320,10 +318,6 @@ struct Flow<'s> {
     start_ns: u64,
     /// Interference on the measured CPUs; `None` for synthetic samples.
     watch: Option<cpuwatch::CpuWatch>,
-    /// Every interval the watch read, and every envelope point per thread: to tell at the end
-    /// which latencies steal time explains.
-    activity: Vec<CpuInterval>,
-    history: Vec<Vec<EnvPoint>>,
 }
 
 impl Flow<'_> {
@@ -331,13 +325,6 @@ impl Flow<'_> {
         if let Some(w) = self.watch.as_mut() {
             w.tick(sys::now_ns().saturating_sub(self.start_ns));
         }
-    }
-
-    /// What steal time did on each measured CPU, over the whole run.
-    fn steal(&self) -> Vec<StealFinding> {
-        let threads: Vec<(Option<u32>, &[EnvPoint])> =
-            self.totals.iter().zip(&self.history).map(|(t, h)| (t.cpu.map(|c| c as u32), h.as_slice())).collect();
-        attribute(&threads, &self.activity)
     }
 
     /// Hands the raw samples every thread has passed over so far to the sinks.
@@ -382,9 +369,6 @@ impl Flow<'_> {
             t.last = buf.last;
         }
         self.envelope.extend(buf.envelope.iter().map(|p| (t.index as u32, *p)));
-        if self.watch.is_some() {
-            self.history[i].extend_from_slice(&buf.envelope);
-        }
         t.collector.recycle(buf);
         self.drain_thread(i);
     }
@@ -409,7 +393,6 @@ impl Flow<'_> {
             s.checkpoint(&cp);
         }
         self.envelope.clear();
-        self.activity.extend(activity);
     }
 
     /// The last checkpoint again, for the sinks it did not reach: what they kept is written.
@@ -427,6 +410,22 @@ impl Flow<'_> {
             .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
             .collect()
     }
+}
+
+/// What steal time did on each measured CPU over the whole run, from what the store holds of
+/// it: the runner keeps no history, so its memory stays flat however long the run.
+fn steal(store: &Store, id: i64, threads: &[crate::config::ThreadPlan]) -> Result<Vec<StealFinding>> {
+    let envelope = store.envelope(id)?;
+    let activity = store.cpu_activity(id)?;
+    let per_thread: Vec<(Option<u32>, Vec<EnvPoint>)> = threads
+        .iter()
+        .map(|t| {
+            let points = envelope.iter().filter(|(i, _)| *i == t.index as u32).map(|(_, p)| *p).collect();
+            (t.cpu.map(|c| c as u32), points)
+        })
+        .collect();
+    let borrowed: Vec<(Option<u32>, &[EnvPoint])> = per_thread.iter().map(|(c, p)| (*c, p.as_slice())).collect();
+    Ok(attribute(&borrowed, &activity))
 }
 
 /// Whether a step taken every `every` is due again since `last`. The runner wakes at envelope

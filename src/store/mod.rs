@@ -106,6 +106,12 @@ impl Store {
         &self.path
     }
 
+    /// Caps this connection's page cache at `kib` KiB. A run that checkpoints for hours appends
+    /// pages it never reads again; SQLite's default cache would grow the process by 2 MiB of them.
+    pub fn limit_page_cache(&self, kib: u32) {
+        let _ = self.conn.pragma_update(None, "cache_size", -i64::from(kib));
+    }
+
     /// How long operations wait for another writer's lock from now on.
     pub fn set_busy_timeout(&self, wait: std::time::Duration) {
         let _ = self.conn.busy_timeout(wait);

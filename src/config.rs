@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub load_flags: LoadFlags,
     pub label: Option<String>,
     pub db: Option<PathBuf>,
+    /// CPUs to shield from the rest of the system for the run.
+    pub shield: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -62,6 +64,7 @@ impl Default for RunOptions {
             load_flags: LoadFlags::default(),
             label: None,
             db: None,
+            shield: None,
         }
     }
 }
@@ -113,12 +116,19 @@ pub struct RunConfig {
     pub settle: Duration,
     pub tmpdir: PathBuf,
     pub command_line: String,
+    /// CPUs to shield from everything else for the run; the measuring threads run there.
+    pub shield: Option<Vec<usize>>,
 }
 
 impl RunConfig {
     /// Checks `opts`, resolves the loop count and builds the probe from its flags.
     pub fn new(info: &'static ProbeInfo, args: &ProbeArgs, opts: &RunOptions) -> Result<RunConfig> {
-        let cpus = cpu_list(opts.affinity.as_deref(), "--affinity")?;
+        let shield = shield_cpus(opts.shield.as_deref())?;
+        // Shielded CPUs are the ones to measure unless -a says otherwise.
+        let cpus = match (&opts.affinity, &shield) {
+            (None, Some(s)) => s.clone(),
+            _ => cpu_list(opts.affinity.as_deref(), "--affinity")?,
+        };
         let n = match (opts.threads, info.default_threads) {
             (Some(0), _) | (None, DefaultThreads::PerCpu) => cpus.len(),
             (Some(n), _) => n as usize,
@@ -167,6 +177,7 @@ impl RunConfig {
             settle: opts.settle,
             tmpdir,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            shield,
         })
     }
 
@@ -182,9 +193,21 @@ impl RunConfig {
             duration_s: self.duration.map(|d| d.as_secs_f64()),
             envelope_interval_ns: self.envelope_ns,
             samples_file: self.samples.as_ref().map(|p| p.display().to_string()),
+            shield: None,
             probe: self.probe_params.clone(),
         }
     }
+}
+
+/// The CPUs `--shield` names: online, and not all of them.
+fn shield_cpus(given: Option<&str>) -> Result<Option<Vec<usize>>> {
+    let Some(list) = given else { return Ok(None) };
+    let cpus = cpu_list(Some(list), "--shield")?;
+    let online = crate::sysinfo::online_cpus();
+    if online.iter().all(|c| cpus.contains(c)) {
+        return Err(invalid!("--shield {list} names every online CPU; leave at least one for the rest of the system"));
+    }
+    Ok(Some(cpus))
 }
 
 /// The CPUs a `flag` names, all online ones when it is not given; each must be online.

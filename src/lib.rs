@@ -20,6 +20,7 @@ pub mod probe;
 pub mod recorder;
 pub mod report;
 pub mod runner;
+pub mod shield;
 pub mod stats;
 pub mod store;
 pub mod sys;

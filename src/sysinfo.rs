@@ -20,6 +20,24 @@ pub fn process_start(pid: u32) -> String {
     rest.split_whitespace().nth(19).unwrap_or("").to_string()
 }
 
+/// Writes CPUs as a kernel CPU list, "0-3,6": the inverse of [`parse_cpu_list`].
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j { sorted[i].to_string() } else { format!("{}-{}", sorted[i], sorted[j]) });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 /// CPU numbers above this are no CPU (Linux's NR_CPUS tops out at 8192).
 const MAX_CPU: usize = 8191;
 
@@ -153,6 +171,15 @@ pub fn kernel_release() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_written_read_back() {
+        for list in ["0", "0-1", "0-3,6", "1,3,5", "0-2,4-7,9"] {
+            assert_eq!(format_cpu_list(&parse_cpu_list(list).unwrap()), list);
+        }
+        assert_eq!(format_cpu_list(&[3, 1, 2, 2]), "1-3");
+        assert_eq!(format_cpu_list(&[]), "");
+    }
 
     #[test]
     fn cpu_lists() {

@@ -19,6 +19,10 @@ use crate::store::{self, Store};
 
 /// Runs what the command line asks; returns the process exit code.
 pub fn run(invocation: Invocation) -> Result<i32> {
+    // A run that was killed while it shielded CPUs left the system changed: put it back first.
+    if let Some(said) = crate::shield::replay_abandoned() {
+        eprintln!("rtbench: {said}");
+    }
     match invocation {
         Invocation::Probe(call) => probe(call),
         Invocation::Command(cmd) => command(cmd),

@@ -69,6 +69,7 @@ fn cell_options(a: &StudyArgs, cell: &Cell, label: &str) -> RunOptions {
         load_flags: a.load_args.flags(),
         label: Some(label.to_string()),
         db: a.db.db.clone(),
+        shield: a.shield.clone(),
         ..RunOptions::default()
     }
 }

@@ -77,6 +77,10 @@ pub struct StudyArgs {
     /// each labelled with its model; the model in force is put back afterwards
     #[arg(long, value_name = "MODELS")]
     pub preempt: Option<String>,
+    /// Shield these CPUs from the rest of the system in every cell and measure there (see
+    /// a probe's --shield)
+    #[arg(long, value_name = "CPUS")]
+    pub shield: Option<String>,
     /// A second machine running `rtbench pingpong --serve` for the network probes [default: an
     /// echo server of the study's own on loopback]
     #[arg(long, value_name = "HOST")]
@@ -249,6 +253,10 @@ pub struct RunArgs {
     pub label: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
+    /// Move every other task and every movable IRQ off these CPUs for the run and measure there
+    /// (cpuset shield; needs root; put back afterwards, by the next rtbench command if killed)
+    #[arg(long, value_name = "CPUS")]
+    pub shield: Option<String>,
     /// Print help
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -276,6 +284,7 @@ impl RunArgs {
             load_flags: self.load_args.flags(),
             label: self.label.clone(),
             db: self.db.db.clone(),
+            shield: self.shield.clone(),
         }
     }
 }

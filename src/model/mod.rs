@@ -17,7 +17,7 @@ pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
 pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
-pub use params::{ImportedParams, MeasuredParams, Policy, RunParams};
+pub use params::{ImportedParams, MeasuredParams, Policy, RunParams, ShieldRecord};
 pub use run::{Run, RunHeader, ThreadResult, ThreadSamples};
 pub use status::RunStatus;
 pub use system::{Preemption, RtThrottling, SystemSnapshot};

@@ -27,9 +27,44 @@ pub struct MeasuredParams {
     pub duration_s: Option<f64>,
     pub envelope_interval_ns: u64,
     pub samples_file: Option<String>,
+    /// The CPUs shielded from the rest of the system for the run, and how completely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shield: Option<ShieldRecord>,
     /// The probe's own parameters and what it learnt while running, as the probe defines them.
     #[serde(flatten)]
     pub probe: Map<String, Value>,
+}
+
+/// What `--shield` did: the CPUs, what stayed on them and why.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShieldRecord {
+    pub cpus: Vec<usize>,
+    /// Per-CPU kernel threads of the shielded CPUs: they stay there on any kernel.
+    pub bound_kernel_threads: usize,
+    /// Other tasks that may run on the shielded CPUs and refused to leave (name and id).
+    pub stuck: Vec<String>,
+    pub irqs_moved: usize,
+    /// IRQs that refused another affinity.
+    pub irqs_refused: Vec<u32>,
+}
+
+impl ShieldRecord {
+    /// The run's warning when the shield is not complete.
+    pub fn warning(&self) -> Option<String> {
+        let cpus = crate::sysinfo::format_cpu_list(&self.cpus);
+        let mut what = Vec::new();
+        if !self.stuck.is_empty() {
+            let more = self.stuck.len().saturating_sub(5);
+            let names = self.stuck.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            what.push(format!("{} tasks could not leave: {names}{more}", self.stuck.len()));
+        }
+        if !self.irqs_refused.is_empty() {
+            let irqs: Vec<String> = self.irqs_refused.iter().map(|n| n.to_string()).collect();
+            what.push(format!("IRQs that refused another affinity: {}", irqs.join(", ")));
+        }
+        (!what.is_empty()).then(|| format!("the shield of CPUs {cpus} is not complete; {}", what.join("; ")))
+    }
 }
 
 /// A run made by another tool and imported.

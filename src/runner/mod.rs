@@ -76,6 +76,15 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     cfg.probe.prepare(cfg.threads.len())?;
     // From here on a Ctrl-C is a request to stop and save, even during the load's settling.
     let mut session = Session::start()?;
+    // Raised before the load starts, so the load's processes begin on the other CPUs.
+    let mut shield_record = None;
+    let mut shield_tasks = None;
+    if let Some(cpus) = &cfg.shield {
+        let shield = crate::shield::Shield::raise(cpus)?;
+        shield_tasks = Some((shield.tasks_file(), shield.cpus().to_vec()));
+        shield_record = Some(shield.record.clone());
+        session.hold(shield);
+    }
     let samples = match &cfg.samples {
         Some(path) => Some(SampleLogWriter::create(path, cfg.probe.step_ns()).map_err(|e| {
             crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() }
@@ -84,14 +93,19 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     };
     let load = start_load(cfg)?;
     let grant = rt::acquire(&mut session, cfg.policy, cfg.priority, cfg.mlock);
-    let warnings = if cfg.info.synthetic {
+    let mut warnings = if cfg.info.synthetic {
         vec!["synthetic samples from a seeded generator, not a measurement of this machine".to_string()]
     } else {
-        for w in &grant.warnings {
-            eprintln!("rtbench: WARNING: {w}");
-        }
         grant.warnings.clone()
     };
+    warnings.extend(shield_record.as_ref().and_then(|r| r.warning()));
+    if !cfg.info.synthetic {
+        for w in &warnings {
+            eprintln!("rtbench: WARNING: {w}");
+        }
+    }
+    let mut params = cfg.params();
+    params.shield = shield_record;
     let mut system = crate::sysinfo::snapshot();
     system.cpu_dma_latency_held = Some(grant.dma_latency_held);
     if !cfg.info.synthetic {
@@ -106,7 +120,7 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         label: &cfg.label,
         probe: cfg.info.name,
         metric: cfg.info.metric,
-        params: &RunParams::Measured(cfg.params()),
+        params: &RunParams::Measured(params.clone()),
         load: &load_header(cfg),
         command_line: &cfg.command_line,
         rt_priority: grant.rt_priority(),
@@ -114,7 +128,7 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         system: &system,
         envelope_ns: cfg.envelope_ns,
     })?;
-    let result = drive(cfg, &session, store, id, &grant, warnings, samples, load);
+    let result = drive(cfg, &session, store, id, &grant, warnings, samples, load, shield_tasks, params);
     // The session ends here: every system change it holds is put back.
     drop(session);
     match result {
@@ -138,6 +152,8 @@ fn drive(
     mut warnings: Vec<String>,
     samples: Option<SampleLogWriter>,
     load: Option<LoadSession>,
+    shield: Option<(std::path::PathBuf, Vec<usize>)>,
+    mut params: crate::model::MeasuredParams,
 ) -> Result<Outcome> {
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
@@ -156,7 +172,16 @@ fn drive(
         let ended = Arc::clone(&ended);
         let probe = Arc::clone(&cfg.probe);
         let (policy, priority, loops, plan) = (grant.policy, grant.priority, cfg.loops.unwrap_or(u64::MAX), *plan);
+        // A thread on a shielded CPU enters the shield's cpuset first: only there may it pin.
+        let admit =
+            shield.as_ref().filter(|(_, cpus)| plan.cpu.is_some_and(|c| cpus.contains(&c))).map(|s| s.0.clone());
         handles.push(std::thread::Builder::new().name(format!("rtbench-{}", plan.index)).spawn(move || {
+            if let Some(Err(e)) = admit.map(|file| crate::shield::enter(&file)) {
+                let said = format!("thread {} measured nothing: it could not enter the shield: {e}", plan.index);
+                ended.fetch_add(1, Ordering::SeqCst);
+                sys::wake();
+                return (rec.finish(), Some(said));
+            }
             let entered = rt::enter_thread(plan.cpu, policy, priority);
             // A thread that cannot be on its CPU measures nothing rather than the wrong CPU;
             // the run goes on with the others.
@@ -292,7 +317,6 @@ fn drive(
     }
     let findings = cfg.probe.findings();
     if !findings.is_empty() {
-        let mut params = cfg.params();
         params.probe.extend(findings);
         store.set_params(id, &RunParams::Measured(params))?;
     }

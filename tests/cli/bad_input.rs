@@ -102,3 +102,13 @@ fn cpu_lists_past_any_cpu_are_rejected_not_allocated() {
     assert_rejected(&lab.run(&["timer", "-l", "10", "-a", "2-3011112111133"]), "not a CPU list");
     assert_rejected(&lab.run(&["audit", "--cpus", "0-99999999999"]), "not a CPU list");
 }
+
+#[test]
+fn a_shield_must_name_online_cpus_and_leave_one_for_the_system() {
+    let lab = Lab::new();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    assert_rejected(&lab.run(&["timer", "--shield", "4095", "-D", "1s"]), "not online");
+    assert_rejected(&lab.run(&["timer", "--shield", online.trim(), "-D", "1s"]), "every online CPU");
+    assert_rejected(&lab.run(&["timer", "--shield", "1-x", "-D", "1s"]), "not a CPU list");
+    assert_rejected(&lab.run(&["study", "--shield", "", "-D", "1s"]), "not a CPU list");
+}

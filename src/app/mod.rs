@@ -4,6 +4,7 @@ mod compare;
 mod load;
 mod net;
 mod study;
+mod wcet;
 
 use std::io::Write;
 
@@ -155,6 +156,7 @@ fn command(cmd: Command) -> Result<i32> {
             }
             Ok(0)
         }
+        Command::Wcet(a) => wcet::run(a),
         Command::Show(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let run = store.run(a.run)?;

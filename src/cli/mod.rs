@@ -45,6 +45,9 @@ pub enum Command {
     Show(ShowArgs),
     /// Write one run in another format.
     Export(ExportArgs),
+    /// Extreme-value estimate of a run's worst case: the latency exceeded with probability
+    /// 1e-6, 1e-9, 1e-12 per sample (and once per hour, day, year), with 95 % intervals.
+    Wcet(WcetArgs),
     /// Internal: the process that owns a load's generators.
     #[command(name = "__load-supervisor", hide = true)]
     LoadSupervisor { dir: PathBuf, deadline_s: u64, spec: String },
@@ -323,6 +326,21 @@ pub struct AnalyzeArgs {
 #[derive(Args, Debug)]
 pub struct RunsArgs {
     /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args, Debug)]
+pub struct WcetArgs {
+    /// Run id (see `rtbench runs`)
+    pub run: i64,
+    /// The run's raw sample log (written with --samples): exact, declustered exceedances
+    /// [default: the log the run recorded, if it is still there; else the histogram]
+    #[arg(long, value_name = "FILE")]
+    pub samples: Option<PathBuf>,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use super::{anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
 use crate::model::Metric;
+use crate::rng::SplitMix64;
 
 pub const INFO: ProbeInfo = ProbeInfo {
     name: "synthetic",
@@ -69,7 +70,7 @@ impl Probe for Synthetic {
     fn run(&self, ctx: &mut ThreadCtx) {
         // Mix seed and thread number so threads draw unrelated streams, not shifted copies.
         let mut rng =
-            SplitMix64(SplitMix64(self.seed).next() ^ (ctx.index as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+            SplitMix64(SplitMix64(self.seed).next_u64() ^ (ctx.index as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
         let ln_median = self.median_ns.ln();
         let mut taken = 0u64;
         while taken < ctx.loops {
@@ -89,33 +90,5 @@ impl Probe for Synthetic {
             ctx.rec.record(taken * self.step_ns, v as u64);
             taken += 1;
         }
-    }
-}
-
-/// SplitMix64: tiny, fast, and good enough for synthetic latencies.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    #[inline(always)]
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    #[inline(always)]
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// Standard normal (Box–Muller, one of the pair).
-    #[inline(always)]
-    fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.unit();
-        let u2 = self.unit();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
     }
 }

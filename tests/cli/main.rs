@@ -14,3 +14,4 @@ mod samplelog;
 mod signals;
 mod snapshot;
 mod steal;
+mod wcet;

@@ -1,0 +1,123 @@
+//! `rtbench wcet RUN`: the extreme-value estimate of a stored run's worst case.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::cli::WcetArgs;
+use crate::evt::{self, Estimate, Verdict};
+use crate::recorder::samplelog;
+use crate::store::{self, Store};
+use crate::units::fmt_ns_as_us;
+
+pub fn run(a: WcetArgs) -> Result<i32> {
+    let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+    let run = store.run(a.run)?;
+    let measured = run.header.params.measured();
+    // Samples per second over all threads: from the asked duration, else the envelope's span.
+    let span_s = match measured.and_then(|m| m.duration_s) {
+        Some(d) => Some(d),
+        None => {
+            let env = store.envelope(a.run)?;
+            let interval = measured.map_or(0, |m| m.envelope_interval_ns);
+            env.iter().map(|(_, p)| p.index + 1).max().filter(|_| interval > 0).map(|n| (n * interval) as f64 / 1e9)
+        }
+    };
+    let rate = span_s.filter(|s| *s > 0.0).map(|s| run.total.count as f64 / s);
+    let log = a.samples.clone().or_else(|| measured.and_then(|m| m.samples_file.clone()).map(Into::into));
+    let log = log.filter(|p: &std::path::PathBuf| p.exists() || a.samples.is_some());
+    let estimate = match &log {
+        Some(path) => {
+            let index = samplelog::scan(path).map_err(|e| crate::invalid!("sample log '{}' {e}", path.display()))?;
+            let visit = |u: u64, out: &mut dyn FnMut(u32, u64, u64)| {
+                let _ = samplelog::read_blocks(path, index.step_ns, &index.blocks, |thread, t, lat| {
+                    if lat >= u {
+                        out(thread, t / index.step_ns.max(1), lat);
+                    }
+                });
+            };
+            evt::estimate(&evt::Input { hist: &run.total.hist, rate, raw: Some(&visit) })
+        }
+        None => evt::estimate(&evt::Input { hist: &run.total.hist, rate, raw: None }),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&estimate)?);
+    } else {
+        print!("{}", render(a.run, &estimate, log.as_deref()));
+    }
+    Ok(0)
+}
+
+/// The estimate as text: the thresholds tried, the fit, the levels and the verdict.
+pub fn render(id: i64, e: &Estimate, log: Option<&Path>) -> String {
+    let us = |ns: f64| fmt_ns_as_us(ns);
+    let mut out = format!(
+        "run {id}: worst-case estimate from the {} ({} samples{}), observed max {} µs\n",
+        e.from,
+        e.samples,
+        log.map(|p| format!(", {}", p.display())).unwrap_or_default(),
+        us(e.observed_max_ns as f64)
+    );
+    if !e.candidates.is_empty() {
+        out.push_str("\nthresholds tried (the lowest above which ξ stays within 1.96 standard errors is chosen)\n");
+        out.push_str("  threshold (µs)  exceedances       ξ     ±se   σ (µs)\n");
+        for (i, c) in e.candidates.iter().enumerate() {
+            out.push_str(&format!(
+                "{} {:>13}  {:>11}  {:>6.3}  {:>6.3}  {:>7}\n",
+                if e.chosen == Some(i) { ">" } else { " " },
+                us(c.threshold_ns as f64),
+                c.exceedances,
+                c.xi,
+                c.xi_se,
+                us(c.sigma_ns)
+            ));
+        }
+    }
+    match (e.verdict, e.xi, e.sigma_ns, e.threshold_ns) {
+        (Verdict::TooFew, ..) | (_, None, ..) | (_, _, None, _) | (.., None) => {
+            out.push_str("\nverdict: too few exceedances to say anything about the tail; no estimate\n");
+        }
+        (verdict, Some(xi), Some(sigma), Some(u)) => {
+            let clusters = match (e.clusters, e.extremal_index) {
+                (Some(c), Some(t)) => format!(", {c} clusters (extremal index {t:.2})"),
+                _ => String::new(),
+            };
+            out.push_str(&format!(
+                "\nfit above {} µs: {} exceedances{clusters}; ξ = {xi:.3} (95 %: {:.3} to {:.3}), σ = {} µs\n",
+                us(u as f64),
+                e.exceedances,
+                e.xi_lo.unwrap_or(f64::NAN),
+                e.xi_hi.unwrap_or(f64::NAN),
+                us(sigma)
+            ));
+            out.push_str("\nlatency exceeded with probability p per sample (95 % profile-likelihood interval)\n");
+            for l in &e.levels {
+                let hi = l.hi_ns.map_or("unbounded".to_string(), us);
+                out.push_str(&format!(
+                    "  {:<14} p = {:<9.1e} {:>10} µs   ({} to {} µs)\n",
+                    l.name,
+                    l.probability,
+                    us(l.ns),
+                    us(l.lo_ns),
+                    hi
+                ));
+            }
+            out.push_str(&match verdict {
+                Verdict::HeavyTail => {
+                    "\nverdict: heavy tail (ξ > 0): no finite worst case; rarer events are larger\n".to_string()
+                }
+                _ => format!(
+                    "\nverdict: bounded tail (ξ < 0), estimated endpoint {} µs\n",
+                    e.endpoint_ns.map_or("?".into(), us)
+                ),
+            });
+        }
+    }
+    if let Some(h) = e.hours_to_see_1e9 {
+        out.push_str(&format!("to see the 1e-9 level directly, a run at this sample rate would need {h:.0} hours\n"));
+    }
+    for n in &e.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out
+}

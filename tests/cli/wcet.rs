@@ -1,0 +1,53 @@
+//! `rtbench wcet`: the extreme-value estimate of a stored run.
+
+use crate::helpers::*;
+
+fn wcet_json(lab: &Lab, id: i64, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["wcet".to_string(), id.to_string(), "--json".into()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    serde_json::from_str(&lab.ok(&args)).expect("wcet --json is JSON")
+}
+
+#[test]
+fn a_run_with_its_sample_log_gets_levels_inside_their_intervals() {
+    let lab = Lab::new();
+    let log = lab.path("s.log");
+    lab.ok(&["synthetic", "-l", "300000", "-q", "--samples", log.to_str().unwrap()]);
+    let id = lab.last_run();
+    let e = wcet_json(&lab, id, &[]);
+    assert_eq!(e["from"], "samples", "the run's own log is used: {e}");
+    assert!(e["clusters"].as_u64().is_some(), "declustered: {e}");
+    let levels = e["levels"].as_array().unwrap();
+    assert!(levels.len() >= 3, "{e}");
+    for l in levels {
+        let (lo, ns) = (l["lo_ns"].as_f64().unwrap(), l["ns"].as_f64().unwrap());
+        assert!(lo <= ns && l["hi_ns"].as_f64().is_none_or(|hi| ns <= hi), "{l}");
+    }
+    // Without the log, the histogram.
+    std::fs::remove_file(&log).unwrap();
+    let e = wcet_json(&lab, id, &[]);
+    assert_eq!(e["from"], "histogram", "{e}");
+    let text = lab.ok(&["wcet", &id.to_string()]);
+    assert!(text.contains("thresholds tried") && text.contains("verdict"), "{text}");
+}
+
+#[test]
+fn a_short_run_is_too_few_to_estimate() {
+    let lab = Lab::new();
+    lab.ok(&["synthetic", "-l", "300", "-q"]);
+    let e = wcet_json(&lab, lab.last_run(), &[]);
+    assert_eq!(e["verdict"], "too_few", "{e}");
+    assert_eq!(e["levels"], serde_json::json!([]), "no number for too few exceedances");
+}
+
+#[test]
+fn wcet_rejects_what_is_not_there() {
+    let lab = Lab::new();
+    lab.ok(&["synthetic", "-l", "300", "-q"]);
+    assert_rejected(&lab.run(&["wcet", "999"]), "999");
+    let not_a_log = lab.path("nolog");
+    std::fs::write(&not_a_log, b"hello").unwrap();
+    assert_rejected(&lab.run(&["wcet", "1", "--samples", not_a_log.to_str().unwrap()]), "not an rtbench sample log");
+    assert_rejected(&lab.run(&["wcet", "1", "--samples", "/nonexistent/log"]), "/nonexistent/log");
+}

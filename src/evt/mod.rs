@@ -163,9 +163,11 @@ fn midpoints(b: &[(u64, u64, u64)], u: u64) -> Exceedances {
 }
 
 /// The lowest threshold above which the shape stays put: every higher candidate's ξ lies
-/// within 1.96 of its own standard errors of this one's.
-fn stable(c: &[Candidate]) -> Option<usize> {
-    (0..c.len()).find(|&j| c[j + 1..].iter().all(|h| (h.xi - c[j].xi).abs() <= 1.96 * h.xi_se))
+/// within 1.96 of its own standard errors of this one's, and at least two higher ones say so.
+/// `Err` with the fallback (the highest such threshold) when the shape never settles.
+fn stable(c: &[Candidate]) -> Result<usize, usize> {
+    let last = c.len().saturating_sub(3);
+    (0..=last).find(|&j| c[j + 1..].iter().all(|h| (h.xi - c[j].xi).abs() <= 1.96 * h.xi_se)).ok_or(last)
 }
 
 pub fn estimate(input: &Input) -> Estimate {
@@ -220,7 +222,14 @@ pub fn estimate(input: &Input) -> Estimate {
             sigma_ns: f.sigma,
         });
     }
-    let Some(j) = stable(&e.candidates) else { return e };
+    let j = stable(&e.candidates).unwrap_or_else(|fallback| {
+        e.notes.push(
+            "the shape did not settle over the thresholds tried (the tail is a mixture, or too short): the \
+             estimate above the highest checkable threshold is shown; do not trust its levels"
+                .into(),
+        );
+        fallback
+    });
     let u = e.candidates[j].threshold_ns;
     e.chosen = Some(j);
     e.threshold_ns = Some(u);
@@ -271,6 +280,9 @@ pub fn estimate(input: &Input) -> Estimate {
     for (name, p) in wanted {
         let s = p / zeta;
         if s >= 1.0 {
+            // Inside the samples: what was observed, not an extrapolation.
+            let seen = hist.value_at_quantile(1.0 - p) as f64;
+            e.levels.push(Level { name, probability: p, ns: seen, lo_ns: seen, hi_ns: Some(seen) });
             continue;
         }
         let l = gpd::level(&data, &f, s);

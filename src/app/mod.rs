@@ -161,7 +161,9 @@ fn command(cmd: Command) -> Result<i32> {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let run = store.run(a.run)?;
             print!("{}", show::summary(&run));
-            print!("{}", show::worst_intervals_table(&run, &store.envelope(a.run)?, &store.cpu_activity(a.run)?));
+            let envelope = store.envelope(a.run)?;
+            print!("{}", show::worst_intervals_table(&run, &envelope, &store.cpu_activity(a.run)?));
+            print!("{}", wcet::brief(&run, &envelope));
             Ok(0)
         }
         Command::Export(a) => {

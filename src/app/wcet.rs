@@ -6,6 +6,7 @@ use anyhow::Result;
 
 use crate::cli::WcetArgs;
 use crate::evt::{self, Estimate, Verdict};
+use crate::model::{EnvPoint, Metric, Run};
 use crate::recorder::samplelog;
 use crate::store::{self, Store};
 use crate::units::fmt_ns_as_us;
@@ -14,16 +15,7 @@ pub fn run(a: WcetArgs) -> Result<i32> {
     let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
     let run = store.run(a.run)?;
     let measured = run.header.params.measured();
-    // Samples per second over all threads: from the asked duration, else the envelope's span.
-    let span_s = match measured.and_then(|m| m.duration_s) {
-        Some(d) => Some(d),
-        None => {
-            let env = store.envelope(a.run)?;
-            let interval = measured.map_or(0, |m| m.envelope_interval_ns);
-            env.iter().map(|(_, p)| p.index + 1).max().filter(|_| interval > 0).map(|n| (n * interval) as f64 / 1e9)
-        }
-    };
-    let rate = span_s.filter(|s| *s > 0.0).map(|s| run.total.count as f64 / s);
+    let rate = rate(&run, &store.envelope(a.run)?);
     let log = a.samples.clone().or_else(|| measured.and_then(|m| m.samples_file.clone()).map(Into::into));
     let log = log.filter(|p: &std::path::PathBuf| p.exists() || a.samples.is_some());
     let estimate = match &log {
@@ -46,6 +38,44 @@ pub fn run(a: WcetArgs) -> Result<i32> {
         print!("{}", render(a.run, &estimate, log.as_deref()));
     }
     Ok(0)
+}
+
+/// Samples per second over all threads: from the asked duration, else the envelope's span.
+fn rate(run: &Run, envelope: &[(u32, EnvPoint)]) -> Option<f64> {
+    let measured = run.header.params.measured();
+    let span_s = measured.and_then(|m| m.duration_s).or_else(|| {
+        let interval = measured.map_or(0, |m| m.envelope_interval_ns);
+        envelope.iter().map(|(_, p)| p.index + 1).max().filter(|_| interval > 0).map(|n| (n * interval) as f64 / 1e9)
+    });
+    span_s.filter(|s| *s > 0.0).map(|s| run.total.count as f64 / s)
+}
+
+/// Two lines for `show`: the estimate from the run's histogram, for latency runs.
+pub fn brief(run: &Run, envelope: &[(u32, EnvPoint)]) -> String {
+    if run.header.metric != Metric::LATENCY {
+        return String::new();
+    }
+    let e = evt::estimate(&evt::Input { hist: &run.total.hist, rate: rate(run, envelope), raw: None });
+    let id = run.header.id;
+    let us = |ns: f64| fmt_ns_as_us(ns);
+    let picked: Vec<String> = e
+        .levels
+        .iter()
+        .filter(|l| l.name == "1e-9" || l.name == "once per day")
+        .map(|l| {
+            let hi = l.hi_ns.map_or("unbounded".to_string(), us);
+            format!("{}: {} µs (95 %: {} to {hi} µs)", l.name, us(l.ns), us(l.lo_ns))
+        })
+        .collect();
+    match e.verdict {
+        Verdict::TooFew => format!("\nworst case: too few samples in the tail for an estimate (rtbench wcet {id})\n"),
+        v => format!(
+            "\nworst case (extreme-value estimate from the histogram; rtbench wcet {id} for the method): {}{}\n  {}\n",
+            if v == Verdict::HeavyTail { "heavy tail" } else { "bounded tail" },
+            if e.stable { "" } else { "; the tail's shape did not settle, do not trust these" },
+            picked.join("; ")
+        ),
+    }
 }
 
 /// The estimate as text: the thresholds tried, the fit, the levels and the verdict.

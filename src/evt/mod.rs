@@ -80,6 +80,9 @@ pub struct Estimate {
     pub candidates: Vec<Candidate>,
     /// Index of the chosen threshold in `candidates`.
     pub chosen: Option<usize>,
+    /// Whether the shape settled above the chosen threshold; when not, the levels are not to
+    /// be trusted.
+    pub stable: bool,
     pub threshold_ns: Option<u64>,
     pub exceedances: u64,
     /// Clusters the exceedances formed (raw samples only) and the extremal index.
@@ -181,6 +184,7 @@ pub fn estimate(input: &Input) -> Estimate {
         observed_max_ns: hist.max(),
         candidates: Vec::new(),
         chosen: None,
+        stable: false,
         threshold_ns: None,
         exceedances: 0,
         clusters: None,
@@ -222,6 +226,7 @@ pub fn estimate(input: &Input) -> Estimate {
             sigma_ns: f.sigma,
         });
     }
+    e.stable = stable(&e.candidates).is_ok();
     let j = stable(&e.candidates).unwrap_or_else(|fallback| {
         e.notes.push(
             "the shape did not settle over the thresholds tried (the tail is a mixture, or too short): the \

@@ -74,6 +74,7 @@ fn show_lines_the_worst_intervals_up_with_their_cpus() {
         .lines()
         .skip_while(|l| !l.starts_with("worst intervals"))
         .skip(2)
+        .take_while(|l| !l.trim().is_empty())
         .map(|l| l.split_whitespace().map(str::to_string).collect())
         .collect();
     assert_eq!(rows.len(), 5, "{shown}");

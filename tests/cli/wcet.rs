@@ -30,6 +30,8 @@ fn a_run_with_its_sample_log_gets_levels_inside_their_intervals() {
     assert_eq!(e["from"], "histogram", "{e}");
     let text = lab.ok(&["wcet", &id.to_string()]);
     assert!(text.contains("thresholds tried") && text.contains("verdict"), "{text}");
+    let shown = lab.ok(&["show", &id.to_string()]);
+    assert!(shown.contains("worst case (extreme-value estimate") && shown.contains("1e-9: "), "{shown}");
 }
 
 #[test]
@@ -39,6 +41,8 @@ fn a_short_run_is_too_few_to_estimate() {
     let e = wcet_json(&lab, lab.last_run(), &[]);
     assert_eq!(e["verdict"], "too_few", "{e}");
     assert_eq!(e["levels"], serde_json::json!([]), "no number for too few exceedances");
+    let shown = lab.ok(&["show", &lab.last_run().to_string()]);
+    assert!(shown.contains("worst case: too few"), "{shown}");
 }
 
 #[test]

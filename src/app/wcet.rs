@@ -15,7 +15,10 @@ pub fn run(a: WcetArgs) -> Result<i32> {
     let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
     let run = store.run(a.run)?;
     let measured = run.header.params.measured();
-    let rate = rate(&run, &store.envelope(a.run)?);
+    let envelope = store.envelope(a.run)?;
+    let rate = rate(&run, &envelope);
+    let maxima = maxima(&envelope);
+    let steal_ns = store.cpu_activity(a.run)?.iter().map(|c| c.steal_ns).sum();
     let log = a.samples.clone().or_else(|| measured.and_then(|m| m.samples_file.clone()).map(Into::into));
     let log = log.filter(|p: &std::path::PathBuf| p.exists() || a.samples.is_some());
     let estimate = match &log {
@@ -28,9 +31,9 @@ pub fn run(a: WcetArgs) -> Result<i32> {
                     }
                 });
             };
-            evt::estimate(&evt::Input { hist: &run.total.hist, rate, raw: Some(&visit) })
+            evt::estimate(&evt::Input { hist: &run.total.hist, rate, raw: Some(&visit), maxima, steal_ns })
         }
-        None => evt::estimate(&evt::Input { hist: &run.total.hist, rate, raw: None }),
+        None => evt::estimate(&evt::Input { hist: &run.total.hist, rate, raw: None, maxima, steal_ns }),
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&estimate)?);
@@ -38,6 +41,21 @@ pub fn run(a: WcetArgs) -> Result<i32> {
         print!("{}", render(a.run, &estimate, log.as_deref()));
     }
     Ok(0)
+}
+
+/// Each thread's interval maxima in time order.
+fn maxima(envelope: &[(u32, EnvPoint)]) -> Vec<Vec<f64>> {
+    let mut threads: Vec<u32> = envelope.iter().map(|(t, _)| *t).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    threads
+        .iter()
+        .map(|t| {
+            let mut points: Vec<&EnvPoint> = envelope.iter().filter(|(i, _)| i == t).map(|(_, p)| p).collect();
+            points.sort_by_key(|p| p.index);
+            points.iter().filter(|p| p.count > 0).map(|p| p.max as f64).collect()
+        })
+        .collect()
 }
 
 /// Samples per second over all threads: from the asked duration, else the envelope's span.
@@ -55,7 +73,9 @@ pub fn brief(run: &Run, envelope: &[(u32, EnvPoint)]) -> String {
     if run.header.metric != Metric::LATENCY {
         return String::new();
     }
-    let e = evt::estimate(&evt::Input { hist: &run.total.hist, rate: rate(run, envelope), raw: None });
+    let input =
+        evt::Input { hist: &run.total.hist, rate: rate(run, envelope), raw: None, maxima: Vec::new(), steal_ns: 0 };
+    let e = evt::estimate(&input);
     let id = run.header.id;
     let us = |ns: f64| fmt_ns_as_us(ns);
     let picked: Vec<String> = e
@@ -141,6 +161,16 @@ pub fn render(id: i64, e: &Estimate, log: Option<&Path>) -> String {
                     e.endpoint_ns.map_or("?".into(), us)
                 ),
             });
+        }
+    }
+    if !e.checks.is_empty() {
+        out.push_str("\nchecks on the interval maxima\n");
+        for c in &e.checks {
+            let said = if c.passed { "holds" } else { "FAILS" };
+            out.push_str(&format!(
+                "  {:<13} {said:<6} p = {:.2e}  ({}, {} series)\n",
+                c.name, c.p_value, c.detail, c.series
+            ));
         }
     }
     if let Some(h) = e.hours_to_see_1e9 {

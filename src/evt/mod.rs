@@ -5,6 +5,7 @@
 //! From the HDR histogram every run has (a binned likelihood), or from raw samples in time
 //! order (exact exceedances, declustered so bursts count once).
 
+pub mod checks;
 mod decluster;
 pub mod gpd;
 
@@ -36,6 +37,10 @@ pub struct Input<'a> {
     pub rate: Option<f64>,
     /// Raw samples as (series, index in the series, value): exact exceedances and their order.
     pub raw: Option<RawVisit<'a>>,
+    /// Each thread's interval maxima in time order, for the independence and stationarity checks.
+    pub maxima: Vec<Vec<f64>>,
+    /// Time the hypervisor took from the measured CPUs during the run.
+    pub steal_ns: u64,
 }
 
 /// One threshold tried.
@@ -97,6 +102,8 @@ pub struct Estimate {
     pub levels: Vec<Level>,
     /// Hours a run at this sample rate needs to see the 1e-9 level once.
     pub hours_to_see_1e9: Option<f64>,
+    /// Independence and stationarity, on the interval maxima.
+    pub checks: Vec<checks::Check>,
     pub notes: Vec<String>,
 }
 
@@ -196,8 +203,21 @@ pub fn estimate(input: &Input) -> Estimate {
         endpoint_ns: None,
         levels: Vec::new(),
         hours_to_see_1e9: input.rate.map(|r| 1e9 / r / 3600.0),
+        checks: checks::run(&input.maxima),
         notes: Vec::new(),
     };
+    for c in e.checks.iter().filter(|c| !c.passed) {
+        e.notes.push(format!(
+            "the {} check fails (p = {:.2e}, {}): the fit assumes it; treat the levels as rough",
+            c.name, c.p_value, c.detail
+        ));
+    }
+    if input.steal_ns > 0 {
+        e.notes.push(format!(
+            "the hypervisor took {:.0} ms of the measured CPUs (steal time): the tail mixes its stalls with the kernel's latencies",
+            input.steal_ns as f64 / 1e6
+        ));
+    }
     let ts = thresholds(&b, n);
     if ts.is_empty() {
         e.notes.push(format!(
@@ -335,7 +355,8 @@ mod tests {
     #[test]
     fn a_short_run_gets_too_few_and_no_number() {
         let (xs, _) = body_and_tail(400, 0.2, 1);
-        let e = estimate(&Input { hist: &hist_of(&xs), rate: Some(1000.0), raw: None });
+        let e =
+            estimate(&Input { hist: &hist_of(&xs), rate: Some(1000.0), raw: None, maxima: Vec::new(), steal_ns: 0 });
         assert_eq!(e.verdict, Verdict::TooFew);
         assert!(e.levels.is_empty() && e.xi.is_none(), "{e:?}");
     }
@@ -352,8 +373,8 @@ mod tests {
             }
         };
         for input in [
-            Input { hist: &hist, rate: Some(1000.0), raw: None },
-            Input { hist: &hist, rate: Some(1000.0), raw: Some(&visit) },
+            Input { hist: &hist, rate: Some(1000.0), raw: None, maxima: Vec::new(), steal_ns: 0 },
+            Input { hist: &hist, rate: Some(1000.0), raw: Some(&visit), maxima: Vec::new(), steal_ns: 0 },
         ] {
             let e = estimate(&input);
             assert_eq!(e.verdict, Verdict::HeavyTail, "{e:?}");

@@ -18,6 +18,8 @@ fn a_run_with_its_sample_log_gets_levels_inside_their_intervals() {
     let e = wcet_json(&lab, id, &[]);
     assert_eq!(e["from"], "samples", "the run's own log is used: {e}");
     assert!(e["clusters"].as_u64().is_some(), "declustered: {e}");
+    let checks: Vec<&str> = e["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(checks, ["independence", "stationarity"], "{e}");
     let levels = e["levels"].as_array().unwrap();
     assert!(levels.len() >= 3, "{e}");
     for l in levels {

@@ -34,6 +34,10 @@ fn a_run_with_its_sample_log_gets_levels_inside_their_intervals() {
     assert!(text.contains("thresholds tried") && text.contains("verdict"), "{text}");
     let shown = lab.ok(&["show", &id.to_string()]);
     assert!(shown.contains("worst case (extreme-value estimate") && shown.contains("1e-9: "), "{shown}");
+    let doc = lab.export_json(id);
+    assert_valid_export(&doc);
+    assert_eq!(doc["wcet"]["from"], "histogram", "the export carries the histogram's estimate");
+    assert!(!doc["wcet"]["levels"].as_array().unwrap().is_empty(), "{}", doc["wcet"]);
 }
 
 #[test]

@@ -107,6 +107,16 @@ pub struct Estimate {
     pub notes: Vec<String>,
 }
 
+/// The estimate from a stored run's histogram, for latency runs; the rate comes from the
+/// duration asked for. (`rtbench wcet` adds the sample log, the envelope's checks and steal.)
+pub fn for_run(run: &crate::model::Run) -> Option<Estimate> {
+    if run.header.metric != crate::model::Metric::LATENCY {
+        return None;
+    }
+    let rate = run.header.params.duration_s().filter(|d| *d > 0.0).map(|d| run.total.count as f64 / d);
+    Some(estimate(&Input { hist: &run.total.hist, rate, raw: None, maxima: Vec::new(), steal_ns: 0 }))
+}
+
 /// The HDR buckets that hold samples, as (lowest value, highest value + 1, count), ascending.
 fn buckets(hist: &Histogram<u64>) -> Vec<(u64, u64, u64)> {
     hist.iter_recorded()

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::figures::{bars, histogram, load_name, percentiles, scatter, Figure};
+use super::figures::{bars, histogram, load_name, percentiles, scatter, tail, Figure};
 use super::select::RunView;
 use super::svg::{esc, PALETTE};
 use super::tables;
@@ -76,6 +76,13 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
                 ),
             };
             figs.push(Figure { name: format!("run{}-scatter", r.data.header.id), caption, svg });
+            if let Some(e) = crate::evt::for_run(&r.data) {
+                figs.push(Figure {
+                    name: format!("run{}-tail", r.data.header.id),
+                    caption: tail_caption(&title, &e),
+                    svg: tail::render(&title, &r.data.total, &e, PALETTE[color(r.label()) % PALETTE.len()]),
+                });
+            }
         }
     }
     for label in &labels {
@@ -129,6 +136,24 @@ fn file_safe(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect()
 }
 
+/// What the tail figure shows, and what the fit says.
+fn tail_caption(title: &str, e: &crate::evt::Estimate) -> String {
+    let us = |ns: f64| crate::units::fmt_ns_as_us(ns);
+    match (e.threshold_ns, e.xi, e.levels.iter().find(|l| l.name == "1e-9")) {
+        (Some(u), Some(xi), Some(l)) => format!(
+            "{title}: the tail on log-log axes: latency exceeded with probability p per sample, observed (black) and the \
+             generalized Pareto tail fitted above {} µs (ξ = {xi:.2}, dashed) with its 95 % band, observed max marked; \
+             1e-9 level {} µs ({} to {} µs){}",
+            us(u as f64),
+            us(l.ns),
+            us(l.lo_ns),
+            l.hi_ns.map_or("unbounded".into(), us),
+            if e.stable { "" } else { "; the shape did not settle over the thresholds: do not trust the fit" }
+        ),
+        _ => format!("{title}: the tail on log-log axes, observed only: too few samples in the tail for a fit"),
+    }
+}
+
 fn figure_html(f: &Figure) -> String {
     format!(r#"<figure id="{}">{}<figcaption>{}</figcaption></figure>"#, f.name, f.svg, esc(&f.caption))
 }
@@ -171,7 +196,7 @@ pub fn html(runs: &[RunView], figs: &[Figure], notes: &[ProbeNote]) -> String {
                 esc(&load_name(&r.load())),
                 tables::caveat(r)
             );
-            for kind in ["histogram", "scatter"] {
+            for kind in ["histogram", "scatter", "tail"] {
                 if let Some(f) = find(&format!("run{}-{kind}", r.data.header.id)) {
                     b.push_str(&figure_html(f));
                 }

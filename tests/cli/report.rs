@@ -33,8 +33,16 @@ fn report_writes_every_figure_as_svg_and_png_and_an_offline_page() {
     let svgs: Vec<_> = figs.iter().filter(|f| f.ends_with(".svg")).collect();
     let pngs: Vec<_> = figs.iter().filter(|f| f.ends_with(".png")).collect();
     assert_eq!(svgs.len(), pngs.len(), "{figs:?}");
-    // 2 labels × 1 probe: 3 probe figures, 2 per run for 2 runs (newest per label), 1 per label.
-    assert_eq!(svgs.len(), 3 + 2 * 2 + 2, "{figs:?}");
+    // 2 labels × 1 probe: 3 probe figures, 3 per run (histogram, scatter, tail) for 2 runs
+    // (newest per label), 1 per label.
+    assert_eq!(svgs.len(), 3 + 3 * 2 + 2, "{figs:?}");
+    let tail =
+        std::fs::read_to_string(out.join("figures").join(svgs.iter().find(|f| f.ends_with("-tail.svg")).unwrap()))
+            .unwrap();
+    assert!(
+        tail.contains(r#"class="observed""#) && tail.contains(r#"class="max""#),
+        "the tail figure draws the samples"
+    );
     for p in &pngs {
         let bytes = std::fs::read(out.join("figures").join(p)).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{p} is a PNG");

@@ -35,19 +35,10 @@ pub fn document(run: &Run) -> Value {
         "threads": threads,
         "total": stats_fields(&run.total),
     });
-    if let (Some(wcet), Value::Object(m)) = (worst_case(run), &mut doc) {
+    // The extreme-value estimate from the run's histogram, for latency runs.
+    let wcet = crate::evt::for_run(run).and_then(|e| serde_json::to_value(e).ok());
+    if let (Some(wcet), Value::Object(m)) = (wcet, &mut doc) {
         m.insert("wcet".into(), wcet);
     }
     doc
-}
-
-/// The extreme-value estimate from the run's histogram, for latency runs (`rtbench wcet` adds
-/// the sample log, the envelope's checks and steal time).
-fn worst_case(run: &Run) -> Option<Value> {
-    if run.header.metric != crate::model::Metric::LATENCY {
-        return None;
-    }
-    let rate = run.header.params.duration_s().filter(|d| *d > 0.0).map(|d| run.total.count as f64 / d);
-    let input = crate::evt::Input { hist: &run.total.hist, rate, raw: None, maxima: Vec::new(), steal_ns: 0 };
-    serde_json::to_value(crate::evt::estimate(&input)).ok()
 }

@@ -4,6 +4,7 @@ pub mod bars;
 pub mod histogram;
 pub mod percentiles;
 pub mod scatter;
+pub mod tail;
 
 /// One figure of the report.
 pub struct Figure {

@@ -38,6 +38,23 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
     parts.join(",")
 }
 
+/// Whether the process `pid` that started at `start` (see [`process_start`]) still runs: a
+/// reused pid is another process.
+pub fn same_process(pid: u32, start: &str) -> bool {
+    crate::sys::process_exists(pid) && process_start(pid) == start
+}
+
+/// Every IRQ whose affinity list can be read, in number order, with that list.
+pub fn irq_affinities() -> Vec<(u32, String)> {
+    let mut irqs: Vec<u32> = std::fs::read_dir("/proc/irq")
+        .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default();
+    irqs.sort_unstable();
+    irqs.into_iter()
+        .filter_map(|irq| Some((irq, read(&format!("/proc/irq/{irq}/smp_affinity_list"))?.trim().to_string())))
+        .collect()
+}
+
 /// CPU numbers above this are no CPU (Linux's NR_CPUS tops out at 8192).
 const MAX_CPU: usize = 8191;
 

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::cli::WcetArgs;
 use crate::evt::{self, Estimate, Verdict};
-use crate::model::{EnvPoint, Metric, Run};
+use crate::model::{EnvPoint, Run};
 use crate::recorder::samplelog;
 use crate::store::{self, Store};
 use crate::units::fmt_ns_as_us;
@@ -16,7 +16,7 @@ pub fn run(a: WcetArgs) -> Result<i32> {
     let run = store.run(a.run)?;
     let measured = run.header.params.measured();
     let envelope = store.envelope(a.run)?;
-    let rate = rate(&run, &envelope);
+    let rate = evt::sample_rate(&run, &envelope);
     let maxima = maxima(&envelope);
     let steal_ns = store.cpu_activity(a.run)?.iter().map(|c| c.steal_ns).sum();
     let log = a.samples.clone().or_else(|| measured.and_then(|m| m.samples_file.clone()).map(Into::into));
@@ -58,24 +58,9 @@ fn maxima(envelope: &[(u32, EnvPoint)]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Samples per second over all threads: from the asked duration, else the envelope's span.
-fn rate(run: &Run, envelope: &[(u32, EnvPoint)]) -> Option<f64> {
-    let measured = run.header.params.measured();
-    let span_s = measured.and_then(|m| m.duration_s).or_else(|| {
-        let interval = measured.map_or(0, |m| m.envelope_interval_ns);
-        envelope.iter().map(|(_, p)| p.index + 1).max().filter(|_| interval > 0).map(|n| (n * interval) as f64 / 1e9)
-    });
-    span_s.filter(|s| *s > 0.0).map(|s| run.total.count as f64 / s)
-}
-
 /// Two lines for `show`: the estimate from the run's histogram, for latency runs.
 pub fn brief(run: &Run, envelope: &[(u32, EnvPoint)]) -> String {
-    if run.header.metric != Metric::LATENCY {
-        return String::new();
-    }
-    let input =
-        evt::Input { hist: &run.total.hist, rate: rate(run, envelope), raw: None, maxima: Vec::new(), steal_ns: 0 };
-    let e = evt::estimate(&input);
+    let Some(e) = evt::for_run(run, evt::sample_rate(run, envelope)) else { return String::new() };
     let id = run.header.id;
     let us = |ns: f64| fmt_ns_as_us(ns);
     let picked: Vec<String> = e

@@ -24,20 +24,16 @@ fn names() -> Vec<(String, String)> {
 
 fn affinity(cpus: &[usize]) -> Finding {
     let names = names();
-    let mut irqs: Vec<u32> = std::fs::read_dir("/proc/irq")
-        .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
-        .unwrap_or_default();
-    irqs.sort_unstable();
+    let irqs = crate::sysinfo::irq_affinities();
     let mut on_measured = Vec::new();
     let mut evidence = Vec::new();
-    for irq in &irqs {
+    for (irq, list) in &irqs {
         let path = format!("/proc/irq/{irq}/smp_affinity_list");
-        let Some(list) = read(&path) else { continue };
-        let Some(set) = crate::sysinfo::parse_cpu_list(&list) else { continue };
+        let Some(set) = crate::sysinfo::parse_cpu_list(list) else { continue };
         if set.iter().any(|c| cpus.contains(c)) {
             let name = names.iter().find(|(n, _)| *n == irq.to_string()).map_or("", |(_, d)| d.as_str());
             on_measured.push(format!("{irq} {name}").trim().to_string());
-            evidence.push(ev(&path, list));
+            evidence.push(ev(&path, list.clone()));
         }
     }
     if irqs.is_empty() {

@@ -12,6 +12,7 @@ pub mod gpd;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::model::{EnvPoint, Metric, Run};
 use gpd::Exceedances;
 
 /// Fewer exceedances (or clusters) than this say nothing about the tail.
@@ -107,13 +108,23 @@ pub struct Estimate {
     pub notes: Vec<String>,
 }
 
-/// The estimate from a stored run's histogram, for latency runs; the rate comes from the
-/// duration asked for. (`rtbench wcet` adds the sample log, the envelope's checks and steal.)
-pub fn for_run(run: &crate::model::Run) -> Option<Estimate> {
-    if run.header.metric != crate::model::Metric::LATENCY {
+/// Samples per second over all threads: from the duration asked for, else from the span of
+/// the run's envelope (pass none when it is not at hand).
+pub fn sample_rate(run: &Run, envelope: &[(u32, EnvPoint)]) -> Option<f64> {
+    let measured = run.header.params.measured();
+    let span_s = measured.and_then(|m| m.duration_s).or_else(|| {
+        let interval = measured.map_or(0, |m| m.envelope_interval_ns);
+        envelope.iter().map(|(_, p)| p.index + 1).max().filter(|_| interval > 0).map(|n| (n * interval) as f64 / 1e9)
+    });
+    span_s.filter(|s| *s > 0.0).map(|s| run.total.count as f64 / s)
+}
+
+/// The estimate from a stored run's histogram, for latency runs. (`rtbench wcet` adds the
+/// sample log, the envelope's checks and steal.)
+pub fn for_run(run: &Run, rate: Option<f64>) -> Option<Estimate> {
+    if run.header.metric != Metric::LATENCY {
         return None;
     }
-    let rate = run.header.params.duration_s().filter(|d| *d > 0.0).map(|d| run.total.count as f64 / d);
     Some(estimate(&Input { hist: &run.total.hist, rate, raw: None, maxima: Vec::new(), steal_ns: 0 }))
 }
 

@@ -76,7 +76,7 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
                 ),
             };
             figs.push(Figure { name: format!("run{}-scatter", r.data.header.id), caption, svg });
-            if let Some(e) = crate::evt::for_run(&r.data) {
+            if let Some(e) = crate::evt::for_run(&r.data, crate::evt::sample_rate(&r.data, &[])) {
                 figs.push(Figure {
                     name: format!("run{}-tail", r.data.header.id),
                     caption: tail_caption(&title, &e),

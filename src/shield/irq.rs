@@ -4,20 +4,6 @@ use std::path::Path;
 
 const PROC_IRQ: &str = "/proc/irq";
 
-/// Every IRQ whose affinity list can be read, in number order, with that list.
-pub fn affinities() -> Vec<(u32, String)> {
-    let mut irqs: Vec<u32> = std::fs::read_dir(PROC_IRQ)
-        .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
-        .unwrap_or_default();
-    irqs.sort_unstable();
-    irqs.into_iter()
-        .filter_map(|irq| {
-            let list = std::fs::read_to_string(format!("{PROC_IRQ}/{irq}/smp_affinity_list")).ok()?;
-            Some((irq, list.trim().to_string()))
-        })
-        .collect()
-}
-
 pub fn set(irq: u32, list: &str) -> std::io::Result<()> {
     std::fs::write(format!("{PROC_IRQ}/{irq}/smp_affinity_list"), list)
 }

@@ -62,7 +62,7 @@ impl Journal {
 
     /// Whether the process that made it still runs.
     pub fn owner_alive(&self) -> bool {
-        crate::sys::process_exists(self.pid) && crate::sysinfo::process_start(self.pid) == self.pid_start
+        crate::sysinfo::same_process(self.pid, &self.pid_start)
     }
 }
 

@@ -42,7 +42,7 @@ impl Shield {
             cpuset_root: hierarchy.root.clone(),
             prefix: hierarchy.prefix.clone(),
             made: vec![SYSTEM.into(), SHIELD.into()],
-            irqs: irq::affinities(),
+            irqs: crate::sysinfo::irq_affinities(),
             default_affinity: irq::default_affinity(),
             workqueue_mask: irq::workqueue_mask(),
         };
@@ -159,7 +159,7 @@ fn lower(j: &Journal) -> Vec<String> {
 }
 
 fn irq_now(n: u32) -> Option<String> {
-    irq::affinities().into_iter().find(|(i, _)| *i == n).map(|(_, l)| l)
+    crate::sysinfo::irq_affinities().into_iter().find(|(i, _)| *i == n).map(|(_, l)| l)
 }
 
 /// A shield left by a process that died without lowering it is lowered now. Every rtbench

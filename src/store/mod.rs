@@ -413,7 +413,7 @@ fn header_from_row(r: &rusqlite::Row, here: &str) -> rusqlite::Result<RunHeader>
     };
     if h.status == RunStatus::Running && r.get::<_, String>(16)? == here {
         let (pid, pid_start): (u32, String) = (r.get(17)?, r.get(18)?);
-        let alive = crate::sys::process_exists(pid) && crate::sysinfo::process_start(pid) == pid_start;
+        let alive = crate::sysinfo::same_process(pid, &pid_start);
         if !alive {
             h.status = RunStatus::Aborted;
             h.end = Some(r.get::<_, Option<String>>(19)?.unwrap_or_else(|| h.start.clone()));

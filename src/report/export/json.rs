@@ -36,7 +36,7 @@ pub fn document(run: &Run) -> Value {
         "total": stats_fields(&run.total),
     });
     // The extreme-value estimate from the run's histogram, for latency runs.
-    let wcet = crate::evt::for_run(run).and_then(|e| serde_json::to_value(e).ok());
+    let wcet = crate::evt::for_run(run, crate::evt::sample_rate(run, &[])).and_then(|e| serde_json::to_value(e).ok());
     if let (Some(wcet), Value::Object(m)) = (wcet, &mut doc) {
         m.insert("wcet".into(), wcet);
     }

@@ -21,6 +21,7 @@ pub fn run(a: WcetArgs) -> Result<i32> {
     let steal_ns = store.cpu_activity(a.run)?.iter().map(|c| c.steal_ns).sum();
     let log = a.samples.clone().or_else(|| measured.and_then(|m| m.samples_file.clone()).map(Into::into));
     let log = log.filter(|p: &std::path::PathBuf| p.exists() || a.samples.is_some());
+    let input = evt::Input { rate, maxima, steal_ns, load: evt::load_of(&run), ..evt::Input::new(&run.total.hist) };
     let estimate = match &log {
         Some(path) => {
             let index = samplelog::scan(path).map_err(|e| crate::invalid!("sample log '{}' {e}", path.display()))?;
@@ -31,9 +32,9 @@ pub fn run(a: WcetArgs) -> Result<i32> {
                     }
                 });
             };
-            evt::estimate(&evt::Input { hist: &run.total.hist, rate, raw: Some(&visit), maxima, steal_ns })
+            evt::estimate(&evt::Input { raw: Some(&visit), ..input })
         }
-        None => evt::estimate(&evt::Input { hist: &run.total.hist, rate, raw: None, maxima, steal_ns }),
+        None => evt::estimate(&input),
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&estimate)?);
@@ -94,7 +95,7 @@ pub fn render(id: i64, e: &Estimate, log: Option<&Path>) -> String {
         us(e.observed_max_ns as f64)
     );
     if !e.candidates.is_empty() {
-        out.push_str("\nthresholds tried (the lowest above which ξ stays within 1.96 standard errors is chosen)\n");
+        out.push_str("\nthresholds tried (the lowest above which ξ stays within 2.576 standard errors of every higher one is chosen)\n");
         out.push_str("  threshold (µs)  exceedances       ξ     ±se   σ (µs)\n");
         for (i, c) in e.candidates.iter().enumerate() {
             out.push_str(&format!(

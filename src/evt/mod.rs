@@ -12,7 +12,7 @@ pub mod gpd;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::model::{EnvPoint, Metric, Run};
+use crate::model::{EnvPoint, LoadRecord, Metric, Run};
 use gpd::Exceedances;
 
 /// Fewer exceedances (or clusters) than this say nothing about the tail.
@@ -42,6 +42,32 @@ pub struct Input<'a> {
     pub maxima: Vec<Vec<f64>>,
     /// Time the hypervisor took from the measured CPUs during the run.
     pub steal_ns: u64,
+    /// The load the run had, as "profile (generator, …)"; `None` when idle.
+    pub load: Option<String>,
+}
+
+impl<'a> Input<'a> {
+    /// Just the histogram: no raw samples, rate, checks, steal or load.
+    pub fn new(hist: &'a Histogram<u64>) -> Input<'a> {
+        Input { hist, rate: None, raw: None, maxima: Vec::new(), steal_ns: 0, load: None }
+    }
+}
+
+/// A run's load as the estimate's note names it, or `None` when it ran idle.
+pub fn load_of(run: &Run) -> Option<String> {
+    let load = &run.header.load;
+    if load.is_idle() {
+        return None;
+    }
+    let generators: Vec<String> = match load {
+        LoadRecord::Measured(r) => r.generators.iter().filter(|g| g.ran).map(|g| g.name.clone()).collect(),
+        LoadRecord::Planned(p) => p.generators.clone(),
+        LoadRecord::Named(_) => Vec::new(),
+    };
+    Some(match generators.len() {
+        0 => load.profile().to_string(),
+        _ => format!("{} ({})", load.profile(), generators.join(", ")),
+    })
 }
 
 /// One threshold tried.
@@ -125,7 +151,7 @@ pub fn for_run(run: &Run, rate: Option<f64>) -> Option<Estimate> {
     if run.header.metric != Metric::LATENCY {
         return None;
     }
-    Some(estimate(&Input { hist: &run.total.hist, rate, raw: None, maxima: Vec::new(), steal_ns: 0 }))
+    Some(estimate(&Input { rate, load: load_of(run), ..Input::new(&run.total.hist) }))
 }
 
 /// The HDR buckets that hold samples, as (lowest value, highest value + 1, count), ascending.
@@ -194,11 +220,15 @@ fn midpoints(b: &[(u64, u64, u64)], u: u64) -> Exceedances {
 }
 
 /// The lowest threshold above which the shape stays put: every higher candidate's ξ lies
-/// within 1.96 of its own standard errors of this one's, and at least two higher ones say so.
-/// `Err` with the fallback (the highest such threshold) when the shape never settles.
+/// within 2.576 of its own standard errors of this one's, and at least two higher ones say so.
+/// Each threshold is tested against up to eleven higher ones: at 1.96 one of them strayed by
+/// chance often enough to push the choice to thresholds with a hundred exceedances, whose
+/// intervals then missed the true level more often than 5 % (measured: 181 of 200 covered at
+/// ξ = 0, against 184 at 2.576). `Err` with the fallback (the highest such threshold) when the
+/// shape never settles.
 fn stable(c: &[Candidate]) -> Result<usize, usize> {
     let last = c.len().saturating_sub(3);
-    (0..=last).find(|&j| c[j + 1..].iter().all(|h| (h.xi - c[j].xi).abs() <= 1.96 * h.xi_se)).ok_or(last)
+    (0..=last).find(|&j| c[j + 1..].iter().all(|h| (h.xi - c[j].xi).abs() <= 2.576 * h.xi_se)).ok_or(last)
 }
 
 pub fn estimate(input: &Input) -> Estimate {
@@ -231,6 +261,12 @@ pub fn estimate(input: &Input) -> Estimate {
         e.notes.push(format!(
             "the {} check fails (p = {:.2e}, {}): the fit assumes it; treat the levels as rough",
             c.name, c.p_value, c.detail
+        ));
+    }
+    if let Some(load) = &input.load {
+        e.notes.push(format!(
+            "the run was under load {load}: its generators start, finish and start again at their own pace, so the \
+             tail mixes phases of different load while the fit assumes one regime (see the stationarity check)"
         ));
     }
     if input.steal_ns > 0 {
@@ -373,11 +409,31 @@ mod tests {
         h
     }
 
+    /// The bar of the GPD fit's coverage test (200 seeds, ≥ 90 % per ξ), through everything a
+    /// stored run's estimate does: a body below the tail, the threshold chosen by the stability
+    /// rule, binned exceedances from the histogram, the profile-likelihood interval.
+    #[test]
+    fn the_whole_estimate_covers_the_true_level_in_nine_of_ten_runs() {
+        const SEEDS: u64 = 200;
+        for xi in [-0.2, 0.0, 0.2, 0.4] {
+            let mut covered = 0;
+            for seed in 0..SEEDS {
+                let (xs, truth) = body_and_tail(60_000, xi, 1000 + seed);
+                let e = estimate(&Input::new(&hist_of(&xs)));
+                let l = e.levels.iter().find(|l| l.name == "1e-6").expect("a level at 1e-6");
+                covered += u64::from(l.lo_ns <= truth && l.hi_ns.is_none_or(|hi| truth <= hi));
+            }
+            assert!(
+                covered * 10 >= SEEDS * 9,
+                "ξ = {xi}: the true level inside the 95 % interval in {covered} of {SEEDS}"
+            );
+        }
+    }
+
     #[test]
     fn a_short_run_gets_too_few_and_no_number() {
         let (xs, _) = body_and_tail(400, 0.2, 1);
-        let e =
-            estimate(&Input { hist: &hist_of(&xs), rate: Some(1000.0), raw: None, maxima: Vec::new(), steal_ns: 0 });
+        let e = estimate(&Input { rate: Some(1000.0), ..Input::new(&hist_of(&xs)) });
         assert_eq!(e.verdict, Verdict::TooFew);
         assert!(e.levels.is_empty() && e.xi.is_none(), "{e:?}");
     }
@@ -394,8 +450,8 @@ mod tests {
             }
         };
         for input in [
-            Input { hist: &hist, rate: Some(1000.0), raw: None, maxima: Vec::new(), steal_ns: 0 },
-            Input { hist: &hist, rate: Some(1000.0), raw: Some(&visit), maxima: Vec::new(), steal_ns: 0 },
+            Input { rate: Some(1000.0), ..Input::new(&hist) },
+            Input { rate: Some(1000.0), raw: Some(&visit), ..Input::new(&hist) },
         ] {
             let e = estimate(&input);
             assert_eq!(e.verdict, Verdict::HeavyTail, "{e:?}");

@@ -20,6 +20,8 @@ fn a_run_with_its_sample_log_gets_levels_inside_their_intervals() {
     assert!(e["clusters"].as_u64().is_some(), "declustered: {e}");
     let checks: Vec<&str> = e["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(checks, ["independence", "stationarity"], "{e}");
+    let notes = e["notes"].to_string();
+    assert!(!notes.contains("under load"), "an idle run has no load note: {notes}");
     let levels = e["levels"].as_array().unwrap();
     assert!(levels.len() >= 3, "{e}");
     for l in levels {
@@ -38,6 +40,18 @@ fn a_run_with_its_sample_log_gets_levels_inside_their_intervals() {
     assert_valid_export(&doc);
     assert_eq!(doc["wcet"]["from"], "histogram", "the export carries the histogram's estimate");
     assert!(!doc["wcet"]["levels"].as_array().unwrap().is_empty(), "{}", doc["wcet"]);
+}
+
+#[test]
+fn a_loaded_run_is_warned_that_its_tail_mixes_load_phases() {
+    let lab = Lab::new();
+    lab.ok(&["synthetic", "-l", "200000", "-q", "--load", "cpu", "--settle", "200ms"]);
+    let id = lab.last_run();
+    let e = wcet_json(&lab, id, &[]);
+    let notes = e["notes"].to_string();
+    assert!(notes.contains("under load cpu (cpu)") && notes.contains("phases"), "{notes}");
+    let doc = lab.export_json(id);
+    assert!(doc["wcet"]["notes"].to_string().contains("under load cpu"), "the report's estimate says so too");
 }
 
 #[test]

@@ -21,6 +21,12 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
     let mut figs = Vec::new();
     let labels = distinct(runs.iter().map(|r| r.label().to_string()));
     let color = |label: &str| labels.iter().position(|l| l == label).unwrap_or(0);
+    // Worst-case estimates, once per run: drawn alone and overlaid per label.
+    let estimates: Vec<Option<crate::evt::Estimate>> =
+        runs.iter().map(|r| crate::evt::for_run(&r.data, crate::evt::sample_rate(&r.data, &[]))).collect();
+    let estimate = |r: &RunView| {
+        runs.iter().position(|o| o.data.header.id == r.data.header.id).and_then(|i| estimates[i].as_ref())
+    };
     for probe in distinct(runs.iter().map(|r| r.probe().to_string())) {
         let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
         let groups: Vec<bars::Group> = these.iter().map(|r| bar_group(runs, r, r.label())).collect();
@@ -76,13 +82,46 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
                 ),
             };
             figs.push(Figure { name: format!("run{}-scatter", r.data.header.id), caption, svg });
-            if let Some(e) = crate::evt::for_run(&r.data, crate::evt::sample_rate(&r.data, &[])) {
+            if let Some(e) = estimate(r) {
+                let one = tail::Tail {
+                    label: r.label().to_string(),
+                    stats: &r.data.total,
+                    estimate: e,
+                    color: PALETTE[color(r.label()) % PALETTE.len()],
+                };
                 figs.push(Figure {
                     name: format!("run{}-tail", r.data.header.id),
-                    caption: tail_caption(&title, &e),
-                    svg: tail::render(&title, &r.data.total, &e, PALETTE[color(r.label()) % PALETTE.len()]),
+                    caption: tail_caption(&title, e),
+                    svg: tail::render(&title, &[one]),
                 });
             }
+        }
+        for load in distinct(these.iter().map(|r| r.load())) {
+            let here: Vec<&&RunView> = these.iter().filter(|r| r.load() == load && estimate(r).is_some()).collect();
+            if distinct(here.iter().map(|r| r.label().to_string())).len() < 2 {
+                continue;
+            }
+            let tails: Vec<tail::Tail> = here
+                .iter()
+                .filter_map(|r| {
+                    Some(tail::Tail {
+                        label: format!("{}{}", r.label(), twin_suffix(runs, r)),
+                        stats: &r.data.total,
+                        estimate: estimate(r)?,
+                        color: PALETTE[color(r.label()) % PALETTE.len()],
+                    })
+                })
+                .collect();
+            let title = format!("{probe} · {}: tails by label", load_name(&load));
+            figs.push(Figure {
+                name: format!("{probe}-tails-{}", file_safe(&load)),
+                caption: format!(
+                    "{title}: latency exceeded with probability p per sample, observed (solid) and the fitted \
+                     generalized Pareto tail (dashed) with its 95 % band down to 1e-12, one colour per label; dotted: \
+                     each run's observed max"
+                ),
+                svg: tail::render(&title, &tails),
+            });
         }
     }
     for label in &labels {
@@ -141,7 +180,7 @@ fn tail_caption(title: &str, e: &crate::evt::Estimate) -> String {
     let us = |ns: f64| crate::units::fmt_ns_as_us(ns);
     match (e.threshold_ns, e.xi, e.levels.iter().find(|l| l.name == "1e-9")) {
         (Some(u), Some(xi), Some(l)) => format!(
-            "{title}: the tail on log-log axes: latency exceeded with probability p per sample, observed (black) and the \
+            "{title}: the tail on log-log axes: latency exceeded with probability p per sample, observed (solid) and the \
              generalized Pareto tail fitted above {} µs (ξ = {xi:.2}, dashed) with its 95 % band, observed max marked; \
              1e-9 level {} µs ({} to {} µs){}",
             us(u as f64),
@@ -186,6 +225,10 @@ pub fn html(runs: &[RunView], figs: &[Figure], notes: &[ProbeNote]) -> String {
             if let Some(f) = find(&format!("{probe}-{tag}")) {
                 b.push_str(&figure_html(f));
             }
+        }
+        let tails = format!("{probe}-tails-");
+        for f in figs.iter().filter(|f| f.name.starts_with(&tails)) {
+            b.push_str(&figure_html(f));
         }
         for r in runs.iter().filter(|r| r.probe() == probe) {
             let _ = write!(

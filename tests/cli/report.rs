@@ -33,9 +33,16 @@ fn report_writes_every_figure_as_svg_and_png_and_an_offline_page() {
     let svgs: Vec<_> = figs.iter().filter(|f| f.ends_with(".svg")).collect();
     let pngs: Vec<_> = figs.iter().filter(|f| f.ends_with(".png")).collect();
     assert_eq!(svgs.len(), pngs.len(), "{figs:?}");
-    // 2 labels × 1 probe: 3 probe figures, 3 per run (histogram, scatter, tail) for 2 runs
-    // (newest per label), 1 per label.
-    assert_eq!(svgs.len(), 3 + 3 * 2 + 2, "{figs:?}");
+    // 2 labels × 1 probe: 3 probe figures and the tails overlaid per label, 3 per run
+    // (histogram, scatter, tail) for 2 runs (newest per label), 1 per label.
+    assert_eq!(svgs.len(), 4 + 3 * 2 + 2, "{figs:?}");
+    let overlay =
+        std::fs::read_to_string(out.join("figures").join(svgs.iter().find(|f| f.contains("-tails-")).unwrap()))
+            .unwrap();
+    for label in ["k-base", "k-new"] {
+        assert!(overlay.contains(&format!("{label}: observed")), "the overlay names {label} in its legend");
+    }
+    assert_eq!(overlay.matches(r#"class="observed""#).count(), 2, "one observed tail per label");
     let tail =
         std::fs::read_to_string(out.join("figures").join(svgs.iter().find(|f| f.ends_with("-tail.svg")).unwrap()))
             .unwrap();

@@ -41,6 +41,17 @@ pub struct RunOptions {
     pub db: Option<PathBuf>,
     /// CPUs to shield from the rest of the system for the run.
     pub shield: Option<String>,
+    pub breach: Option<BreachOptions>,
+}
+
+/// `--breach`: the threshold over which a sample's window is traced and kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BreachOptions {
+    pub threshold_ns: u64,
+    /// The most windows stored.
+    pub max: u32,
+    /// End the run after the first stored window.
+    pub stop: bool,
 }
 
 impl Default for RunOptions {
@@ -65,6 +76,7 @@ impl Default for RunOptions {
             label: None,
             db: None,
             shield: None,
+            breach: None,
         }
     }
 }
@@ -118,12 +130,16 @@ pub struct RunConfig {
     pub command_line: String,
     /// CPUs to shield from everything else for the run; the measuring threads run there.
     pub shield: Option<Vec<usize>>,
+    pub breach: Option<BreachOptions>,
 }
 
 impl RunConfig {
     /// Checks `opts`, resolves the loop count and builds the probe from its flags.
     pub fn new(info: &'static ProbeInfo, args: &ProbeArgs, opts: &RunOptions) -> Result<RunConfig> {
         let shield = shield_cpus(opts.shield.as_deref())?;
+        if opts.breach.is_some() && info.synthetic {
+            return Err(invalid!("--breach traces the kernel, and {} samples come from no kernel", info.name));
+        }
         // Shielded CPUs are the ones to measure unless -a says otherwise.
         let cpus = match (&opts.affinity, &shield) {
             (None, Some(s)) => s.clone(),
@@ -178,6 +194,7 @@ impl RunConfig {
             tmpdir,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
             shield,
+            breach: opts.breach,
         })
     }
 
@@ -194,6 +211,7 @@ impl RunConfig {
             envelope_interval_ns: self.envelope_ns,
             samples_file: self.samples.as_ref().map(|p| p.display().to_string()),
             shield: None,
+            breach: None,
             probe: self.probe_params.clone(),
         }
     }

@@ -28,4 +28,5 @@ pub mod store;
 pub mod sys;
 pub mod sysinfo;
 pub mod timefmt;
+pub mod trace;
 pub mod units;

@@ -14,8 +14,15 @@ fn main() {
             }
             // One line: what is wrong; the usage block clap adds is one `--help` away.
             let text = e.render().to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
-            eprintln!("{} (see --help)", first.trim_start_matches("error: ").trim());
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            // "the following required arguments were not provided:" names them on the next lines.
+            let named = if first.ends_with(':') {
+                lines.take_while(|l| !l.starts_with("Usage:")).collect::<Vec<_>>().join(", ")
+            } else {
+                String::new()
+            };
+            eprintln!("{first}{}{named} (see --help)", if named.is_empty() { "" } else { " " });
             std::process::exit(2);
         }
     };

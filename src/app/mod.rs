@@ -24,6 +24,10 @@ pub fn run(invocation: Invocation) -> Result<i32> {
     if let Some(said) = crate::shield::replay_abandoned() {
         eprintln!("rtbench: {said}");
     }
+    // And one that traced a breach left its trace instance behind.
+    for said in crate::trace::replay_abandoned() {
+        eprintln!("rtbench: {said}");
+    }
     match invocation {
         Invocation::Probe(call) => probe(call),
         Invocation::Command(cmd) => command(cmd),
@@ -126,6 +130,7 @@ fn command(cmd: Command) -> Result<i32> {
                         .map(|(thread, stats)| crate::model::ThreadResult { thread, cpu: None, stats })
                         .collect(),
                     total,
+                    breaches: Vec::new(),
                 };
                 print!("{}", show::percentile_table(&run));
             }
@@ -164,6 +169,7 @@ fn command(cmd: Command) -> Result<i32> {
             let envelope = store.envelope(a.run)?;
             print!("{}", show::worst_intervals_table(&run, &envelope, &store.cpu_activity(a.run)?));
             print!("{}", wcet::brief(&run, &envelope));
+            print!("{}", show::breaches(&run));
             Ok(0)
         }
         Command::Export(a) => {
@@ -233,6 +239,7 @@ fn measure(cfg: RunConfig) -> Result<i32> {
     }
     print!("{}", show::summary(&run));
     print!("{}", show::worst_intervals_table(&run, &store.envelope(id)?, &store.cpu_activity(id)?));
+    print!("{}", show::breaches(&run));
     println!("stored as run {id} in {}", store.path().display());
     Ok(outcome.exit_code())
 }

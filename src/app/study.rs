@@ -70,6 +70,7 @@ fn cell_options(a: &StudyArgs, cell: &Cell, label: &str) -> RunOptions {
         label: Some(label.to_string()),
         db: a.db.db.clone(),
         shield: a.shield.clone(),
+        breach: a.breach.options(),
         ..RunOptions::default()
     }
 }

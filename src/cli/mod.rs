@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{LoadFlags, RunOptions};
+use crate::config::{BreachOptions, LoadFlags, RunOptions};
 use crate::model::Policy;
 use crate::report::export::Format;
 
@@ -22,6 +22,8 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+// Parsed once per process.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// The seed study in one command: every probe idle and loaded, then the report.
     Study(StudyArgs),
@@ -84,6 +86,8 @@ pub struct StudyArgs {
     /// a probe's --shield)
     #[arg(long, value_name = "CPUS")]
     pub shield: Option<String>,
+    #[command(flatten)]
+    pub breach: BreachArgs,
     /// A second machine running `rtbench pingpong --serve` for the network probes [default: an
     /// echo server of the study's own on loopback]
     #[arg(long, value_name = "HOST")]
@@ -260,6 +264,8 @@ pub struct RunArgs {
     /// (cpuset shield; needs root; put back afterwards, by the next rtbench command if killed)
     #[arg(long, value_name = "CPUS")]
     pub shield: Option<String>,
+    #[command(flatten)]
+    pub breach: BreachArgs,
     /// Print help
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -288,7 +294,33 @@ impl RunArgs {
             label: self.label.clone(),
             db: self.db.db.clone(),
             shield: self.shield.clone(),
+            breach: self.breach.options(),
         }
+    }
+}
+
+/// `--breach`: trace the system and name what delayed a sample over a threshold.
+#[derive(Args, Debug, Clone)]
+pub struct BreachArgs {
+    /// Trace the measured CPUs with ftrace and, for every sample over US microseconds, store the
+    /// window around it and name what delayed the thread (needs root; measuring goes on)
+    #[arg(long, value_parser = crate::parse::positive_us, value_name = "US")]
+    pub breach: Option<u64>,
+    /// The most breach windows stored per run
+    #[arg(long, value_parser = crate::parse::positive, default_value = "10", value_name = "N", requires = "breach")]
+    pub breach_max: u64,
+    /// End the run after the first breach window is stored
+    #[arg(long, requires = "breach")]
+    pub breach_stop: bool,
+}
+
+impl BreachArgs {
+    pub fn options(&self) -> Option<BreachOptions> {
+        self.breach.map(|us| BreachOptions {
+            threshold_ns: us * 1000,
+            max: self.breach_max.min(u32::MAX as u64) as u32,
+            stop: self.breach_stop,
+        })
     }
 }
 

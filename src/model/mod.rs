@@ -3,6 +3,7 @@
 //! of the data path can depend on it and on nothing of each other.
 
 mod audit;
+mod breach;
 mod envelope;
 mod interference;
 mod load;
@@ -13,11 +14,12 @@ mod status;
 mod system;
 
 pub use audit::{Evidence, Finding, Severity};
+pub use breach::{Breach, Cause, CauseKind, TraceEvent};
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
 pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
-pub use params::{ImportedParams, MeasuredParams, Policy, RunParams, ShieldRecord};
+pub use params::{BreachRecord, ImportedParams, MeasuredParams, Policy, RunParams, ShieldRecord};
 pub use run::{Run, RunHeader, ThreadResult, ThreadSamples};
 pub use status::RunStatus;
 pub use system::{Preemption, RtThrottling, SystemSnapshot};

@@ -30,6 +30,9 @@ pub struct MeasuredParams {
     /// The CPUs shielded from the rest of the system for the run, and how completely.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shield: Option<ShieldRecord>,
+    /// `--breach`: the threshold, and what tracing caught.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breach: Option<BreachRecord>,
     /// The probe's own parameters and what it learnt while running, as the probe defines them.
     #[serde(flatten)]
     pub probe: Map<String, Value>,
@@ -67,6 +70,22 @@ impl ShieldRecord {
     }
 }
 
+/// What `--breach` asked for and what came of it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BreachRecord {
+    pub threshold_ns: u64,
+    /// The most windows stored.
+    pub max: u32,
+    /// Breaches whose window was stored.
+    pub traced: u32,
+    /// Breaches seen while a window was being taken, or after the last one allowed.
+    pub untraced: u64,
+    /// Events this kernel does not have (the attribution does without them).
+    pub events_missing: Vec<String>,
+    /// Why the run went untraced, when it did.
+    pub skipped: Option<String>,
+}
+
 /// A run made by another tool and imported.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ImportedParams {
@@ -77,6 +96,8 @@ pub struct ImportedParams {
 /// The stored `params` of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+// One per run, read and written at its start and end: size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum RunParams {
     Measured(MeasuredParams),
     Imported(ImportedParams),

@@ -51,6 +51,8 @@ pub struct Run {
     pub header: RunHeader,
     pub threads: Vec<ThreadResult>,
     pub total: Stats,
+    /// Breaches traced with `--breach`, in order.
+    pub breaches: Vec<super::Breach>,
 }
 
 impl Run {
@@ -59,6 +61,6 @@ impl Run {
         for t in &threads {
             total.merge(&t.stats);
         }
-        Run { header, threads, total }
+        Run { header, threads, total, breaches: Vec::new() }
     }
 }

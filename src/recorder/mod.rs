@@ -41,6 +41,12 @@ type Chunk = Vec<(u64, u64)>;
 /// outrun the disk; a real one at 10 kHz fills one chunk in 6 s).
 const CHUNKS_IN_FLIGHT: usize = 64;
 
+/// Told of every sample over a threshold (`--breach`): called on the measuring thread, so it
+/// must return at once.
+pub trait BreachWatch: Send + Sync {
+    fn breached(&self, thread: u32, t_ns: u64, latency_ns: u64);
+}
+
 /// The measuring thread's side.
 pub struct Recorder {
     active: Box<Buffer>,
@@ -57,6 +63,9 @@ pub struct Recorder {
     chunks: Option<(SyncSender<Chunk>, Receiver<Chunk>)>,
     /// Raw samples still to hand over (u64::MAX: all of them).
     raw_left: u64,
+    /// Samples above this are breaches (u64::MAX: none are).
+    breach_ns: u64,
+    breach: Option<(std::sync::Arc<dyn BreachWatch>, u32)>,
 }
 
 /// The runner's side of one thread's recorder.
@@ -105,14 +114,26 @@ pub fn pair(env_interval_ns: u64, raw: Raw) -> (Recorder, Collector) {
         chunk,
         chunks: rec_chunks,
         raw_left,
+        breach_ns: u64::MAX,
+        breach: None,
     };
     (rec, Collector { spare: Some(Box::default()), asked, offer, full: full_rx, chunks: col_chunks })
 }
 
 impl Recorder {
+    /// Tells `watch` of every sample above `threshold_ns`, as thread `thread`.
+    pub fn watch_breaches(&mut self, threshold_ns: u64, watch: std::sync::Arc<dyn BreachWatch>, thread: u32) {
+        self.breach_ns = threshold_ns;
+        self.breach = Some((watch, thread));
+    }
+
     /// Records one sample taken `t_ns` after the run's start.
     #[inline(always)]
     pub fn record(&mut self, t_ns: u64, latency_ns: u64) {
+        // The one cost of `--breach` on the timed path: a compare.
+        if latency_ns > self.breach_ns {
+            self.breached(t_ns, latency_ns);
+        }
         self.active.stats.record(latency_ns);
         self.active.last = latency_ns;
         // A compare instead of a division per sample: the interval changes rarely.
@@ -143,6 +164,13 @@ impl Recorder {
     #[inline(always)]
     pub fn overrun(&mut self) {
         self.active.stats.overruns += 1;
+    }
+
+    #[cold]
+    fn breached(&self, t_ns: u64, latency_ns: u64) {
+        if let Some((watch, thread)) = &self.breach {
+            watch.breached(*thread, t_ns, latency_ns);
+        }
     }
 
     #[cold]

@@ -145,3 +145,34 @@ pub fn runs_table(runs: &[RunHeader], samples: &[u64]) -> String {
     }
     out
 }
+
+/// The breaches `--breach` traced, one verdict each, and what tracing could not take.
+pub fn breaches(run: &Run) -> String {
+    let Some(rec) = run.header.params.measured().and_then(|m| m.breach.as_ref()) else { return String::new() };
+    let mut out = format!("\nbreaches over {} µs traced with ftrace", us(rec.threshold_ns as f64));
+    if let Some(why) = &rec.skipped {
+        let _ = writeln!(out, ": none, the run went untraced ({why})");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        ": {} stored (at most {}), {} more not traced (while a window was taken or after the last)",
+        rec.traced, rec.max, rec.untraced
+    );
+    for b in &run.breaches {
+        let _ = writeln!(
+            out,
+            "  #{:<3} {:>9.3} s  thread {}  CPU {}  {:>10} µs  {}",
+            b.seq,
+            b.t_ns as f64 / 1e9,
+            b.thread,
+            b.cpu.map_or("-".into(), |c| c.to_string()),
+            us(b.latency_ns as f64),
+            b.verdict
+        );
+    }
+    if !rec.events_missing.is_empty() {
+        let _ = writeln!(out, "  events this kernel lacks: {}", rec.events_missing.join(", "));
+    }
+    out
+}

@@ -22,7 +22,8 @@ pub use session::{Guard, Session};
 use crate::config::RunConfig;
 use crate::load::{CpuSample, LoadSession};
 use crate::model::{
-    attribute, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, StealFinding, ThreadResult,
+    attribute, BreachRecord, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, StealFinding,
+    ThreadResult,
 };
 use crate::probe::ThreadCtx;
 use crate::recorder::samplelog::SampleLogWriter;
@@ -85,6 +86,23 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         shield_record = Some(shield.record.clone());
         session.hold(shield);
     }
+    // Armed before the load starts and the threads measure; removed when it drops at the end.
+    let mut breach_skipped = None;
+    let mut tracer = cfg.breach.and_then(|b| {
+        let mut cpus: Vec<usize> = cfg.threads.iter().filter_map(|t| t.cpu).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        crate::trace::Tracer::arm(b, &cpus)
+            .map_err(|why| {
+                breach_skipped = Some(BreachRecord {
+                    threshold_ns: b.threshold_ns,
+                    max: b.max,
+                    skipped: Some(why),
+                    ..BreachRecord::default()
+                })
+            })
+            .ok()
+    });
     let samples = match &cfg.samples {
         Some(path) => Some(SampleLogWriter::create(path, cfg.probe.step_ns()).map_err(|e| {
             crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() }
@@ -99,6 +117,9 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         grant.warnings.clone()
     };
     warnings.extend(shield_record.as_ref().and_then(|r| r.warning()));
+    if let Some(why) = breach_skipped.as_ref().and_then(|r| r.skipped.as_ref()) {
+        warnings.push(format!("--breach: the run goes untraced: {why}"));
+    }
     if !cfg.info.synthetic {
         for w in &warnings {
             eprintln!("rtbench: WARNING: {w}");
@@ -106,6 +127,7 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
     }
     let mut params = cfg.params();
     params.shield = shield_record;
+    params.breach = breach_skipped;
     let mut system = crate::sysinfo::snapshot();
     system.cpu_dma_latency_held = Some(grant.dma_latency_held);
     if !cfg.info.synthetic {
@@ -128,8 +150,10 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         system: &system,
         envelope_ns: cfg.envelope_ns,
     })?;
-    let result = drive(cfg, &session, store, id, &grant, warnings, samples, load, shield_tasks, params);
+    let result =
+        drive(cfg, &session, store, id, &grant, warnings, samples, load, shield_tasks, params, tracer.as_mut());
     // The session ends here: every system change it holds is put back.
+    drop(tracer);
     drop(session);
     match result {
         Ok(outcome) => Ok((id, outcome)),
@@ -154,6 +178,7 @@ fn drive(
     load: Option<LoadSession>,
     shield: Option<(std::path::PathBuf, Vec<usize>)>,
     mut params: crate::model::MeasuredParams,
+    mut tracer: Option<&mut crate::trace::Tracer>,
 ) -> Result<Outcome> {
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
@@ -167,6 +192,9 @@ fn drive(
     for plan in &cfg.threads {
         let raw = if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(sink::RAW_IN_STORE) };
         let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
+        if let Some(t) = tracer.as_deref() {
+            rec.watch_breaches(t.threshold_ns(), t.sink(), plan.index as u32);
+        }
         totals.push(ThreadTotals { index: plan.index, cpu: plan.cpu, stats: Stats::default(), last: 0, collector });
         let stop = Arc::clone(&stop);
         let ended = Arc::clone(&ended);
@@ -218,7 +246,16 @@ fn drive(
     let cpus: Vec<u32> = cfg.threads.iter().filter_map(|t| t.cpu).map(|c| c as u32).collect();
     let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.envelope_ns));
     let run_watching = watch.is_some();
-    let mut run = Flow { totals, sinks, envelope: Vec::new(), started, duration: cfg.duration, start_ns, watch };
+    let mut run = Flow {
+        totals,
+        sinks,
+        envelope: Vec::new(),
+        started,
+        duration: cfg.duration,
+        start_ns,
+        watch,
+        breaches: Vec::new(),
+    };
     let mut last_collect = Instant::now();
     let mut last_checkpoint = Instant::now();
     // Nothing is due between collections and the ends of envelope intervals (when the CPUs'
@@ -230,12 +267,19 @@ fn drive(
             collect_every
         }
     };
+    let cpu_of = |thread: u32| cfg.threads.iter().find(|t| t.index == thread as usize).and_then(|t| t.cpu);
+    // `--breach-stop` ends the run once its window is stored.
+    let breach_stop = std::cell::Cell::new(false);
     let outcome = session.wait_paced(
         started,
         cfg.duration,
         pace,
-        || ended.load(Ordering::SeqCst) == handles.len(),
+        || ended.load(Ordering::SeqCst) == handles.len() || breach_stop.get(),
         || {
+            if let Some(t) = tracer.as_deref_mut() {
+                run.take_breach(t, &cpu_of);
+                breach_stop.set(t.stop);
+            }
             run.watch_tick();
             run.drain_samples();
             if due(last_collect, collect_every) {
@@ -281,6 +325,11 @@ fn drive(
         run.merge(i, last);
     }
     run.progress();
+    // A breach of the last moments is still taken.
+    if let Some(t) = tracer {
+        run.take_breach(t, &cpu_of);
+        params.breach = Some(t.record());
+    }
     // The threads have ended: the interval of their last samples closes now.
     run.watch_tick();
     if let Some(w) = run.watch.as_mut() {
@@ -316,7 +365,7 @@ fn drive(
         store.set_load(id, &LoadRecord::Measured(report))?;
     }
     let findings = cfg.probe.findings();
-    if !findings.is_empty() {
+    if !findings.is_empty() || params.breach.is_some() {
         params.probe.extend(findings);
         store.set_params(id, &RunParams::Measured(params))?;
     }
@@ -342,9 +391,26 @@ struct Flow<'s> {
     start_ns: u64,
     /// Interference on the measured CPUs; `None` for synthetic samples.
     watch: Option<cpuwatch::CpuWatch>,
+    /// Breaches traced since the last checkpoint.
+    breaches: Vec<crate::model::Breach>,
 }
 
 impl Flow<'_> {
+    /// The window of a pending breach, kept for the next checkpoint; its verdict is said.
+    fn take_breach(&mut self, tracer: &mut crate::trace::Tracer, cpu_of: &dyn Fn(u32) -> Option<usize>) {
+        if let Some(b) = tracer.service(self.start_ns, cpu_of) {
+            eprintln!(
+                "rtbench: breach {} on thread {}: {} µs at {:.3} s: {}",
+                b.seq,
+                b.thread,
+                crate::units::fmt_ns_as_us(b.latency_ns as f64),
+                b.t_ns as f64 / 1e9,
+                b.verdict
+            );
+            self.breaches.push(b);
+        }
+    }
+
     fn watch_tick(&mut self) {
         if let Some(w) = self.watch.as_mut() {
             w.tick(sys::now_ns().saturating_sub(self.start_ns));
@@ -412,17 +478,19 @@ impl Flow<'_> {
     fn checkpoint(&mut self) {
         let threads = self.results();
         let activity = self.watch.as_mut().map(|w| w.take()).unwrap_or_default();
-        let cp = Checkpoint { threads: &threads, envelope: &self.envelope, activity: &activity };
+        let cp =
+            Checkpoint { threads: &threads, envelope: &self.envelope, activity: &activity, breaches: &self.breaches };
         for s in &mut self.sinks {
             s.checkpoint(&cp);
         }
         self.envelope.clear();
+        self.breaches.clear();
     }
 
     /// The last checkpoint again, for the sinks it did not reach: what they kept is written.
     fn retry_checkpoint(&mut self) {
         let threads = self.results();
-        let cp = Checkpoint { threads: &threads, envelope: &[], activity: &[] };
+        let cp = Checkpoint { threads: &threads, envelope: &[], activity: &[], breaches: &[] };
         for s in self.sinks.iter_mut().filter(|s| !s.current()) {
             s.checkpoint(&cp);
         }

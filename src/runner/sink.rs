@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::live::{Live, Row};
-use crate::model::{CpuInterval, EnvPoint, ThreadResult};
+use crate::model::{Breach, CpuInterval, EnvPoint, ThreadResult};
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::store::{RawBatch, Store};
 
@@ -23,6 +23,8 @@ pub struct Checkpoint<'a> {
     pub envelope: &'a [(u32, EnvPoint)],
     /// What happened on the measured CPUs in intervals read since the last checkpoint.
     pub activity: &'a [CpuInterval],
+    /// Breaches traced since the last checkpoint.
+    pub breaches: &'a [Breach],
 }
 
 /// What the runner knows between checkpoints, for displays.
@@ -142,6 +144,7 @@ pub struct StoreSink<'s> {
     raw: Vec<KeptRaw>,
     envelope: Vec<(u32, EnvPoint)>,
     activity: Vec<CpuInterval>,
+    breaches: Vec<Breach>,
 }
 
 /// One thread's raw samples for the store.
@@ -158,7 +161,7 @@ impl<'s> StoreSink<'s> {
         // A store another writer holds must not stall the runner: a checkpoint that cannot get
         // the lock soon fails, and the next one retries.
         store.set_busy_timeout(CHECKPOINT_LOCK_WAIT);
-        StoreSink { store, id, raw: Vec::new(), envelope: Vec::new(), activity: Vec::new() }
+        StoreSink { store, id, raw: Vec::new(), envelope: Vec::new(), activity: Vec::new(), breaches: Vec::new() }
     }
 }
 
@@ -197,6 +200,11 @@ impl Sink for StoreSink<'_> {
     fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
         self.envelope.extend_from_slice(cp.envelope);
         self.activity.extend_from_slice(cp.activity);
+        self.breaches.extend_from_slice(cp.breaches);
+        if !self.breaches.is_empty() {
+            self.store.add_breaches(self.id, &self.breaches)?;
+            self.breaches.clear();
+        }
         let raw: Vec<RawBatch> = self
             .raw
             .iter()

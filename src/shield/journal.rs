@@ -29,8 +29,13 @@ pub struct Journal {
 /// Where the journal lives: a runtime directory, emptied at boot just as the changes are undone
 /// by a reboot. `RTBENCH_STATE_DIR` moves it.
 pub fn path() -> PathBuf {
-    let dir = std::env::var_os("RTBENCH_STATE_DIR").map_or_else(|| PathBuf::from("/run/rtbench"), PathBuf::from);
-    dir.join("shield.json")
+    state_dir().join("shield.json")
+}
+
+/// Where rtbench writes down the system changes it must undo (the shield's, the breach
+/// tracer's): a runtime directory, emptied at boot as the changes are.
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("RTBENCH_STATE_DIR").map_or_else(|| PathBuf::from("/run/rtbench"), PathBuf::from)
 }
 
 impl Journal {

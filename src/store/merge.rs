@@ -70,6 +70,10 @@ impl Store {
                  FROM other.cpu_activity WHERE run_id = ?1",
                 params![old, new],
             )?;
+            tx.execute(
+                "INSERT INTO main.breaches SELECT ?2, seq, latency_ns, verdict, breach FROM other.breaches WHERE run_id = ?1",
+                params![old, new],
+            )?;
         }
         tx.commit()?;
         Ok((ids.len(), total as usize - ids.len()))

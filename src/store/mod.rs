@@ -14,8 +14,8 @@ pub use schema::SCHEMA_VERSION;
 
 use crate::error::InputError;
 use crate::model::{
-    CpuInterval, EnvPoint, LoadRecord, Metric, Run, RunHeader, RunParams, RunStatus, SystemSnapshot, ThreadResult,
-    ThreadSamples,
+    Breach, CpuInterval, EnvPoint, LoadRecord, Metric, Run, RunHeader, RunParams, RunStatus, SystemSnapshot,
+    ThreadResult, ThreadSamples,
 };
 use crate::stats::Stats;
 
@@ -285,7 +285,7 @@ impl Store {
 
     /// One run: its header, per-thread results and their merge.
     pub fn run(&self, id: i64) -> Result<Run> {
-        Ok(Run::new(self.header(id)?, self.threads(id)?))
+        Ok(Run { breaches: self.breaches(id)?, ..Run::new(self.header(id)?, self.threads(id)?) })
     }
 
     /// One run's per-thread results, by thread number.
@@ -330,6 +330,32 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Stores traced breaches (in one transaction: all or none).
+    pub fn add_breaches(&mut self, id: i64, breaches: &[Breach]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut put = tx.prepare_cached(
+                "INSERT OR REPLACE INTO breaches (run_id, seq, latency_ns, verdict, breach) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for b in breaches {
+                put.execute(params![id, b.seq, b.latency_ns as i64, b.verdict, serde_json::to_string(b)?])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A run's traced breaches, in the order they were taken.
+    pub fn breaches(&self, id: i64) -> Result<Vec<Breach>> {
+        let mut stmt = self.conn.prepare("SELECT breach FROM breaches WHERE run_id = ?1 ORDER BY seq")?;
+        let rows = stmt.query_map([id], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+        rows.iter()
+            .map(|j| {
+                serde_json::from_str(j).map_err(|e| anyhow::anyhow!("a stored breach of run {id} is damaged: {e}"))
+            })
+            .collect()
     }
 
     /// What happened on a run's measured CPUs, per CPU, in time order.

@@ -79,6 +79,18 @@ CREATE TABLE cpu_activity (
     PRIMARY KEY (run_id, cpu, idx)
 ) WITHOUT ROWID;
 "#,
+    r#"
+-- v5: latency breaches traced with --breach: the verdict, and the whole record (causes and
+-- the trace window) as JSON.
+CREATE TABLE breaches (
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    latency_ns INTEGER NOT NULL,
+    verdict    TEXT NOT NULL,
+    breach     TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+"#,
 ];
 
 /// The schema version this binary writes.

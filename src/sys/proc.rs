@@ -103,3 +103,9 @@ pub fn become_subreaper() -> io::Result<()> {
     // SAFETY: plain prctl.
     check(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) })
 }
+
+/// Whether this process has root's effective user id.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}

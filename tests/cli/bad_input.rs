@@ -20,6 +20,11 @@ fn invalid_flag_values_are_rejected_by_name() {
         (&["timer", "-h", "0"], "histogram"),
         (&["gtod", "-n", "0"], "at least 1"),
         (&["timer", "--bogus"], "--bogus"),
+        (&["timer", "--breach", "0"], "--breach"),
+        (&["timer", "--breach", "1ms"], "--breach"),
+        (&["timer", "--breach-max", "3"], "--breach"),
+        (&["timer", "--breach", "100", "--breach-max", "0"], "--breach-max"),
+        (&["synthetic", "--breach", "100", "-l", "10"], "--breach"),
         (&["nonsense"], "nonsense"),
     ];
     for (args, needle) in cases {

@@ -2,6 +2,7 @@
 
 mod audit;
 mod bad_input;
+mod breach;
 mod export;
 mod faults;
 mod helpers;

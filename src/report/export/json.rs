@@ -40,5 +40,8 @@ pub fn document(run: &Run) -> Value {
     if let (Some(wcet), Value::Object(m)) = (wcet, &mut doc) {
         m.insert("wcet".into(), wcet);
     }
+    if let (false, Value::Object(m)) = (run.breaches.is_empty(), &mut doc) {
+        m.insert("breaches".into(), serde_json::to_value(&run.breaches).unwrap_or_default());
+    }
     doc
 }

@@ -1,0 +1,313 @@
+//! What delayed a thread, from the trace of its CPU: between the intended wake-up and the
+//! sample, every stretch of time goes to what the CPU was doing — an interrupt handler, a
+//! softirq, another task, idle — and what the trace cannot explain is said to be so.
+
+use super::parse::{field, Event};
+use crate::model::{Cause, CauseKind};
+use crate::units::fmt_ns_as_us;
+
+/// The causes of one delay, largest first, and the verdict naming the first.
+#[derive(Debug, PartialEq)]
+pub struct Attribution {
+    pub causes: Vec<Cause>,
+    pub verdict: String,
+}
+
+/// Whom the CPU was running.
+#[derive(Clone, Debug, Default)]
+struct Current {
+    comm: String,
+    pid: i32,
+    /// The kernel's priority (0–99 real-time, 100–139 normal), when a switch told it.
+    prio: Option<i32>,
+}
+
+/// The context one stretch of time belongs to.
+#[derive(Clone, Debug, PartialEq)]
+struct Key {
+    kind: CauseKind,
+    name: String,
+    pid: Option<i32>,
+    prio: Option<i32>,
+}
+
+struct State<'o> {
+    cpu: u32,
+    current: Option<Current>,
+    /// Tasks woken onto this CPU and not yet seen running on it.
+    woken: Vec<Current>,
+    irqs: Vec<String>,
+    softirq: Option<String>,
+    ours: i32,
+    /// (context, ns) in order of first appearance.
+    spent: Vec<(Key, u64)>,
+    policy: &'o dyn Fn(i32) -> Option<String>,
+}
+
+impl State<'_> {
+    fn key(&self) -> Key {
+        if let Some(irq) = self.irqs.last() {
+            return Key { kind: CauseKind::Irq, name: irq.clone(), pid: None, prio: None };
+        }
+        if let Some(s) = &self.softirq {
+            return Key { kind: CauseKind::Softirq, name: s.clone(), pid: None, prio: None };
+        }
+        match &self.current {
+            None => Key { kind: CauseKind::Untraced, name: "unknown".into(), pid: None, prio: None },
+            Some(c) if c.pid == 0 => Key { kind: CauseKind::Idle, name: "idle".into(), pid: None, prio: None },
+            // Our thread had the CPU, yet the sample came late: its own code takes a few µs.
+            Some(c) if c.pid == self.ours => {
+                Key { kind: CauseKind::Untraced, name: "our thread's CPU time".into(), pid: None, prio: None }
+            }
+            Some(c) => Key { kind: CauseKind::Task, name: c.comm.clone(), pid: Some(c.pid), prio: c.prio },
+        }
+    }
+
+    fn spend(&mut self, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        let key = self.key();
+        match self.spent.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, total)) => *total += ns,
+            None => self.spent.push((key, ns)),
+        }
+    }
+
+    fn apply(&mut self, e: &Event) {
+        // Every line names the task current when it fired, before the event's own effect. A
+        // switch may go untraced (here the switches out of the idle task do not show): the
+        // line corrects what was assumed.
+        if self.current.as_ref().map(|c| c.pid) != Some(e.pid) {
+            let prio = self.woken.iter().find(|w| w.pid == e.pid).and_then(|w| w.prio);
+            self.woken.retain(|w| w.pid != e.pid);
+            self.current = Some(Current { comm: e.comm.to_string(), pid: e.pid, prio });
+        }
+        match e.name {
+            "irq_handler_entry" => self.irqs.push(format!(
+                "IRQ {} {}",
+                field(e.detail, "irq").unwrap_or("?"),
+                field(e.detail, "name").unwrap_or("")
+            )),
+            "irq_handler_exit" => {
+                self.irqs.pop();
+                self.leave_interrupt();
+            }
+            "softirq_entry" => {
+                self.softirq = Some(format!("softirq {}", field(e.detail, "action").unwrap_or("?")));
+            }
+            "softirq_exit" => {
+                self.softirq = None;
+                self.leave_interrupt();
+            }
+            "sched_switch" => {
+                let next = Current {
+                    comm: field(e.detail, "next_comm").unwrap_or("?").to_string(),
+                    pid: field(e.detail, "next_pid").and_then(|p| p.parse().ok()).unwrap_or(-1),
+                    prio: field(e.detail, "next_prio").and_then(|p| p.parse().ok()),
+                };
+                self.woken.retain(|w| w.pid != next.pid);
+                self.current = Some(next);
+            }
+            "sched_wakeup" if field(e.detail, "target_cpu").and_then(|c| c.parse().ok()) == Some(self.cpu) => {
+                self.woken.push(Current {
+                    comm: field(e.detail, "comm").unwrap_or("?").to_string(),
+                    pid: field(e.detail, "pid").and_then(|p| p.parse().ok()).unwrap_or(-1),
+                    prio: field(e.detail, "prio").and_then(|p| p.parse().ok()),
+                });
+            }
+            // The x86 interrupt vectors that are not IRQs (local timer, reschedule and
+            // function-call IPIs, irq_work) come as *_entry / *_exit pairs.
+            name if name.ends_with("_entry") && is_vector(name) => {
+                self.irqs.push(name.trim_end_matches("_entry").replace('_', " "));
+            }
+            name if name.ends_with("_exit") && is_vector(name) => {
+                self.irqs.pop();
+                self.leave_interrupt();
+            }
+            _ => {}
+        }
+    }
+
+    /// An idle CPU with a task woken onto it runs that task as soon as the last interrupt
+    /// returns, whether or not the switch shows in the trace.
+    fn leave_interrupt(&mut self) {
+        let idle = self.current.as_ref().is_none_or(|c| c.pid == 0);
+        if !idle || !self.irqs.is_empty() || self.softirq.is_some() || self.woken.is_empty() {
+            return;
+        }
+        // The most urgent first: the lowest kernel priority number.
+        let next = self.woken.iter().enumerate().min_by_key(|(_, w)| w.prio.unwrap_or(i32::MAX)).map(|(i, _)| i);
+        if let Some(i) = next {
+            self.current = Some(self.woken.remove(i));
+        }
+    }
+
+    fn describe(&self, k: &Key) -> Option<String> {
+        let pid = k.pid?;
+        let sched = match k.prio {
+            Some(p) if p < 0 => "deadline".to_string(),
+            Some(p) if p < 100 => format!("{} {}", (self.policy)(pid).unwrap_or_else(|| "RT".into()), 99 - p),
+            Some(p) => format!("nice {}", p - 120),
+            None => "priority unknown".into(),
+        };
+        Some(format!("pid {pid}, {sched}"))
+    }
+}
+
+fn is_vector(name: &str) -> bool {
+    ["local_timer", "reschedule", "call_function", "call_function_single", "irq_work", "x86_platform_ipi"]
+        .iter()
+        .any(|v| name.strip_prefix(v).is_some_and(|rest| rest == "_entry" || rest == "_exit"))
+}
+
+/// Splits `[t0, t1]` on `cpu` among what ran there. `events` are that CPU's (and wake-ups
+/// onto it from elsewhere), in time order, from before `t0` (to learn what was current) to at
+/// least `t1`; `ours` is the measuring thread's id; `policy` names a real-time task's policy
+/// ("FIFO") when it can.
+pub fn attribute(
+    events: &[Event],
+    cpu: u32,
+    t0: u64,
+    t1: u64,
+    ours: i32,
+    policy: &dyn Fn(i32) -> Option<String>,
+) -> Attribution {
+    let mut s = State {
+        cpu,
+        current: None,
+        woken: Vec::new(),
+        irqs: Vec::new(),
+        softirq: None,
+        ours,
+        spent: Vec::new(),
+        policy,
+    };
+    let mut cursor = t0;
+    for e in events.iter().filter(|e| e.cpu == cpu || e.name == "sched_wakeup") {
+        if e.ts_ns > t0 {
+            if e.ts_ns >= t1 {
+                break;
+            }
+            s.spend(e.ts_ns - cursor);
+            cursor = e.ts_ns;
+        }
+        s.apply(e);
+    }
+    s.spend(t1.saturating_sub(cursor));
+    let delay = t1.saturating_sub(t0).max(1);
+    let mut causes: Vec<Cause> = s
+        .spent
+        .iter()
+        .map(|(k, ns)| Cause {
+            kind: k.kind,
+            name: k.name.clone(),
+            detail: s.describe(k),
+            ns: *ns,
+            share: *ns as f64 / delay as f64,
+        })
+        .collect();
+    causes.sort_by_key(|c| std::cmp::Reverse(c.ns));
+    let verdict = causes.first().map_or_else(|| "nothing to attribute".to_string(), verdict);
+    Attribution { causes, verdict }
+}
+
+/// One line, as rtla's auto-analysis says it.
+fn verdict(c: &Cause) -> String {
+    let (dur, pct) = (fmt_ns_as_us(c.ns as f64), (c.share * 100.0).round());
+    match c.kind {
+        CauseKind::Task => format!(
+            "task {} ({}) ran {dur} µs = {pct} % of the delay",
+            c.name,
+            c.detail.as_deref().unwrap_or("pid unknown")
+        ),
+        CauseKind::Irq => format!("{} handler {dur} µs = {pct} % of the delay", c.name),
+        CauseKind::Softirq => format!("{} {dur} µs = {pct} % of the delay", c.name),
+        CauseKind::Idle => format!(
+            "CPU idle until the wake-up interrupt came: {dur} µs = {pct} % of the delay (nothing in the trace \
+             held it back: exit from idle, the hypervisor or an SMI)"
+        ),
+        CauseKind::Own => format!("the thread itself {dur} µs = {pct} % of the delay"),
+        CauseKind::Untraced => format!(
+            "nothing in the trace for {dur} µs = {pct} % of the delay ({}): the CPU was not running \
+             anything the kernel saw (hypervisor steal or an SMI)",
+            c.name
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::parse;
+
+    const OURS: i32 = 500;
+
+    fn events(text: &str) -> Vec<Event<'_>> {
+        text.lines().filter_map(parse::line).collect()
+    }
+
+    fn fifo(_: i32) -> Option<String> {
+        Some("FIFO".into())
+    }
+
+    #[test]
+    fn a_real_time_hog_is_named_with_its_share() {
+        // Intended wake-up at 10.000100; the hog (FIFO 99) runs from before it until 10.005100.
+        let text = "\
+            rtbench-0-500   [001] d..2. 10.000000: sched_switch: prev_comm=rtbench-0 prev_pid=500 prev_prio=4 prev_state=S ==> next_comm=hog next_pid=77 next_prio=0
+            hog-77      [001] d.h1. 10.000100: hrtimer_expire_entry: hrtimer=1 function=hrtimer_wakeup now=10000100000
+            hog-77      [001] d.h2. 10.000102: sched_wakeup: comm=rtbench-0 pid=500 prio=4 target_cpu=001
+            hog-77      [001] d.h1. 10.002000: irq_handler_entry: irq=36 name=virtio1-req.0
+            hog-77      [001] d.h1. 10.002050: irq_handler_exit: irq=36 ret=handled
+            hog-77      [001] d..2. 10.005100: sched_switch: prev_comm=hog prev_pid=77 prev_prio=0 prev_state=S ==> next_comm=rtbench-0 next_pid=500 next_prio=4
+            rtbench-0-500   [001] ..... 10.005110: tracing_mark_write: rtbench breach";
+        let a = attribute(&events(text), 1, 10_000_100_000, 10_005_110_000, OURS, &fifo);
+        let main = &a.causes[0];
+        assert_eq!((main.kind, main.name.as_str()), (CauseKind::Task, "hog"));
+        assert_eq!(main.detail.as_deref(), Some("pid 77, FIFO 99"));
+        assert_eq!(main.ns, 5_000_000 - 50_000, "the IRQ's 50 µs are not the hog's");
+        let irq = a.causes.iter().find(|c| c.kind == CauseKind::Irq).unwrap();
+        assert_eq!((irq.name.as_str(), irq.ns), ("IRQ 36 virtio1-req.0", 50_000));
+        let total: u64 = a.causes.iter().map(|c| c.ns).sum();
+        assert_eq!(total, 5_010_000, "every ns of the delay goes somewhere");
+        assert!(a.verdict.starts_with("task hog (pid 77, FIFO 99) ran 4"), "{}", a.verdict);
+        assert!(a.verdict.contains("= 99 % of the delay"), "{}", a.verdict);
+    }
+
+    #[test]
+    fn an_idle_cpu_woken_late_and_a_stolen_cpu_are_told_apart() {
+        let idle = "\
+            <idle>-0       [001] d..2. 20.000000: sched_switch: prev_comm=rtbench-0 prev_pid=500 prev_prio=4 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+            <idle>-0       [001] d.h1. 20.003000: hrtimer_expire_entry: hrtimer=1 function=hrtimer_wakeup now=1
+            <idle>-0       [001] d.h2. 20.003002: sched_wakeup: comm=rtbench-0 pid=500 prio=4 target_cpu=001
+            <idle>-0       [001] d..2. 20.003010: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtbench-0 next_pid=500 next_prio=4";
+        let a = attribute(&events(idle), 1, 20_000_100_000, 20_003_012_000, OURS, &fifo);
+        assert_eq!(a.causes[0].kind, CauseKind::Idle, "{a:?}");
+        assert!(a.verdict.starts_with("CPU idle until the wake-up interrupt came"), "{}", a.verdict);
+        // Woken and on the CPU in time, yet the sample is 2 ms late: nothing the kernel saw.
+        let stolen = "\
+            <idle>-0       [001] d.h2. 30.000102: sched_wakeup: comm=rtbench-0 pid=500 prio=4 target_cpu=001
+            <idle>-0       [001] d..2. 30.000105: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtbench-0 next_pid=500 next_prio=4";
+        let a = attribute(&events(stolen), 1, 30_000_100_000, 30_002_105_000, OURS, &fifo);
+        assert_eq!(a.causes[0].kind, CauseKind::Untraced, "{a:?}");
+        assert!(a.verdict.contains("hypervisor steal or an SMI"), "{}", a.verdict);
+    }
+
+    #[test]
+    fn nested_vectors_and_softirqs_take_their_own_time() {
+        let text = "\
+            cc1-900     [001] d..2. 40.000000: sched_switch: prev_comm=x prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=cc1 next_pid=900 next_prio=120
+            cc1-900     [001] d.h1. 40.000200: local_timer_entry: vector=236
+            cc1-900     [001] d.h1. 40.000300: local_timer_exit: vector=236
+            cc1-900     [001] ..s1. 40.000300: softirq_entry: vec=1 [action=TIMER]
+            cc1-900     [001] ..s1. 40.001300: softirq_exit: vec=1 [action=TIMER]";
+        let a = attribute(&events(text), 1, 40_000_000_000, 40_001_500_000, OURS, &fifo);
+        let by = |n: &str| a.causes.iter().find(|c| c.name == n).map(|c| c.ns);
+        assert_eq!(by("softirq TIMER"), Some(1_000_000));
+        assert_eq!(by("local timer"), Some(100_000));
+        assert_eq!(by("cc1"), Some(400_000));
+        assert_eq!(a.causes[0].name, "softirq TIMER");
+        assert_eq!(a.causes.iter().find(|c| c.name == "cc1").unwrap().detail.as_deref(), Some("pid 900, nice 0"));
+    }
+}

@@ -1,0 +1,173 @@
+//! `--breach`: a latency breach is traced with ftrace and its culprit named, and tracing
+//! leaves nothing behind however the run ends.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::helpers::*;
+
+/// The tests here compare the machine's tracing state before and after: one at a time.
+static TRACING: Mutex<()> = Mutex::new(());
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// A busy loop of our own at FIFO 99 on one CPU: every second it spins for `busy_s` and prints
+/// when it did (CLOCK_MONOTONIC ns). Bounded by its count.
+const HOG: &str = r#"
+import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[1])})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(99))
+n, busy = int(sys.argv[2]), float(sys.argv[3])
+t = time.monotonic() + 0.5
+for i in range(n):
+    time.sleep(max(0.0, t - time.monotonic()))
+    a = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    end = time.monotonic() + busy
+    while time.monotonic() < end:
+        pass
+    print(a, time.clock_gettime_ns(time.CLOCK_MONOTONIC), flush=True)
+    t += 1.0
+"#;
+
+/// What a person would compare: whether tracefs is mounted, the global buffer's settings, and
+/// which instances exist.
+fn tracing_state() -> Vec<String> {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let mounted = mounts.lines().any(|l| l.split_whitespace().nth(2) == Some("tracefs"));
+    let mut state = vec![format!("mounted={mounted}")];
+    if mounted && Path::new(TRACEFS).join("instances").is_dir() {
+        for f in ["tracing_on", "current_tracer", "trace_clock", "set_event", "buffer_size_kb", "tracing_cpumask"] {
+            state.push(format!(
+                "{f}={}",
+                std::fs::read_to_string(Path::new(TRACEFS).join(f)).unwrap_or_default().trim()
+            ));
+        }
+        let mut instances: Vec<String> = std::fs::read_dir(Path::new(TRACEFS).join("instances"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        instances.sort();
+        state.push(format!("instances={instances:?}"));
+    }
+    state
+}
+
+fn can_trace() -> bool {
+    if !is_root() {
+        skip("tracing needs root");
+        return false;
+    }
+    if !Path::new(TRACEFS).is_dir() {
+        skip("this kernel has no tracefs mount point");
+        return false;
+    }
+    if Command::new("python3").arg("--version").output().is_err() {
+        skip("python3 runs the busy loop");
+        return false;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        skip("the test measures on CPU 1");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let before = tracing_state();
+    let lab = Lab::new();
+    let script = lab.path("hog.py");
+    std::fs::write(&script, HOG).unwrap();
+    let mut hog = Command::new("python3")
+        .args([script.to_str().unwrap(), "1", "4", "0.005"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = lab.ok(&["timer", "-t", "1", "-a", "1", "--breach", "2000", "--breach-max", "30", "-D", "5s", "-q"]);
+    let hog_pid = hog.id();
+    let bursts: Vec<(u64, u64)> = BufReader::new(hog.stdout.take().unwrap())
+        .lines()
+        .map(|l| {
+            let l = l.unwrap();
+            let (a, b) = l.split_once(' ').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert!(hog.wait().unwrap().success(), "the busy loop ran");
+    assert_eq!(bursts.len(), 4, "four bursts of the busy loop");
+    assert!(said.contains("traced with ftrace"), "{said}");
+
+    let doc = lab.export_json(lab.last_run());
+    assert_valid_export(&doc);
+    let breaches = doc["breaches"].as_array().cloned().unwrap_or_default();
+    let mut named = 0;
+    for b in &breaches {
+        let (at, late) = (b["mono_ns"].as_u64().unwrap(), b["latency_ns"].as_u64().unwrap());
+        let main = &b["causes"][0];
+        let blames_hog =
+            main["kind"] == "task" && main["detail"].as_str().unwrap_or("").contains(&format!("pid {hog_pid},"));
+        if bursts.iter().any(|&(start, end)| at < end && at + late > start) {
+            assert!(blames_hog, "a breach during the busy loop names it (pid {hog_pid}): {b:#}");
+            assert!(b["verdict"].as_str().unwrap().starts_with("task python3"), "{}", b["verdict"]);
+            named += 1;
+        } else {
+            assert!(!blames_hog, "a breach outside the busy loop does not blame it: {b:#}");
+        }
+        assert!(!b["window"].as_array().unwrap().is_empty(), "the window is stored");
+    }
+    assert!(named >= 2, "most of the 4 bursts were traced as breaches: {named} of {} breaches", breaches.len());
+    assert_eq!(tracing_state(), before, "tracing is as it was");
+}
+
+/// Starts a traced run that will not breach, waits until it measures, and signals it.
+fn traced_run_ended_by(lab: &Lab, state_dir: &Path, sig: &str) -> u32 {
+    let mut child = lab
+        .cmd(&["timer", "-t", "1", "--breach", "100000", "-D", "60s", "-q"])
+        .env("RTBENCH_STATE_DIR", state_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = lab.runs().as_array().map_or(0, |a| a.len());
+    lab.wait_for_runs(runs + 1, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(800));
+    let pid = child.id();
+    assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "rtbench did not stop after {sig}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pid
+}
+
+#[test]
+fn tracing_leaves_nothing_after_sigint_and_after_sigkill_plus_one_command() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let before = tracing_state();
+    let lab = Lab::new();
+    let state = lab.path("state");
+    traced_run_ended_by(&lab, &state, "-INT");
+    assert_eq!(tracing_state(), before, "SIGINT: tracing is as it was");
+
+    let pid = traced_run_ended_by(&lab, &state, "-KILL");
+    let instance = Path::new(TRACEFS).join("instances").join(format!("rtbench-{pid}"));
+    assert!(instance.is_dir(), "a killed run cannot remove its instance: {}", instance.display());
+    assert!(state.join(format!("trace-{pid}.json")).is_file(), "its journal says so");
+    let out = lab.cmd(&["runs"]).env("RTBENCH_STATE_DIR", &state).output().unwrap();
+    assert!(text(&out.stderr).contains("removed the trace instance"), "{}", text(&out.stderr));
+    assert!(!instance.exists(), "the next command removed it");
+    assert!(!state.join(format!("trace-{pid}.json")).exists(), "and its journal");
+    assert_eq!(tracing_state(), before, "SIGKILL and one more command: tracing is as it was");
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::figures::{bars, histogram, load_name, percentiles, scatter, tail, Figure};
+use super::figures::{bars, histogram, load_name, percentiles, scatter, tail, timeline, Figure};
 use super::select::RunView;
 use super::svg::{esc, PALETTE};
 use super::tables;
@@ -15,6 +15,8 @@ use crate::error::InputError;
 use crate::model::SystemSnapshot;
 
 const TEMPLATE: &str = include_str!("template.html");
+/// Breaches per run drawn as a timeline; the table lists them all.
+const BREACH_FIGURES: usize = 3;
 
 /// Every figure of a report over `runs`.
 pub fn figures(runs: &[RunView]) -> Vec<Figure> {
@@ -93,6 +95,19 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
                     name: format!("run{}-tail", r.data.header.id),
                     caption: tail_caption(&title, e),
                     svg: tail::render(&title, &[one]),
+                });
+            }
+            for b in r.data.breaches.iter().take(BREACH_FIGURES) {
+                let what =
+                    format!("{title} · breach {} ({} µs)", b.seq, crate::units::fmt_ns_as_us(b.latency_ns as f64));
+                figs.push(Figure {
+                    name: format!("run{}-breach{}", r.data.header.id, b.seq),
+                    caption: format!(
+                        "{what}: the trace around it, one lane per CPU (tasks, IRQs and vectors, softirqs); blue: the \
+                         intended wake-up, red: the sample; {}",
+                        b.verdict
+                    ),
+                    svg: timeline::render(&what, b),
                 });
             }
         }
@@ -242,6 +257,14 @@ pub fn html(runs: &[RunView], figs: &[Figure], notes: &[ProbeNote]) -> String {
             for kind in ["histogram", "scatter", "tail"] {
                 if let Some(f) = find(&format!("run{}-{kind}", r.data.header.id)) {
                     b.push_str(&figure_html(f));
+                }
+            }
+            if !r.data.breaches.is_empty() {
+                b.push_str(&tables::breaches(&r.data));
+                for breach in &r.data.breaches {
+                    if let Some(f) = find(&format!("run{}-breach{}", r.data.header.id, breach.seq)) {
+                        b.push_str(&figure_html(f));
+                    }
                 }
             }
             b.push_str(&warnings_html(r));

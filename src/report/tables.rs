@@ -170,3 +170,23 @@ pub fn rules(runs: &[RunView]) -> String {
     }
     out + "</table>"
 }
+
+/// A run's traced breaches: when, how late, and the verdict of each.
+pub fn breaches(run: &crate::model::Run) -> String {
+    let mut out = String::from(
+        r#"<table class="breaches"><tr><th>#</th><th>at (s)</th><th>thread</th><th>CPU</th><th>latency (µs)</th><th>verdict</th></tr>"#,
+    );
+    for b in &run.breaches {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            b.seq,
+            b.t_ns as f64 / 1e9,
+            b.thread,
+            b.cpu.map_or("-".into(), |c| c.to_string()),
+            us(b.latency_ns as f64),
+            esc(&b.verdict)
+        );
+    }
+    out + "</table>"
+}

@@ -124,6 +124,18 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
         assert!(!b["window"].as_array().unwrap().is_empty(), "the window is stored");
     }
     assert!(named >= 2, "most of the 4 bursts were traced as breaches: {named} of {} breaches", breaches.len());
+    // The report lists them and draws the first ones.
+    let out = lab.path("report");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let id = lab.last_run();
+    let table =
+        html.split(r#"<table class="breaches">"#).nth(1).expect("a breach table").split("</table>").next().unwrap();
+    assert_eq!(table.matches("<tr><td>").count(), breaches.len(), "a row per breach");
+    assert!(table.contains("task python3"), "with the verdicts");
+    let timeline = std::fs::read_to_string(out.join("figures").join(format!("run{id}-breach1.svg"))).unwrap();
+    assert!(timeline.contains(r#"class="intended""#) && timeline.contains(r#"class="actual""#), "wake-ups marked");
+    assert!(timeline.contains("CPU 1"), "a lane for the measured CPU");
     assert_eq!(tracing_state(), before, "tracing is as it was");
 }
 

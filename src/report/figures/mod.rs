@@ -5,6 +5,7 @@ pub mod histogram;
 pub mod percentiles;
 pub mod scatter;
 pub mod tail;
+pub mod timeline;
 
 /// One figure of the report.
 pub struct Figure {

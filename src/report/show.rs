@@ -149,7 +149,8 @@ pub fn runs_table(runs: &[RunHeader], samples: &[u64]) -> String {
 /// The breaches `--breach` traced, one verdict each, and what tracing could not take.
 pub fn breaches(run: &Run) -> String {
     let Some(rec) = run.header.params.measured().and_then(|m| m.breach.as_ref()) else { return String::new() };
-    let mut out = format!("\nbreaches over {} µs traced with ftrace", us(rec.threshold_ns as f64));
+    let mut out =
+        format!("\nbreaches over {} µs traced with ftrace", crate::units::fmt_ns_as_us(rec.threshold_ns as f64));
     if let Some(why) = &rec.skipped {
         let _ = writeln!(out, ": none, the run went untraced ({why})");
         return out;

@@ -183,3 +183,28 @@ fn tracing_leaves_nothing_after_sigint_and_after_sigkill_plus_one_command() {
     assert!(!state.join(format!("trace-{pid}.json")).exists(), "and its journal");
     assert_eq!(tracing_state(), before, "SIGKILL and one more command: tracing is as it was");
 }
+
+#[test]
+fn at_most_breach_max_windows_are_kept_and_breach_stop_ends_the_run_at_the_first() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    // Every sample is over 1 µs: a breach each millisecond.
+    lab.ok(&["timer", "-t", "1", "-a", "1", "--breach", "1", "--breach-max", "2", "-D", "2s", "-q"]);
+    let doc = lab.export_json(lab.last_run());
+    let rec = &doc["run"]["params"]["breach"];
+    assert_eq!(doc["breaches"].as_array().map(Vec::len), Some(2), "{rec}");
+    assert_eq!(rec["traced"], 2);
+    assert!(rec["untraced"].as_u64().unwrap() > 100, "the rest are counted: {rec}");
+    assert_eq!(doc["run"]["status"], "complete", "measuring went on to the end");
+    assert!(doc["total"]["count"].as_u64().unwrap() > 1000, "{}", doc["total"]);
+
+    let started = Instant::now();
+    lab.ok(&["timer", "-t", "1", "-a", "1", "--breach", "1", "--breach-stop", "-D", "60s", "-q"]);
+    assert!(started.elapsed() < Duration::from_secs(30), "the first breach ended the run");
+    let doc = lab.export_json(lab.last_run());
+    assert_eq!(doc["breaches"].as_array().map(Vec::len), Some(1));
+    assert_eq!(doc["run"]["status"], "complete");
+}

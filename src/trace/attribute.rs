@@ -184,6 +184,8 @@ pub fn attribute(
         policy,
     };
     let mut cursor = t0;
+    // On an idle CPU: when the wake-up interrupt came, and when the thread ran after it.
+    let (mut interrupt_at, mut ran_at) = (None, None);
     for e in events.iter().filter(|e| e.cpu == cpu || e.name == "sched_wakeup") {
         if e.ts_ns > t0 {
             if e.ts_ns >= t1 {
@@ -192,7 +194,17 @@ pub fn attribute(
             s.spend(e.ts_ns - cursor);
             cursor = e.ts_ns;
         }
+        let idle = s.irqs.is_empty() && s.current.as_ref().is_some_and(|c| c.pid == 0);
         s.apply(e);
+        if e.ts_ns >= t0 && e.cpu == cpu {
+            // The first thing an idle CPU records is the interrupt that woke it.
+            if idle && interrupt_at.is_none() {
+                interrupt_at = Some(e.ts_ns);
+            }
+            if interrupt_at.is_some() && ran_at.is_none() && s.current.as_ref().is_some_and(|c| c.pid == ours) {
+                ran_at = Some(e.ts_ns);
+            }
+        }
     }
     s.spend(t1.saturating_sub(cursor));
     let delay = t1.saturating_sub(t0).max(1);
@@ -207,6 +219,16 @@ pub fn attribute(
             share: *ns as f64 / delay as f64,
         })
         .collect();
+    if let (Some(idle), Some(irq)) = (causes.iter_mut().find(|c| c.kind == CauseKind::Idle), interrupt_at) {
+        let exit = ran_at.map_or(String::new(), |r| {
+            format!(
+                "; {} µs more until the thread ran (exit from idle, handler, switch)",
+                fmt_ns_as_us((r - irq) as f64)
+            )
+        });
+        idle.detail =
+            Some(format!("the interrupt came {} µs after the intended wake-up{exit}", fmt_ns_as_us((irq - t0) as f64)));
+    }
     causes.sort_by_key(|c| std::cmp::Reverse(c.ns));
     let verdict = causes.first().map_or_else(|| "nothing to attribute".to_string(), verdict);
     Attribution { causes, verdict }
@@ -284,6 +306,11 @@ mod tests {
             <idle>-0       [001] d..2. 20.003010: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtbench-0 next_pid=500 next_prio=4";
         let a = attribute(&events(idle), 1, 20_000_100_000, 20_003_012_000, OURS, &fifo);
         assert_eq!(a.causes[0].kind, CauseKind::Idle, "{a:?}");
+        let said = a.causes[0].detail.as_deref().unwrap();
+        assert!(
+            said.starts_with("the interrupt came 2") && said.contains("; 10 µs more until the thread ran"),
+            "{said}"
+        );
         assert!(a.verdict.starts_with("CPU idle until the wake-up interrupt came"), "{}", a.verdict);
         // Woken and on the CPU in time, yet the sample is 2 ms late: nothing the kernel saw.
         let stolen = "\

@@ -278,7 +278,10 @@ fn drive(
         || {
             if let Some(t) = tracer.as_deref_mut() {
                 run.take_breach(t, &cpu_of);
-                breach_stop.set(t.stop);
+                if t.stop && !breach_stop.replace(true) {
+                    // Seen at the next wake, not a second from now.
+                    sys::wake();
+                }
             }
             run.watch_tick();
             run.drain_samples();

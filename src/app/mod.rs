@@ -46,6 +46,21 @@ fn probe(call: ProbeCall) -> Result<i32> {
 }
 
 fn command(cmd: Command) -> Result<i32> {
+    // Commands that read the store and print (no sockets, no measurement) end quietly when the
+    // reader of their output goes away, like any Unix filter; the others keep ignoring SIGPIPE
+    // so a closed socket is an error to handle, not death.
+    if matches!(
+        cmd,
+        Command::Runs(_)
+            | Command::Show(_)
+            | Command::Export(_)
+            | Command::Wcet(_)
+            | Command::Analyze(_)
+            | Command::Audit(_)
+            | Command::Compare(_)
+    ) {
+        crate::sys::default_sigpipe();
+    }
     match cmd {
         Command::Load(a) => load::run(a),
         Command::Study(a) => study::run(a),

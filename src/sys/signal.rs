@@ -125,3 +125,10 @@ pub fn wait_wake(timeout: std::time::Duration) -> bool {
     unsafe { libc::read(fd, (&mut count as *mut u64).cast(), 8) };
     true
 }
+
+/// Lets SIGPIPE end the process, as it ends `cat` or `ls`: for commands that only print, so
+/// `rtbench runs | head -1` stops quietly instead of failing on its next write.
+pub fn default_sigpipe() {
+    // SAFETY: SIG_DFL is always a valid disposition.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}

@@ -122,18 +122,13 @@ fn a_shield_must_name_online_cpus_and_leave_one_for_the_system() {
 fn a_reader_that_goes_away_ends_a_printing_command_quietly() {
     let lab = Lab::new();
     lab.ok(&["synthetic", "-l", "1000", "-q"]);
-    // 200,000 lines: far more than a pipe holds, so rtbench writes after the reader is gone.
-    let mut child = lab
-        .cmd(&["export", "1", "--format", "cyclictest-hist", "--buckets", "200000"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = [0u8; 16];
-    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
-    let err = text(&out.stderr);
-    assert!(!err.contains("panicked"), "{err}");
-    assert_ne!(out.status.code(), Some(101), "no panic exit: {err}");
+    for args in [&["show", "1"][..], &["runs"], &["wcet", "1"]] {
+        // Like `rtbench show 1 | head -0`: the reader is gone before the first write.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = lab.cmd(args).stdout(writer).output().unwrap();
+        let err = text(&out.stderr);
+        assert!(!err.contains("panicked"), "rtbench {args:?}: {err}");
+        assert_ne!(out.status.code(), Some(101), "rtbench {args:?} did not panic: {err}");
+    }
 }

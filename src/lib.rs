@@ -26,6 +26,7 @@ pub mod shield;
 pub mod stats;
 pub mod store;
 pub mod sys;
+pub mod sysbench;
 pub mod sysinfo;
 pub mod timefmt;
 pub mod trace;

@@ -4,6 +4,7 @@ mod compare;
 mod load;
 mod net;
 mod study;
+mod sysbench;
 mod wcet;
 
 use std::io::Write;
@@ -79,11 +80,13 @@ fn command(cmd: Command) -> Result<i32> {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let started = std::time::Instant::now();
             let runs = crate::report::select::runs(&store, &a.labels, &a.runs, &catalog())?;
-            let files = crate::report::build::write(&a.output, &runs, &catalog())?;
+            let count = runs.len();
+            let (latency, costs) = crate::report::select::split(runs);
+            let files = crate::report::build::write(&a.output, &latency, &costs, &catalog())?;
             println!(
                 "report: {} ({} runs, {} figures, index.html {} KB, {:.2} s)",
                 files.index.display(),
-                runs.len(),
+                count,
                 files.figures,
                 files.html_bytes / 1024,
                 started.elapsed().as_secs_f64()
@@ -177,6 +180,7 @@ fn command(cmd: Command) -> Result<i32> {
             Ok(0)
         }
         Command::Wcet(a) => wcet::run(a),
+        Command::Sysbench(a) => sysbench::run(a),
         Command::Show(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let run = store.run(a.run)?;

@@ -215,13 +215,41 @@ fn run_cells(
             break;
         }
     }
+    // The last cell: the throughput price, idle, once per pass (under its preemption model).
+    if code == 0 && !a.no_sysbench {
+        let ops = crate::sysbench::ops();
+        let all: Vec<&crate::sysbench::Op> = ops.iter().collect();
+        for (label, model) in passes {
+            if let (Some(switch), Some(model)) = (switch, model.as_deref()) {
+                switch.set(model).map_err(|e| anyhow::anyhow!("could not switch the preemption model: {e}"))?;
+            }
+            println!("== last cell: sysbench --quick, idle (label {label})");
+            let cpu = super::sysbench::default_cpu();
+            let measured = super::sysbench::measure_into(
+                &mut store,
+                &all,
+                crate::sysbench::Method::QUICK,
+                cpu,
+                label,
+                &crate::model::LoadRecord::idle(),
+            )?;
+            done.extend(&measured.ids);
+            if session.signal().is_some() {
+                break;
+            }
+        }
+    }
     let runs = select::runs(&store, &[], &done, &super::catalog())?;
     for (label, _) in passes {
-        let these: Vec<_> = runs.iter().filter(|r| r.label() == label).collect();
+        let these: Vec<_> = runs
+            .iter()
+            .filter(|r| r.label() == label && r.data.header.metric == crate::model::Metric::LATENCY)
+            .collect();
         println!("\nAppendix III for label {label} (µs)");
         print!("{}", crate::report::tables::appendix_iii_text(&these));
     }
-    let files = crate::report::build::write(&a.output, &runs, &super::catalog())?;
+    let (latency, costs) = select::split(runs);
+    let files = crate::report::build::write(&a.output, &latency, &costs, &super::catalog())?;
     println!("report: {} ({} figures)", files.index.display(), files.figures);
     Ok(code)
 }

@@ -50,6 +50,9 @@ pub enum Command {
     /// Extreme-value estimate of a run's worst case: the latency exceeded with probability
     /// 1e-6, 1e-9, 1e-12 per sample (and once per hour, day, year), with 95 % intervals.
     Wcet(WcetArgs),
+    /// The throughput price: LMbench-style costs of system operations and bandwidths, stored
+    /// per operation so labels compare in % (a clean implementation, not LMbench).
+    Sysbench(SysbenchArgs),
     /// Internal: the process that owns a load's generators.
     #[command(name = "__load-supervisor", hide = true)]
     LoadSupervisor { dir: PathBuf, deadline_s: u64, spec: String },
@@ -95,6 +98,9 @@ pub struct StudyArgs {
     /// No live display
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Skip the last cell, `sysbench --quick` idle (the throughput price)
+    #[arg(long)]
+    pub no_sysbench: bool,
     #[command(flatten)]
     pub load_args: LoadArgs,
     #[command(flatten)]
@@ -125,6 +131,36 @@ pub struct ReportArgs {
     /// Where to write the report
     #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
     pub output: PathBuf,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args, Debug)]
+pub struct SysbenchArgs {
+    /// Only these groups or operations, comma-separated (processes, context, latency, file-vm,
+    /// bandwidth, or an operation such as null-call); --list names them
+    #[arg(long, value_name = "LIST")]
+    pub only: Option<String>,
+    /// Short repetitions (2 ms instead of 20 ms), for tests and a first look
+    #[arg(long)]
+    pub quick: bool,
+    /// List the groups and operations and exit
+    #[arg(long)]
+    pub list: bool,
+    /// The CPU every process of the measurement is pinned to [default: the last online CPU]
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+    /// System load while measuring: a profile (paper, ipipe-hd, none) or generators (cpu,disk,...)
+    #[arg(long, value_name = "PROFILE", default_value = "none")]
+    pub load: String,
+    /// Time the load runs before measuring starts
+    #[arg(long, value_parser = crate::parse::duration, default_value = "3s", value_name = "DURATION")]
+    pub settle: Duration,
+    #[command(flatten)]
+    pub load_args: LoadArgs,
+    /// Label to store the runs under [default: uname -r]
+    #[arg(long)]
+    pub label: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
 }

@@ -6,9 +6,15 @@ use serde::{Deserialize, Serialize};
 /// The unit of a run's samples (integers in the store).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Unit {
-    /// Nanoseconds: a latency, or a cost per operation.
+    /// Nanoseconds: a latency.
     #[serde(rename = "ns")]
     Nanoseconds,
+    /// Picoseconds: the cost of one operation (`sysbench`), fine enough for a system call.
+    #[serde(rename = "ps")]
+    Picoseconds,
+    /// Kilobytes (1000 bytes) per second: a bandwidth.
+    #[serde(rename = "KB/s")]
+    KilobytesPerSecond,
 }
 
 /// Which way a change is an improvement.
@@ -33,6 +39,8 @@ impl Metric {
     pub fn names(self) -> (&'static str, &'static str) {
         let unit = match self.unit {
             Unit::Nanoseconds => "ns",
+            Unit::Picoseconds => "ps",
+            Unit::KilobytesPerSecond => "KB/s",
         };
         let better = match self.better {
             Better::Smaller => "smaller",
@@ -45,6 +53,8 @@ impl Metric {
     pub fn from_names(unit: &str, better: &str) -> Option<Metric> {
         let unit = match unit {
             "ns" => Unit::Nanoseconds,
+            "ps" => Unit::Picoseconds,
+            "KB/s" => Unit::KilobytesPerSecond,
             _ => return None,
         };
         let better = match better {

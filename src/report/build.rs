@@ -213,8 +213,8 @@ fn figure_html(f: &Figure) -> String {
 }
 
 /// The whole page.
-pub fn html(runs: &[RunView], figs: &[Figure], notes: &[ProbeNote]) -> String {
-    let labels = distinct(runs.iter().map(|r| r.label().to_string()));
+pub fn html(runs: &[RunView], costs: &[RunView], figs: &[Figure], notes: &[ProbeNote]) -> String {
+    let labels = distinct(runs.iter().chain(costs).map(|r| r.label().to_string()));
     let find = |name: &str| figs.iter().find(|f| f.name == name);
     let mut b = String::new();
     let _ = write!(b, "<h1>rtbench report: {}</h1>", esc(&labels.join(" vs ")));
@@ -269,6 +269,11 @@ pub fn html(runs: &[RunView], figs: &[Figure], notes: &[ProbeNote]) -> String {
             }
             b.push_str(&warnings_html(r));
         }
+    }
+    if !costs.is_empty() {
+        b.push_str("<h2>The price of real time (LMbench layout, rtbench sysbench)</h2>");
+        b.push_str(r#"<p class="note">Median of the repetitions of each operation, one row per label; hover a value for its spread. rtbench's own implementation of LMbench's measurements.</p>"#);
+        b.push_str(&tables::sysbench(costs));
     }
     b.push_str("<h2>Per label</h2>");
     for label in &labels {
@@ -340,7 +345,7 @@ fn system_html(label: &str, sys: &SystemSnapshot) -> String {
 }
 
 /// Writes the report into `out` atomically: built beside it, then moved into place.
-pub fn write(out: &Path, runs: &[RunView], notes: &[ProbeNote]) -> Result<ReportFiles> {
+pub fn write(out: &Path, runs: &[RunView], costs: &[RunView], notes: &[ProbeNote]) -> Result<ReportFiles> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
         return Err(InputError::Unwritable {
@@ -356,7 +361,7 @@ pub fn write(out: &Path, runs: &[RunView], notes: &[ProbeNote]) -> Result<Report
             .map_err(|e| InputError::Unwritable { path: out.display().to_string(), reason: e.to_string() })?;
         let figs = figures(runs);
         render_files(&partial.join("figures"), &figs)?;
-        let page = html(runs, &figs, notes);
+        let page = html(runs, costs, &figs, notes);
         std::fs::write(partial.join("index.html"), &page)?;
         Ok(ReportFiles { index: out.join("index.html"), figures: figs.len(), html_bytes: page.len() })
     })();

@@ -8,6 +8,7 @@ use anyhow::Result;
 use super::figures::load_name;
 use super::select::RunView;
 use crate::invalid;
+use crate::model::{Metric, Unit};
 use crate::stats::Stats;
 use crate::units::us;
 
@@ -128,6 +129,11 @@ pub fn compare(runs: &[RunView], baseline: &str, label: &str, conditions: &[Cond
     let mut failures = Vec::new();
     for (b, c) in &pairs {
         let load = load_name(&b.load());
+        let metric = b.data.header.metric;
+        if metric != Metric::LATENCY {
+            let _ = writeln!(table, "{}", cost_row(b, c, metric, &load));
+            continue;
+        }
         for stat in STATS {
             let (vb, vc) = (value(&b.data.total, stat), value(&c.data.total, stat));
             let ratio = if vb > 0.0 { format!("{:.3}", vc / vb) } else { "-".into() };
@@ -159,6 +165,35 @@ pub fn compare(runs: &[RunView], baseline: &str, label: &str, conditions: &[Cond
         }
     }
     Ok(Comparison { table, failures })
+}
+
+/// A cost or a bandwidth (`sysbench`): the medians in the table's units and the change in the
+/// metric's direction, as LMbench comparisons give it.
+fn cost_row(b: &RunView, c: &RunView, metric: Metric, load: &str) -> String {
+    let (vb, vc) = (b.data.total.percentile(0.5) as f64, c.data.total.percentile(0.5) as f64);
+    let (scale, unit) = match metric.unit {
+        Unit::KilobytesPerSecond => (1e3, "MB/s"),
+        Unit::Picoseconds => (1e6, "µs"),
+        Unit::Nanoseconds => (1e3, "µs"),
+    };
+    let change = if vb > 0.0 { (vc / vb - 1.0) * 100.0 } else { f64::NAN };
+    let verdict = if change.abs() < 0.05 {
+        "same"
+    } else if metric.worse(vb, vc) {
+        "worse"
+    } else {
+        "better"
+    };
+    format!(
+        "{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}  {change:+.1} % {verdict} ({unit}, {} is better)",
+        b.probe(),
+        load,
+        "median",
+        format!("{:.4}", vb / scale),
+        format!("{:.4}", vc / scale),
+        if vb > 0.0 { format!("{:.3}", vc / vb) } else { "-".into() },
+        metric.names().1
+    )
 }
 
 #[cfg(test)]

@@ -22,6 +22,12 @@ pub struct RunView {
     pub raw: Option<Vec<crate::model::ThreadSamples>>,
 }
 
+/// Latency runs (every probe's) apart from costs and bandwidths (`sysbench`): the two are
+/// drawn and tabled differently.
+pub fn split(runs: Vec<RunView>) -> (Vec<RunView>, Vec<RunView>) {
+    runs.into_iter().partition(|r| r.data.header.metric == crate::model::Metric::LATENCY)
+}
+
 impl RunView {
     /// The intervals in which the hypervisor took a measured CPU away, in time order.
     pub fn steal_marks(&self) -> Vec<StealMark> {

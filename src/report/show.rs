@@ -18,6 +18,23 @@ pub fn summary(run: &Run) -> String {
         h.id, h.label, h.probe, h.status, h.rt_priority
     );
     let _ = writeln!(out, "start {}  end {}", h.start, h.end.as_deref().unwrap_or("-"));
+    if h.metric != crate::model::Metric::LATENCY {
+        // A cost or a bandwidth (`sysbench`): its repetitions, not latencies.
+        let bw = h.metric.better == crate::model::Better::Bigger;
+        let s = &run.total;
+        let f = |v: u64| crate::sysbench::shown(bw, v as f64);
+        let _ = writeln!(
+            out,
+            "median {}  min {}  max {}  ({}, {} repetitions; {} is better)",
+            f(s.percentile(0.5)),
+            f(s.min),
+            f(s.max),
+            if bw { "MB/s" } else { "µs per operation" },
+            s.count,
+            h.metric.names().1
+        );
+        return out;
+    }
     let (policy, prio) = match h.params.scheduling() {
         Some((p, prio)) => (json_name(p), prio),
         None => ("?".to_string(), 0),

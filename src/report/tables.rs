@@ -190,3 +190,69 @@ pub fn breaches(run: &crate::model::Run) -> String {
     }
     out + "</table>"
 }
+
+/// `sysbench` as LMbench's five summary tables: one per group, one row per label, one column
+/// per operation, the newest run's median (µs, or MB/s for bandwidths) with its spread on hover.
+pub fn sysbench(costs: &[RunView]) -> String {
+    let field = |r: &RunView, key: &str| {
+        r.data.header.params.measured().and_then(|m| m.probe.get(key)).and_then(|v| v.as_str()).map(str::to_string)
+    };
+    let mut labels: Vec<&str> = Vec::new();
+    for r in costs {
+        if !labels.contains(&r.label()) {
+            labels.push(r.label());
+        }
+    }
+    let mut out = String::new();
+    for group in crate::sysbench::Group::ALL {
+        let ops: Vec<String> = crate::sysbench::ops()
+            .iter()
+            .filter(|o| o.group == group)
+            .map(|o| o.name.to_string())
+            .filter(|name| costs.iter().any(|r| field(r, "op").as_deref() == Some(name)))
+            .collect();
+        if ops.is_empty() {
+            continue;
+        }
+        let _ = write!(out, "<h3>{}</h3><table class=\"sysbench\"><tr><th>label</th><th>load</th>", esc(group.title()));
+        for op in &ops {
+            let _ = write!(out, "<th>{}</th>", esc(op));
+        }
+        out.push_str("</tr>");
+        for label in &labels {
+            let mut loads: Vec<String> = Vec::new();
+            for r in costs.iter().filter(|r| r.label() == *label) {
+                if !loads.contains(&r.load()) {
+                    loads.push(r.load());
+                }
+            }
+            for load in loads {
+                let _ = write!(out, "<tr><td>{}</td><td>{}</td>", esc(label), esc(&load_name(&load)));
+                for op in &ops {
+                    let newest = costs
+                        .iter()
+                        .rev()
+                        .find(|r| r.label() == *label && r.load() == load && field(r, "op").as_deref() == Some(op));
+                    match newest {
+                        Some(r) => {
+                            let bw = group == crate::sysbench::Group::Bandwidth;
+                            let s = &r.data.total;
+                            let f = |v: u64| crate::sysbench::shown(bw, v as f64);
+                            let _ = write!(
+                                out,
+                                r#"<td title="min {} max {}">{}</td>"#,
+                                f(s.min),
+                                f(s.max),
+                                f(s.percentile(0.5))
+                            );
+                        }
+                        None => out.push_str("<td>-</td>"),
+                    }
+                }
+                out.push_str("</tr>");
+            }
+        }
+        out.push_str("</table>");
+    }
+    out
+}

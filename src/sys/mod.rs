@@ -9,6 +9,8 @@ mod fs;
 #[allow(unsafe_code)]
 mod net;
 #[allow(unsafe_code)]
+mod ops;
+#[allow(unsafe_code)]
 mod proc;
 #[allow(unsafe_code)]
 mod sched;
@@ -24,6 +26,7 @@ use std::io;
 pub use cpu::*;
 pub use fs::*;
 pub use net::*;
+pub use ops::*;
 pub use proc::*;
 pub use sched::*;
 pub use signal::*;

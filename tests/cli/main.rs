@@ -15,4 +15,5 @@ mod samplelog;
 mod signals;
 mod snapshot;
 mod steal;
+mod sysbench;
 mod wcet;

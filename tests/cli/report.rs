@@ -272,11 +272,16 @@ fn a_short_study_stores_every_cell_and_reports_it() {
         .iter()
         .map(|r| (r["probe"].as_str().unwrap().into(), r["load"]["profile"].as_str().unwrap().into()))
         .collect();
-    let want: Vec<(String, String)> =
+    let mut want: Vec<(String, String)> =
         probes.iter().flat_map(|p| [(p.to_string(), "none".to_string()), (p.to_string(), "cpu".to_string())]).collect();
+    // The last cell: every sysbench operation, idle.
+    let ops = rtbench::sysbench::ops();
+    want.extend(ops.iter().map(|o| (format!("sysbench.{}", o.name), "none".to_string())));
     assert_eq!(cells, want);
     assert!(runs.as_array().unwrap().iter().all(|r| r["label"] == "st" && r["status"] == "complete"));
-    assert!(out.join("index.html").is_file());
+    assert!(said.contains("== last cell: sysbench --quick, idle"), "{said}");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("The price of real time"), "the report tables the throughput price");
     for probe in &probes {
         assert!(figures_in(&out).iter().any(|f| *f == format!("{probe}-nines.png")), "{probe} is in the report");
     }
@@ -335,6 +340,7 @@ fn a_study_across_preemption_models_switches_or_says_why_not_and_leaves_the_syst
         "500ms",
         "--load",
         "none",
+        "--no-sysbench",
         "--label",
         "pd",
         "-q",
@@ -342,8 +348,13 @@ fn a_study_across_preemption_models_switches_or_says_why_not_and_leaves_the_syst
         out.to_str().unwrap(),
     ]);
     assert_eq!(mounts(), before, "debugfs is mounted as it was");
+    let runs = lab.runs();
     let labels: Vec<String> =
-        lab.runs().as_array().unwrap().iter().map(|r| r["label"].as_str().unwrap().to_string()).collect();
+        runs.as_array().unwrap().iter().map(|r| r["label"].as_str().unwrap().to_string()).collect();
+    assert!(
+        runs.as_array().unwrap().iter().all(|r| !r["probe"].as_str().unwrap().starts_with("sysbench.")),
+        "--no-sysbench skips the last cell"
+    );
     if let Some(line) = said.lines().find(|l| l.starts_with("study: skipping --preempt:")) {
         // Not switchable here (not PREEMPT_DYNAMIC, or the kernel refuses): one plain pass.
         assert!(line.len() > "study: skipping --preempt: ".len(), "the reason is given: {line}");

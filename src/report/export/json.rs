@@ -35,6 +35,12 @@ pub fn document(run: &Run) -> Value {
         "threads": threads,
         "total": stats_fields(&run.total),
     });
+    // What the samples measure: ns latencies, ps per operation or KB/s (`sysbench`).
+    let (unit, better) = run.header.metric.names();
+    if let Some(Value::Object(r)) = doc.get_mut("run") {
+        r.insert("unit".into(), unit.into());
+        r.insert("better".into(), better.into());
+    }
     // The extreme-value estimate from the run's histogram, for latency runs.
     let wcet = crate::evt::for_run(run, crate::evt::sample_rate(run, &[])).and_then(|e| serde_json::to_value(e).ok());
     if let (Some(wcet), Value::Object(m)) = (wcet, &mut doc) {

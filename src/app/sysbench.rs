@@ -1,0 +1,234 @@
+//! `rtbench sysbench`: measures the operations asked for, each stored as its own run
+//! (`sysbench.OP`) under the label and load, and prints them as LMbench's tables.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+
+use crate::cli::SysbenchArgs;
+use crate::load::{LoadSession, LoadSpec};
+use crate::model::{LoadPlan, LoadRecord, LoadReport, MeasuredParams, Policy, RunParams, RunStatus, ThreadResult};
+use crate::stats::Stats;
+use crate::store::{self, NewRun};
+use crate::sysbench::{self as sb, Group, Method, Op};
+
+/// The probe name of an operation's runs.
+pub fn probe_name(op: &str) -> String {
+    format!("sysbench.{op}")
+}
+
+pub fn run(a: SysbenchArgs) -> Result<i32> {
+    let all = sb::ops();
+    if a.list {
+        print!("{}", list(&all));
+        return Ok(0);
+    }
+    let chosen = choose(&all, a.only.as_deref())?;
+    let online = crate::sysinfo::online_cpus();
+    let cpu = match a.cpu {
+        Some(c) if !online.contains(&c) => {
+            return Err(crate::invalid!(
+                "--cpu {c} is not an online CPU (online: {})",
+                crate::sysinfo::format_cpu_list(&online)
+            ))
+        }
+        Some(c) => c,
+        None => default_cpu(),
+    };
+    let flags = a.load_args.flags();
+    let spec = LoadSpec::parse(&a.load, crate::config::load_options(&flags))?;
+    let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
+    let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
+    let method = if a.quick { Method::QUICK } else { Method::FULL };
+    let load = if spec.is_none() {
+        None
+    } else {
+        let tmp = crate::config::tmp_dir(&flags)?;
+        // Bounded: the load ends by itself a quarter of an hour from now at the latest.
+        let session = LoadSession::start(&spec, &tmp, 15 * 60)?;
+        eprintln!("rtbench: load '{}' started; settling for {:.0} s", spec.profile, a.settle.as_secs_f64());
+        std::thread::sleep(a.settle);
+        // What the load does is read over the measurement only.
+        Some((session, crate::load::CpuSample::read()))
+    };
+    let load_record = match &load {
+        None => LoadRecord::idle(),
+        Some(_) => LoadRecord::Planned(LoadPlan {
+            profile: spec.profile.clone(),
+            generators: spec.generators.iter().map(|g| g.name.clone()).collect(),
+            settle_s: a.settle.as_secs_f64(),
+        }),
+    };
+    let done = measure_into(&mut store, &chosen, method, cpu, &label, &load_record)?;
+    if let Some((session, before)) = load {
+        let after = crate::load::CpuSample::read();
+        let (report, warnings) = crate::load::session_report(&spec, session.stop(), &before, &after);
+        for w in &warnings {
+            eprintln!("rtbench: WARNING: {w}");
+        }
+        let report = LoadReport { settle_s: Some(a.settle.as_secs_f64()), ..report };
+        for id in &done.ids {
+            store.set_load(*id, &LoadRecord::Measured(report.clone()))?;
+        }
+    }
+    print!("{}", tables(&done.results, &label));
+    println!("stored {} operations as runs in {}", done.results.len(), store.path().display());
+    if done.failed.is_empty() {
+        Ok(0)
+    } else {
+        Err(anyhow::anyhow!("{} could not be measured: {}", done.failed.len(), done.failed.join(", ")))
+    }
+}
+
+/// The CPU sysbench pins to unless told: the last online one.
+pub fn default_cpu() -> usize {
+    *crate::sysinfo::online_cpus().last().unwrap_or(&0)
+}
+
+/// What [`measure_into`] measured and stored.
+pub struct Done<'o> {
+    pub results: Vec<(&'o Op, sb::Measured)>,
+    pub ids: Vec<i64>,
+    /// Operations that could not be measured here (said on stderr).
+    pub failed: Vec<&'static str>,
+}
+
+/// Measures `ops` pinned to `cpu` and stores each as a run of `label` under `load`.
+pub fn measure_into<'o>(
+    store: &mut crate::store::Store,
+    ops: &[&'o Op],
+    method: Method,
+    cpu: usize,
+    label: &str,
+    load: &LoadRecord,
+) -> Result<Done<'o>> {
+    // Every process of the measurement (forked partners inherit it) stays on one CPU, as the
+    // seeds ran LMbench; the calling thread's affinity comes back at the end.
+    let before = crate::sys::affinity().ok();
+    crate::sys::set_affinity(&[cpu]).map_err(|e| anyhow::anyhow!("cannot pin to CPU {cpu}: {e}"))?;
+    let result = measure_pinned(store, ops, method, cpu, label, load);
+    if let Some(cpus) = before {
+        let _ = crate::sys::set_affinity(&cpus);
+    }
+    result
+}
+
+fn measure_pinned<'o>(
+    store: &mut crate::store::Store,
+    ops: &[&'o Op],
+    method: Method,
+    cpu: usize,
+    label: &str,
+    load: &LoadRecord,
+) -> Result<Done<'o>> {
+    let system = crate::sysinfo::snapshot();
+    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut done = Done { results: Vec::new(), ids: Vec::new(), failed: Vec::new() };
+    for &op in ops {
+        let measured = match sb::measure(op, method) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("rtbench: sysbench {}: {e}", op.name);
+                done.failed.push(op.name);
+                continue;
+            }
+        };
+        let mut stats = Stats::default();
+        for &v in &measured.values {
+            stats.record(v);
+        }
+        let mut probe = serde_json::Map::new();
+        probe.insert("op".into(), op.name.into());
+        probe.insert("group".into(), op.group.name().into());
+        probe.insert("iterations".into(), measured.iterations.into());
+        probe.insert("min_repetition_ms".into(), (method.min_rep.as_secs_f64() * 1e3).into());
+        let params = MeasuredParams {
+            threads: 1,
+            cpus: vec![Some(cpu)],
+            policy: Policy::Other,
+            priority: 0,
+            mlock: false,
+            loops: Some(measured.values.len() as u64),
+            duration_s: None,
+            envelope_interval_ns: 1_000_000_000,
+            samples_file: None,
+            shield: None,
+            breach: None,
+            probe,
+        };
+        let name = probe_name(op.name);
+        let id = store.begin(&NewRun {
+            label,
+            probe: &name,
+            metric: op.metric(),
+            params: &RunParams::Measured(params),
+            load,
+            command_line: &command_line,
+            rt_priority: false,
+            warnings: &[],
+            system: &system,
+            envelope_ns: 1_000_000_000,
+        })?;
+        let thread = ThreadResult { thread: 0, cpu: Some(cpu as u32), stats };
+        store.checkpoint(id, &[thread], &[], &[], &[])?;
+        store.finish(id, RunStatus::Complete, &[])?;
+        done.ids.push(id);
+        done.results.push((op, measured));
+    }
+    Ok(done)
+}
+
+/// The operations `--only` names (groups or operations), in table order.
+fn choose<'a>(all: &'a [Op], only: Option<&str>) -> Result<Vec<&'a Op>> {
+    let Some(only) = only else { return Ok(all.iter().collect()) };
+    let mut names: Vec<&str> = only.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    names.dedup();
+    if names.is_empty() {
+        return Err(crate::invalid!("--only '{only}' names nothing; try --list"));
+    }
+    for n in &names {
+        if !all.iter().any(|o| o.name == *n || o.group.name() == *n) {
+            return Err(crate::invalid!(
+                "--only: unknown group or operation '{n}'; rtbench sysbench --list names them"
+            ));
+        }
+    }
+    Ok(all.iter().filter(|o| names.iter().any(|n| o.name == *n || o.group.name() == *n)).collect())
+}
+
+fn list(all: &[Op]) -> String {
+    let mut out = String::new();
+    for g in Group::ALL {
+        let _ = writeln!(out, "{} — {}", g.name(), g.title());
+        for o in all.iter().filter(|o| o.group == g) {
+            let _ = writeln!(out, "  {:<16} {}", o.name, o.help);
+        }
+    }
+    out
+}
+
+pub fn tables(results: &[(&Op, sb::Measured)], label: &str) -> String {
+    let mut out = String::new();
+    for g in Group::ALL {
+        let rows: Vec<&(&Op, sb::Measured)> = results.iter().filter(|(o, _)| o.group == g).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{} — {label}", g.title());
+        let _ =
+            writeln!(out, "  {:<16} {:>12} {:>12} {:>12} {:>11}", "operation", "median", "min", "max", "iterations");
+        for (op, m) in rows {
+            let f = |v: u64| sb::shown(op.bandwidth, v as f64);
+            let _ = writeln!(
+                out,
+                "  {:<16} {:>12} {:>12} {:>12} {:>11}",
+                op.name,
+                f(m.median()),
+                f(m.min()),
+                f(m.max()),
+                m.iterations
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,168 @@
+//! The system calls `rtbench sysbench` times: raw reads and writes for forked children, fork
+//! and exec, signal handlers, select, file mappings.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::RawFd;
+
+use super::check;
+
+/// read(2) on a raw fd, for a forked child (async-signal-safe). Returns bytes read.
+pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of its length.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// write(2) on a raw fd, for a forked child (async-signal-safe). Returns bytes written.
+pub fn write_fd(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for reads of its length.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// close(2), for fds a forked child must not keep.
+pub fn close_fd(fd: RawFd) {
+    // SAFETY: closing an fd this process owns.
+    unsafe { libc::close(fd) };
+}
+
+/// Waits for one child to end; its exit status (or 128 + signal).
+pub fn wait_pid(pid: u32) -> io::Result<i32> {
+    let mut status = 0;
+    // SAFETY: `status` is a valid out-pointer.
+    let rc = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) })
+}
+
+/// A program and its arguments made ready before a fork, so the child only calls execv.
+pub struct Exec {
+    path: CString,
+    args: Vec<CString>,
+}
+
+impl Exec {
+    pub fn new(path: &str, args: &[&str]) -> io::Result<Exec> {
+        Ok(Exec { path: CString::new(path)?, args: args.iter().map(|a| CString::new(*a)).collect::<Result<_, _>>()? })
+    }
+
+    /// fork, execv in the child, wait in the parent: one process made and run to its end.
+    pub fn run(&self) -> io::Result<i32> {
+        let mut argv: Vec<*const libc::c_char> = self.args.iter().map(|a| a.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        // SAFETY: the child only calls execv and _exit on memory prepared before the fork.
+        let pid = unsafe { libc::fork() };
+        match pid {
+            -1 => Err(io::Error::last_os_error()),
+            0 => {
+                // SAFETY: NUL-terminated path and a NULL-terminated argv, both alive here.
+                unsafe {
+                    libc::execv(self.path.as_ptr(), argv.as_ptr());
+                    libc::_exit(127)
+                }
+            }
+            pid => wait_pid(pid as u32),
+        }
+    }
+}
+
+extern "C" fn count_signal(_: libc::c_int) {
+    CAUGHT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+static CAUGHT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Installs a handler for `sig` that counts it (sigaction: the "signal install" cost).
+pub fn install_counter(sig: i32) -> io::Result<()> {
+    // SAFETY: a zeroed sigaction with a plain async-signal-safe handler and an empty mask.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = count_signal as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        check(libc::sigaction(sig, &sa, std::ptr::null_mut()))
+    }
+}
+
+/// Puts `sig` back to its default action.
+pub fn default_signal(sig: i32) {
+    // SAFETY: SIG_DFL is always a valid disposition.
+    unsafe { libc::signal(sig, libc::SIG_DFL) };
+}
+
+/// Sends `sig` to this process and returns once its handler ran; the count so far.
+pub fn raise_counted(sig: i32) -> u64 {
+    // SAFETY: raise with a signal whose handler is installed.
+    unsafe { libc::raise(sig) };
+    CAUGHT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// select(2) on `fds` for reading with a zero timeout; the number ready.
+pub fn select_read(fds: &[RawFd]) -> io::Result<usize> {
+    // SAFETY: an fd_set is plain data, initialised by FD_ZERO before use; every fd < FD_SETSIZE
+    // is checked by the caller's construction (a few hundred at most).
+    unsafe {
+        let mut set: libc::fd_set = std::mem::zeroed();
+        libc::FD_ZERO(&mut set);
+        let mut max = 0;
+        for &fd in fds {
+            if fd as usize >= libc::FD_SETSIZE {
+                return Err(io::Error::other("an fd past FD_SETSIZE"));
+            }
+            libc::FD_SET(fd, &mut set);
+            max = max.max(fd);
+        }
+        let mut tv = libc::timeval { tv_sec: 0, tv_usec: 0 };
+        let n = libc::select(max + 1, &mut set, std::ptr::null_mut(), std::ptr::null_mut(), &mut tv);
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+}
+
+/// A shared read-only mapping of a file; unmapped on drop.
+pub struct Mapping {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+impl Mapping {
+    pub fn file(fd: RawFd, len: usize) -> io::Result<Mapping> {
+        // SAFETY: a fresh mapping chosen by the kernel; checked for MAP_FAILED.
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping { ptr, len })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is `len` readable bytes for as long as self lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast(), self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what mmap returned.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// The size of a memory page.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf with a valid name.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}

@@ -1,0 +1,359 @@
+//! Between processes: context switches around a ring of pipes, round trips over pipes and
+//! sockets, TCP connection set-up, and bandwidths. Partner processes are forked and do only
+//! reads, writes and memory touching until their input ends.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{IntoRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::time::Instant;
+
+use super::{since, Bench, Group, Op, Timed};
+use crate::sys;
+
+pub fn ops() -> Vec<Op> {
+    let ctx = |name, help, make| Op { name, group: Group::Context, bandwidth: false, help, make };
+    let lat = |name, help, make| Op { name, group: Group::Latency, bandwidth: false, help, make };
+    let bw = |name, help, make| Op { name, group: Group::Bandwidth, bandwidth: true, help, make };
+    vec![
+        ctx("ctx-2p-0k", "context switch, 2 processes passing a token, no working set", || Ring::make(2, 0)),
+        ctx("ctx-2p-16k", "context switch, 2 processes each touching 16 KB", || Ring::make(2, 16)),
+        ctx("ctx-2p-64k", "context switch, 2 processes each touching 64 KB", || Ring::make(2, 64)),
+        ctx("ctx-8p-16k", "context switch, 8 processes each touching 16 KB", || Ring::make(8, 16)),
+        ctx("ctx-8p-64k", "context switch, 8 processes each touching 64 KB", || Ring::make(8, 64)),
+        ctx("ctx-16p-16k", "context switch, 16 processes each touching 16 KB", || Ring::make(16, 16)),
+        ctx("ctx-16p-64k", "context switch, 16 processes each touching 64 KB", || Ring::make(16, 64)),
+        lat("lat-pipe", "round trip of a byte through two pipes to another process", || {
+            let (a, b) = (pipe()?, pipe()?);
+            Echo::start((a.0, b.1), (b.0, a.1))
+        }),
+        lat("lat-unix", "round trip of a byte over an AF_UNIX stream socket", || {
+            let (mine, theirs) = UnixStream::pair()?;
+            let (m, t) = (mine.into_raw_fd(), theirs.into_raw_fd());
+            Echo::start((t, t), (m, m))
+        }),
+        lat("lat-udp", "round trip of a byte over UDP on loopback", || {
+            let (mine, theirs) = (UdpSocket::bind("127.0.0.1:0")?, UdpSocket::bind("127.0.0.1:0")?);
+            mine.connect(theirs.local_addr()?)?;
+            theirs.connect(mine.local_addr()?)?;
+            let (m, t) = (mine.into_raw_fd(), theirs.into_raw_fd());
+            Echo::start((t, t), (m, m))
+        }),
+        lat("lat-tcp", "round trip of a byte over TCP on loopback", || {
+            let (mine, theirs) = tcp_pair()?;
+            let (m, t) = (mine.into_raw_fd(), theirs.into_raw_fd());
+            Echo::start((t, t), (m, m))
+        }),
+        lat("tcp-connect", "TCP connection set-up and close on loopback", TcpConnect::make),
+        bw("bw-pipe", "a stream of 64 KB writes through a pipe from another process", || {
+            let (r, w) = pipe()?;
+            Stream::start(r, w)
+        }),
+        bw("bw-unix", "a stream of 64 KB writes over an AF_UNIX stream socket", || {
+            let (mine, theirs) = UnixStream::pair()?;
+            Stream::start(mine.into_raw_fd(), theirs.into_raw_fd())
+        }),
+        bw("bw-tcp", "a stream of 64 KB writes over TCP on loopback", || {
+            let (mine, theirs) = tcp_pair()?;
+            Stream::start(mine.into_raw_fd(), theirs.into_raw_fd())
+        }),
+    ]
+}
+
+/// (read end, write end), owned as raw fds.
+fn pipe() -> io::Result<(RawFd, RawFd)> {
+    let (r, w) = std::io::pipe()?;
+    Ok((r.into_raw_fd(), w.into_raw_fd()))
+}
+
+fn tcp_pair() -> io::Result<(TcpStream, TcpStream)> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let mine = TcpStream::connect(listener.local_addr()?)?;
+    let (theirs, _) = listener.accept()?;
+    mine.set_nodelay(true)?;
+    theirs.set_nodelay(true)?;
+    Ok((mine, theirs))
+}
+
+/// Forks a partner that runs `body` on its fds and exits; the parent closes the partner's fds.
+/// The partner is killed with rtbench.
+fn partner(theirs: &[RawFd], mine: &[RawFd], body: impl FnOnce()) -> io::Result<u32> {
+    let pid = sys::fork_child(libc::SIGKILL)?;
+    if pid == 0 {
+        for &fd in mine {
+            if !theirs.contains(&fd) {
+                sys::close_fd(fd);
+            }
+        }
+        body();
+        sys::exit_now(0);
+    }
+    for &fd in theirs {
+        if !mine.contains(&fd) {
+            sys::close_fd(fd);
+        }
+    }
+    Ok(pid)
+}
+
+/// A partner that sends back every byte it gets, until its input ends.
+struct Echo {
+    read: RawFd,
+    write: RawFd,
+    pid: u32,
+}
+
+impl Echo {
+    /// `theirs`: the partner's (read, write) fds; `mine`: ours.
+    fn start(theirs: (RawFd, RawFd), mine: (RawFd, RawFd)) -> io::Result<Box<dyn Bench>> {
+        let pid = partner(&[theirs.0, theirs.1], &[mine.0, mine.1], || {
+            let mut b = [0u8; 1];
+            while matches!(sys::read_fd(theirs.0, &mut b), Ok(1)) {
+                if sys::write_fd(theirs.1, &b).is_err() {
+                    break;
+                }
+            }
+        })?;
+        Ok(Box::new(Echo { read: mine.0, write: mine.1, pid }))
+    }
+}
+
+impl Bench for Echo {
+    fn iterate(&mut self, n: u64) -> io::Result<Timed> {
+        let mut b = [7u8; 1];
+        let t = Instant::now();
+        for _ in 0..n {
+            sys::write_fd(self.write, &b)?;
+            if sys::read_fd(self.read, &mut b)? != 1 {
+                return Err(io::Error::other("the echo partner went away"));
+            }
+        }
+        Ok(Timed { ns: since(t), units: n })
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        // The partner's input ends and it exits: a closed pipe or stream says so, and over UDP
+        // an empty datagram does (a zero-length write on the others sends nothing).
+        let _ = sys::write_fd(self.write, &[]);
+        sys::close_fd(self.write);
+        if self.read != self.write {
+            sys::close_fd(self.read);
+        }
+        let _ = sys::wait_pid(self.pid);
+    }
+}
+
+/// Bytes per write of the bandwidth partners.
+const BLOCK: usize = 64 * 1024;
+
+/// A partner that writes 64 KB blocks until the reader goes away.
+struct Stream {
+    read: RawFd,
+    pid: u32,
+    buf: Vec<u8>,
+}
+
+impl Stream {
+    fn start(mine: RawFd, theirs: RawFd) -> io::Result<Box<dyn Bench>> {
+        let block = vec![0x5au8; BLOCK];
+        let pid = partner(&[theirs], &[mine], || while sys::write_fd(theirs, &block).is_ok_and(|n| n > 0) {})?;
+        Ok(Box::new(Stream { read: mine, pid, buf: vec![0; BLOCK] }))
+    }
+}
+
+impl Bench for Stream {
+    /// Reads `n` blocks' worth of bytes.
+    fn iterate(&mut self, n: u64) -> io::Result<Timed> {
+        let want = n * BLOCK as u64;
+        let mut got = 0;
+        let t = Instant::now();
+        while got < want {
+            let k = sys::read_fd(self.read, &mut self.buf[..(want - got).min(BLOCK as u64) as usize])?;
+            if k == 0 {
+                return Err(io::Error::other("the writing partner went away"));
+            }
+            got += k as u64;
+        }
+        Ok(Timed { ns: since(t), units: got })
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // Its next write fails (EPIPE, or a reset): it exits.
+        sys::close_fd(self.read);
+        let _ = sys::wait_pid(self.pid);
+    }
+}
+
+/// A ring of processes passing a one-byte token through pipes, each touching its own working
+/// set on every pass. The ring's own cost (a pipe write and read and the touching, measured in
+/// one process) is taken off, as LMbench does, leaving the switch.
+struct Ring {
+    procs: usize,
+    /// Our end of the ring: we write to the next and read from the last.
+    write: RawFd,
+    read: RawFd,
+    pids: Vec<u32>,
+    work: Vec<u64>,
+    /// A pipe to ourselves, for the overhead.
+    own: (RawFd, RawFd),
+}
+
+/// Reads every word of the working set (what a process does with its data between switches).
+fn touch(work: &[u64]) -> u64 {
+    work.iter().fold(0u64, |a, &w| a.wrapping_add(w))
+}
+
+impl Ring {
+    fn make(procs: usize, kb: usize) -> io::Result<Box<dyn Bench>> {
+        let pipes: Vec<(RawFd, RawFd)> = (0..procs).map(|_| pipe()).collect::<io::Result<_>>()?;
+        let all: Vec<RawFd> = pipes.iter().flat_map(|p| [p.0, p.1]).collect();
+        let mut work = vec![1u64; kb * 1024 / 8];
+        let mut pids = Vec::new();
+        // Process i reads pipe i and writes pipe i + 1; we are process 0.
+        for i in 1..procs {
+            let (read, write) = (pipes[i].0, pipes[(i + 1) % procs].1);
+            let pid = sys::fork_child(libc::SIGKILL)?;
+            if pid == 0 {
+                for &fd in all.iter().filter(|&&fd| fd != read && fd != write) {
+                    sys::close_fd(fd);
+                }
+                // Its own copy of the working set (written once, so no longer shared).
+                for w in work.iter_mut() {
+                    *w = i as u64;
+                }
+                let mut b = [0u8; 1];
+                while matches!(sys::read_fd(read, &mut b), Ok(1)) {
+                    std::hint::black_box(touch(&work));
+                    if sys::write_fd(write, &b).is_err() {
+                        break;
+                    }
+                }
+                sys::exit_now(0);
+            }
+            pids.push(pid);
+        }
+        let (read, write) = (pipes[0].0, pipes[1 % procs].1);
+        for &fd in all.iter().filter(|&&fd| fd != read && fd != write) {
+            sys::close_fd(fd);
+        }
+        for w in work.iter_mut() {
+            *w = 0;
+        }
+        Ok(Box::new(Ring { procs, write, read, pids, work, own: pipe()? }))
+    }
+
+    fn hop(&self, write: RawFd, read: RawFd, b: &mut [u8; 1]) -> io::Result<()> {
+        sys::write_fd(write, b)?;
+        if sys::read_fd(read, b)? != 1 {
+            return Err(io::Error::other("the ring broke"));
+        }
+        std::hint::black_box(touch(&self.work));
+        Ok(())
+    }
+}
+
+impl Bench for Ring {
+    fn iterate(&mut self, n: u64) -> io::Result<Timed> {
+        let mut b = [1u8; 1];
+        let t = Instant::now();
+        for _ in 0..n {
+            self.hop(self.write, self.read, &mut b)?;
+        }
+        let ring = since(t);
+        // The same hops without a switch: write to and read from our own pipe.
+        let hops = n * self.procs as u64;
+        let t = Instant::now();
+        for _ in 0..hops {
+            self.hop(self.own.1, self.own.0, &mut b)?;
+        }
+        let overhead = since(t);
+        Ok(Timed { ns: ring.saturating_sub(overhead), units: hops })
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // Closing our write end ends the ring process by process.
+        for fd in [self.write, self.read, self.own.0, self.own.1] {
+            sys::close_fd(fd);
+        }
+        for &pid in &self.pids {
+            let _ = sys::wait_pid(pid);
+        }
+    }
+}
+
+/// Connects and closes TCP connections to a listener whose thread accepts them.
+struct TcpConnect {
+    addr: std::net::SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    acceptor: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TcpConnect {
+    fn make() -> io::Result<Box<dyn Bench>> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = std::sync::Arc::clone(&stop);
+        let acceptor = std::thread::spawn(move || {
+            for s in listener.incoming() {
+                if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                // The server side closes at once too.
+                drop(s);
+            }
+        });
+        Ok(Box::new(TcpConnect { addr, stop, acceptor: Some(acceptor) }))
+    }
+}
+
+impl Bench for TcpConnect {
+    fn iterate(&mut self, n: u64) -> io::Result<Timed> {
+        let t = Instant::now();
+        for _ in 0..n {
+            let mut s = TcpStream::connect(self.addr)?;
+            let _ = s.flush();
+            let _ = s.read(&mut [0u8; 0]);
+        }
+        Ok(Timed { ns: since(t), units: n })
+    }
+}
+
+impl Drop for TcpConnect {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        // One more connection wakes the acceptor to see the flag.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(h) = self.acceptor.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partners_answer_and_are_gone_afterwards() {
+        let mut ring = Ring::make(3, 4).unwrap();
+        assert_eq!(ring.iterate(50).unwrap().units, 150, "3 switches per pass");
+        drop(ring);
+        let (a, b) = (pipe().unwrap(), pipe().unwrap());
+        let mut echo = Echo::start((a.0, b.1), (b.0, a.1)).unwrap();
+        assert_eq!(echo.iterate(100).unwrap().units, 100);
+        drop(echo);
+        let (r, w) = pipe().unwrap();
+        let mut s = Stream::start(r, w).unwrap();
+        assert_eq!(s.iterate(4).unwrap().units, 4 * BLOCK as u64, "every byte asked for is read");
+        drop(s);
+        let mut c = TcpConnect::make().unwrap();
+        assert_eq!(c.iterate(20).unwrap().units, 20);
+    }
+}

@@ -1,0 +1,217 @@
+//! `rtbench sysbench`: what real time costs in throughput, measured as LMbench's summary
+//! tables lay it out (processes, context switching, local communication latency, file and VM,
+//! bandwidths) — our own clean implementation of the same measurements.
+//!
+//! Every operation is measured the same way: a warm-up that also sizes the number of
+//! iterations so one repetition lasts at least a minimum time, then at least 11 repetitions
+//! whose median is the result and whose min and max are its spread.
+
+mod ipc;
+mod memfile;
+mod procs;
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::model::{Better, Metric, Unit};
+
+/// LMbench's summary tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    Processes,
+    Context,
+    Latency,
+    FileVm,
+    Bandwidth,
+}
+
+impl Group {
+    pub const ALL: [Group; 5] = [Group::Processes, Group::Context, Group::Latency, Group::FileVm, Group::Bandwidth];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Processes => "processes",
+            Group::Context => "context",
+            Group::Latency => "latency",
+            Group::FileVm => "file-vm",
+            Group::Bandwidth => "bandwidth",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Group::Processes => "Processor, processes (µs, smaller is better)",
+            Group::Context => "Context switching (µs, smaller is better)",
+            Group::Latency => "Local communication latencies (µs, smaller is better)",
+            Group::FileVm => "File and VM system latencies (µs, smaller is better)",
+            Group::Bandwidth => "Local communication bandwidths (MB/s, bigger is better)",
+        }
+    }
+}
+
+/// What one timed repetition did: its time and how many operations (or bytes) it covered.
+#[derive(Clone, Copy, Debug)]
+pub struct Timed {
+    pub ns: u64,
+    pub units: u64,
+}
+
+/// An operation set up and ready to repeat; dropping it tears down what it made.
+pub trait Bench {
+    /// Does the operation `n` times (or moves `n` blocks) and says how long that took.
+    fn iterate(&mut self, n: u64) -> io::Result<Timed>;
+}
+
+/// One operation of the table.
+pub struct Op {
+    pub name: &'static str,
+    pub group: Group,
+    /// Latency ops store picoseconds per operation; bandwidth ops kilobytes per second.
+    pub bandwidth: bool,
+    pub help: &'static str,
+    pub make: fn() -> io::Result<Box<dyn Bench>>,
+}
+
+impl Op {
+    pub fn metric(&self) -> Metric {
+        if self.bandwidth {
+            Metric { unit: Unit::KilobytesPerSecond, better: Better::Bigger }
+        } else {
+            Metric { unit: Unit::Picoseconds, better: Better::Smaller }
+        }
+    }
+
+    /// The stored value of one repetition: ps per operation, or KB/s.
+    fn value(&self, t: Timed) -> u64 {
+        let ns = t.ns.max(1) as u128;
+        if self.bandwidth {
+            (t.units as u128 * 1_000_000 / ns) as u64
+        } else {
+            (ns * 1000 / (t.units.max(1) as u128)) as u64
+        }
+    }
+}
+
+/// A stored value as shown: µs per operation, or MB/s.
+pub fn shown(bandwidth: bool, v: f64) -> String {
+    if bandwidth {
+        format!("{:.1}", v / 1000.0)
+    } else {
+        format!("{:.4}", v / 1e6)
+    }
+}
+
+/// Every operation, in table order.
+pub fn ops() -> Vec<Op> {
+    let mut all = procs::ops();
+    all.extend(ipc::ops());
+    all.extend(memfile::ops());
+    // Stable: within a group, the order each file gives.
+    all.sort_by_key(|o| Group::ALL.iter().position(|g| *g == o.group));
+    all
+}
+
+/// How long one repetition lasts at least, and how many there are.
+#[derive(Clone, Copy, Debug)]
+pub struct Method {
+    pub min_rep: Duration,
+    pub reps: usize,
+}
+
+impl Method {
+    pub const FULL: Method = Method { min_rep: Duration::from_millis(20), reps: 11 };
+    pub const QUICK: Method = Method { min_rep: Duration::from_millis(2), reps: 11 };
+}
+
+/// One operation's result: every repetition's value, in the op's stored unit.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub iterations: u64,
+    pub values: Vec<u64>,
+}
+
+impl Measured {
+    pub fn median(&self) -> u64 {
+        let mut v = self.values.clone();
+        v.sort_unstable();
+        v[v.len() / 2]
+    }
+    pub fn min(&self) -> u64 {
+        self.values.iter().copied().min().unwrap_or(0)
+    }
+    pub fn max(&self) -> u64 {
+        self.values.iter().copied().max().unwrap_or(0)
+    }
+}
+
+/// The iterations that make one repetition last at least `min`, found while warming up.
+fn size(bench: &mut dyn Bench, min: Duration) -> io::Result<u64> {
+    let mut n = 1u64;
+    loop {
+        let t = bench.iterate(n)?;
+        if t.ns >= min.as_nanos() as u64 || n >= 1 << 32 {
+            return Ok(n);
+        }
+        // Aim 20 % past the minimum, at most 100× at a time (the first, cold round is slow).
+        let grow = (min.as_nanos() as f64 * 1.2 / t.ns.max(1) as f64).clamp(2.0, 100.0);
+        n = ((n as f64) * grow).ceil() as u64;
+    }
+}
+
+/// Measures `op` by `method`.
+pub fn measure(op: &Op, method: Method) -> io::Result<Measured> {
+    let mut bench = (op.make)()?;
+    let iterations = size(bench.as_mut(), method.min_rep)?;
+    let mut values = Vec::with_capacity(method.reps);
+    for _ in 0..method.reps.max(1) {
+        values.push(op.value(bench.iterate(iterations)?));
+    }
+    Ok(Measured { iterations, values })
+}
+
+/// Nanoseconds since `t`.
+fn since(t: Instant) -> u64 {
+    t.elapsed().as_nanos() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bench whose every iteration takes a known time.
+    struct Sleepy(Duration);
+
+    impl Bench for Sleepy {
+        fn iterate(&mut self, n: u64) -> io::Result<Timed> {
+            let t = Instant::now();
+            for _ in 0..n {
+                std::thread::sleep(self.0);
+            }
+            Ok(Timed { ns: since(t), units: n })
+        }
+    }
+
+    #[test]
+    fn iterations_are_sized_to_the_minimum_time_and_values_come_per_operation() {
+        let n = size(&mut Sleepy(Duration::from_micros(200)), Duration::from_millis(5)).unwrap();
+        assert!((10..=60).contains(&n), "about 25 sleeps of 200 µs or more fill 5 ms: {n}");
+        let op = Op { name: "x", group: Group::Processes, bandwidth: false, help: "", make: || unreachable!() };
+        assert_eq!(op.value(Timed { ns: 1_000, units: 8 }), 125_000, "125 ns per operation, in ps");
+        let bw = Op { bandwidth: true, ..op };
+        assert_eq!(bw.value(Timed { ns: 1_000_000_000, units: 5_000_000 }), 5_000, "5 MB in 1 s is 5000 KB/s");
+        let m = Measured { iterations: 1, values: vec![5, 1, 9, 3, 7] };
+        assert_eq!((m.median(), m.min(), m.max()), (5, 1, 9));
+    }
+
+    #[test]
+    fn every_operation_has_a_unique_name_in_a_group() {
+        let ops = ops();
+        for (i, a) in ops.iter().enumerate() {
+            assert!(ops[i + 1..].iter().all(|b| b.name != a.name), "{} twice", a.name);
+            assert_eq!(a.bandwidth, a.group == Group::Bandwidth, "{}", a.name);
+        }
+        for g in Group::ALL {
+            assert!(ops.iter().any(|o| o.group == g), "{} has operations", g.name());
+        }
+    }
+}

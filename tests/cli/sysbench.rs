@@ -1,0 +1,77 @@
+//! `rtbench sysbench`: operations measured, stored per operation with their unit and direction,
+//! compared across labels in %, tabled in the report.
+
+use crate::helpers::*;
+
+const SOME: &str = "null-call,sig-catch,fork-exit,ctx-2p-0k,lat-pipe,lat-udp,create-0k,bw-pipe,bw-mem-read";
+
+#[test]
+fn operations_are_stored_with_their_unit_and_direction() {
+    let lab = Lab::new();
+    let said = lab.ok(&["sysbench", "--quick", "--only", SOME, "--label", "k1"]);
+    for title in ["Processor, processes", "Context switching", "Local communication latencies", "bandwidths"] {
+        assert!(said.contains(title), "{title} in: {said}");
+    }
+    let runs = lab.runs();
+    let runs = runs.as_array().unwrap();
+    let probes: Vec<&str> = runs.iter().map(|r| r["probe"].as_str().unwrap()).collect();
+    let wanted: Vec<String> = SOME.split(',').map(|o| format!("sysbench.{o}")).collect();
+    assert_eq!(probes, wanted, "one run per operation, in table order");
+    for r in runs {
+        let id = r["id"].as_i64().unwrap();
+        let doc = lab.export_json(id);
+        assert_valid_export(&doc);
+        let (unit, better) = (&doc["run"]["unit"], &doc["run"]["better"]);
+        if r["probe"].as_str().unwrap().starts_with("sysbench.bw-") {
+            assert_eq!((unit.as_str(), better.as_str()), (Some("KB/s"), Some("bigger")), "{}", r["probe"]);
+        } else {
+            assert_eq!((unit.as_str(), better.as_str()), (Some("ps"), Some("smaller")), "{}", r["probe"]);
+        }
+        let total = &doc["total"];
+        assert!(total["count"].as_u64().unwrap() >= 11, "at least 11 repetitions: {total}");
+        // The statistics keep their names; their values are in the run's unit.
+        assert!(total["min_ns"].as_u64().unwrap() > 0, "every repetition measured something: {total}");
+        assert_eq!(doc["run"]["params"]["op"], r["probe"].as_str().unwrap().trim_start_matches("sysbench."));
+    }
+    let shown = lab.ok(&["show", &runs[0]["id"].to_string()]);
+    assert!(shown.contains("µs per operation") && shown.contains("smaller is better"), "{shown}");
+}
+
+#[test]
+fn labels_compare_in_percent_and_the_report_tables_them() {
+    let lab = Lab::new();
+    for label in ["base", "new"] {
+        lab.ok(&["sysbench", "--quick", "--only", "null-call,bw-mem-read", "--label", label]);
+    }
+    let cmp = lab.ok(&["compare", "--baseline", "base", "new"]);
+    let row = cmp.lines().find(|l| l.starts_with("sysbench.null-call")).expect("a row for null-call");
+    assert!(row.contains(" % ") && row.contains("smaller is better"), "{row}");
+    let row = cmp.lines().find(|l| l.starts_with("sysbench.bw-mem-read")).expect("a row for bw-mem-read");
+    assert!(row.contains("MB/s, bigger is better"), "{row}");
+    let out = lab.path("report");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("The price of real time"), "the section is there");
+    let tables: Vec<&str> = html.split(r#"<table class="sysbench">"#).skip(1).collect();
+    assert_eq!(tables.len(), 2, "processes and bandwidths");
+    for t in &tables {
+        let t = t.split("</table>").next().unwrap();
+        assert!(t.contains("<td>base</td>") && t.contains("<td>new</td>"), "a row per label: {t}");
+    }
+    let figures = std::fs::read_dir(out.join("figures")).unwrap().count();
+    assert_eq!(figures, 0, "no latency figures for costs and bandwidths");
+}
+
+#[test]
+fn sysbench_bad_input_is_rejected_by_name() {
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["sysbench", "--only", "warp-drive"]), "warp-drive");
+    assert_rejected(&lab.run(&["sysbench", "--only", ","]), "--only");
+    assert_rejected(&lab.run(&["sysbench", "--cpu", "999"]), "--cpu 999");
+    assert_rejected(&lab.run(&["sysbench", "--load", "cpu,warp-drive", "--only", "null-call"]), "warp-drive");
+    let listed = lab.ok(&["sysbench", "--list"]);
+    for name in ["processes", "context", "latency", "file-vm", "bandwidth", "null-call", "bw-mem-write"] {
+        assert!(listed.contains(name), "{name} in: {listed}");
+    }
+    assert!(!lab.db().exists(), "nothing measured, nothing stored");
+}

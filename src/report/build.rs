@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::figures::{bars, histogram, load_name, percentiles, scatter, tail, timeline, Figure};
+use super::figures::{bars, costs as cost_bars, histogram, load_name, percentiles, scatter, tail, timeline, Figure};
 use super::select::RunView;
 use super::svg::{esc, PALETTE};
 use super::tables;
@@ -151,6 +151,40 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
     figs
 }
 
+/// `sysbench` as the Geode paper's Figure 32: every operation, a bar per label (the newest
+/// run's median), when any label measured one.
+fn cost_figure(costs: &[RunView]) -> Option<Figure> {
+    let labels = distinct(costs.iter().map(|r| r.label().to_string()));
+    let op_of =
+        |r: &RunView| r.data.header.params.measured().and_then(|m| m.probe.get("op")?.as_str().map(str::to_string));
+    let ops: Vec<cost_bars::OpBars> = crate::sysbench::ops()
+        .iter()
+        .filter(|o| costs.iter().any(|r| op_of(r).as_deref() == Some(o.name)))
+        .map(|o| cost_bars::OpBars {
+            name: o.name.to_string(),
+            bandwidth: o.bandwidth,
+            values: labels
+                .iter()
+                .map(|l| {
+                    let r = costs.iter().rev().find(|r| r.label() == l && op_of(r).as_deref() == Some(o.name))?;
+                    let v = r.data.total.percentile(0.5) as f64;
+                    Some(if o.bandwidth { v / 1e3 } else { v / 1e6 })
+                })
+                .collect(),
+        })
+        .collect();
+    if ops.is_empty() {
+        return None;
+    }
+    Some(Figure {
+        name: "sysbench-costs".into(),
+        caption: "The throughput price per operation and label (Figure 32's layout): µs per operation, or MB/s for \
+                  the bandwidths marked ↑ (bigger is better); log scale"
+            .into(),
+        svg: cost_bars::render("sysbench: cost of each operation per label", &labels, &ops),
+    })
+}
+
 /// A run's min, avg and max in µs, captioned `first` over its load.
 fn bar_group(all: &[RunView], r: &RunView, first: &str) -> bars::Group {
     let s = &r.data.total;
@@ -273,6 +307,9 @@ pub fn html(runs: &[RunView], costs: &[RunView], figs: &[Figure], notes: &[Probe
     if !costs.is_empty() {
         b.push_str("<h2>The price of real time (LMbench layout, rtbench sysbench)</h2>");
         b.push_str(r#"<p class="note">Median of the repetitions of each operation, one row per label; hover a value for its spread. rtbench's own implementation of LMbench's measurements.</p>"#);
+        if let Some(f) = find("sysbench-costs") {
+            b.push_str(&figure_html(f));
+        }
         b.push_str(&tables::sysbench(costs));
     }
     b.push_str("<h2>Per label</h2>");
@@ -359,7 +396,8 @@ pub fn write(out: &Path, runs: &[RunView], costs: &[RunView], notes: &[ProbeNote
     let result = (|| -> Result<ReportFiles> {
         std::fs::create_dir_all(partial.join("figures"))
             .map_err(|e| InputError::Unwritable { path: out.display().to_string(), reason: e.to_string() })?;
-        let figs = figures(runs);
+        let mut figs = figures(runs);
+        figs.extend(cost_figure(costs));
         render_files(&partial.join("figures"), &figs)?;
         let page = html(runs, costs, &figs, notes);
         std::fs::write(partial.join("index.html"), &page)?;

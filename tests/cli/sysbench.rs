@@ -58,8 +58,15 @@ fn labels_compare_in_percent_and_the_report_tables_them() {
         let t = t.split("</table>").next().unwrap();
         assert!(t.contains("<td>base</td>") && t.contains("<td>new</td>"), "a row per label: {t}");
     }
-    let figures = std::fs::read_dir(out.join("figures")).unwrap().count();
-    assert_eq!(figures, 0, "no latency figures for costs and bandwidths");
+    let mut figures: Vec<String> = std::fs::read_dir(out.join("figures"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    figures.sort();
+    assert_eq!(figures, ["sysbench-costs.png", "sysbench-costs.svg"], "Figure 32's bars, no latency figures");
+    let bars = std::fs::read_to_string(out.join("figures/sysbench-costs.svg")).unwrap();
+    assert_eq!(bars.matches(r#"class="bar""#).count(), 4, "2 operations × 2 labels");
+    assert!(bars.contains("bw-mem-read ↑"), "bigger-is-better marked");
 }
 
 #[test]

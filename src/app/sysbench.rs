@@ -24,6 +24,12 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
         return Ok(0);
     }
     let chosen = choose(&all, a.only.as_deref())?;
+    if a.total {
+        return total(&a, &chosen);
+    }
+    if a.baseline.is_some() {
+        return Err(crate::invalid!("--baseline is for --total's % row; compare labels with rtbench compare"));
+    }
     let online = crate::sysinfo::online_cpus();
     let cpu = match a.cpu {
         Some(c) if !online.contains(&c) => {
@@ -78,6 +84,90 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
     } else {
         Err(anyhow::anyhow!("{} could not be measured: {}", done.failed.len(), done.failed.join(", ")))
     }
+}
+
+/// The probe name of `--total`'s runs: one per load, its one sample the pass's wall time.
+pub const TOTAL: &str = "sysbench.total";
+
+/// `--total`: every chosen operation once per load, the wall time of each pass stored.
+fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
+    let baseline = a.baseline.clone().ok_or_else(|| {
+        crate::invalid!("--total needs --baseline LABEL: the label its % row compares against (this label itself on a first kernel)")
+    })?;
+    let flags = a.load_args.flags();
+    let mut loads = Vec::new();
+    for item in a.loads.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(crate::invalid!("--loads '{}' has an empty entry", a.loads));
+        }
+        loads.push((item.to_string(), LoadSpec::parse(&item.replace('+', ","), crate::config::load_options(&flags))?));
+    }
+    let cpu = a.cpu.unwrap_or_else(default_cpu);
+    if !crate::sysinfo::online_cpus().contains(&cpu) {
+        return Err(crate::invalid!("--cpu {cpu} is not an online CPU"));
+    }
+    let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
+    let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
+    let method = if a.quick { Method::QUICK } else { Method::FULL };
+    let tmp = crate::config::tmp_dir(&flags)?;
+    let mut rows = Vec::new();
+    for (item, spec) in &loads {
+        let session = if spec.is_none() {
+            None
+        } else {
+            let s = LoadSession::start(spec, &tmp, 15 * 60)?;
+            std::thread::sleep(a.settle);
+            Some(s)
+        };
+        let record = if spec.is_none() { LoadRecord::idle() } else { LoadRecord::named(item) };
+        println!("== sysbench under load {item}");
+        let started = std::time::Instant::now();
+        let done = measure_into(&mut store, chosen, method, cpu, &label, &record)?;
+        let wall = started.elapsed();
+        if let Some(s) = session {
+            s.stop();
+        }
+        let mut stats = Stats::default();
+        stats.record(wall.as_nanos() as u64);
+        let mut probe = serde_json::Map::new();
+        probe.insert("load_item".into(), item.clone().into());
+        probe.insert("baseline".into(), baseline.clone().into());
+        probe.insert("operations".into(), done.results.len().into());
+        let params = MeasuredParams {
+            threads: 1,
+            cpus: vec![Some(cpu)],
+            policy: Policy::Other,
+            priority: 0,
+            mlock: false,
+            loops: Some(1),
+            duration_s: None,
+            envelope_interval_ns: 1_000_000_000,
+            samples_file: None,
+            shield: None,
+            breach: None,
+            probe,
+        };
+        let id = store.begin(&NewRun {
+            label: &label,
+            probe: TOTAL,
+            metric: crate::model::Metric::LATENCY,
+            params: &RunParams::Measured(params),
+            load: &record,
+            command_line: &std::env::args().collect::<Vec<_>>().join(" "),
+            rt_priority: false,
+            warnings: &[],
+            system: &crate::sysinfo::snapshot(),
+            envelope_ns: 1_000_000_000,
+        })?;
+        store.checkpoint(id, &[ThreadResult { thread: 0, cpu: Some(cpu as u32), stats }], &[], &[], &[])?;
+        store.finish(id, RunStatus::Complete, &[])?;
+        rows.push((item.clone(), wall));
+    }
+    println!("\ntotal time of {} operations per load ({label}; baseline {baseline})", chosen.len());
+    for (item, wall) in &rows {
+        println!("  {item:<20} {:>9.2} s", wall.as_secs_f64());
+    }
+    Ok(0)
 }
 
 /// The CPU sysbench pins to unless told: the last online one.

@@ -147,6 +147,16 @@ pub struct SysbenchArgs {
     /// List the groups and operations and exit
     #[arg(long)]
     pub list: bool,
+    /// Run the operations once per load of --loads and store each pass's total wall time (the
+    /// I-pipe study's "total system load" table); needs --baseline
+    #[arg(long)]
+    pub total: bool,
+    /// The loads of --total, comma-separated; + joins generators into one load
+    #[arg(long, value_name = "LIST", default_value = "none,trigger,pingflood,trigger+pingflood,trigger+disk")]
+    pub loads: String,
+    /// The label the --total table's % row compares against (this label itself on the first kernel)
+    #[arg(long, value_name = "LABEL")]
+    pub baseline: Option<String>,
     /// The CPU every process of the measurement is pinned to [default: the last online CPU]
     #[arg(long, value_name = "CPU")]
     pub cpu: Option<usize>,

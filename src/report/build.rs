@@ -311,6 +311,11 @@ pub fn html(runs: &[RunView], costs: &[RunView], figs: &[Figure], notes: &[Probe
             b.push_str(&figure_html(f));
         }
         b.push_str(&tables::sysbench(costs));
+        let total = tables::sysbench_total(costs);
+        if !total.is_empty() {
+            b.push_str("<h3>Total time of the operations under each load (the I-pipe study's table)</h3>");
+            b.push_str(&total);
+        }
     }
     b.push_str("<h2>Per label</h2>");
     for label in &labels {

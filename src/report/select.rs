@@ -25,7 +25,7 @@ pub struct RunView {
 /// Latency runs (every probe's) apart from costs and bandwidths (`sysbench`): the two are
 /// drawn and tabled differently.
 pub fn split(runs: Vec<RunView>) -> (Vec<RunView>, Vec<RunView>) {
-    runs.into_iter().partition(|r| r.data.header.metric == crate::model::Metric::LATENCY)
+    runs.into_iter().partition(|r| !r.probe().starts_with("sysbench."))
 }
 
 impl RunView {

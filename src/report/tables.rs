@@ -256,3 +256,56 @@ pub fn sysbench(costs: &[RunView]) -> String {
     }
     out
 }
+
+/// `sysbench --total` as the I-pipe study's "total system load" table: a row per label, a
+/// column per load, the wall time of one pass over the operations, and a % row per label
+/// against the baseline the newest pass names.
+pub fn sysbench_total(costs: &[RunView]) -> String {
+    let param = |r: &RunView, key: &str| {
+        r.data.header.params.measured().and_then(|m| m.probe.get(key)?.as_str().map(str::to_string))
+    };
+    let totals: Vec<&RunView> = costs.iter().filter(|r| r.probe() == "sysbench.total").collect();
+    let Some(baseline) = totals.last().and_then(|r| param(r, "baseline")) else { return String::new() };
+    let mut loads: Vec<String> = Vec::new();
+    let mut labels: Vec<&str> = Vec::new();
+    for r in &totals {
+        let item = param(r, "load_item").unwrap_or_else(|| r.load());
+        if !loads.contains(&item) {
+            loads.push(item);
+        }
+        if !labels.contains(&r.label()) {
+            labels.push(r.label());
+        }
+    }
+    let seconds = |label: &str, item: &str| {
+        totals
+            .iter()
+            .rev()
+            .find(|r| r.label() == label && param(r, "load_item").unwrap_or_else(|| r.load()) == item)
+            .map(|r| r.data.total.max as f64 / 1e9)
+    };
+    let mut out = String::from(r#"<table class="sysbench-total"><tr><th>label</th>"#);
+    for l in &loads {
+        let _ = write!(out, "<th>{}</th>", esc(l));
+    }
+    out.push_str("</tr>");
+    for label in &labels {
+        let _ = write!(out, "<tr><td>{}</td>", esc(label));
+        for l in &loads {
+            let _ = write!(out, "<td>{}</td>", seconds(label, l).map_or("-".into(), |s| format!("{s:.2} s")));
+        }
+        out.push_str("</tr>");
+    }
+    for label in labels.iter().filter(|l| **l != baseline) {
+        let _ = write!(out, "<tr><td>% {} vs {}</td>", esc(label), esc(&baseline));
+        for l in &loads {
+            let pct = match (seconds(label, l), seconds(&baseline, l)) {
+                (Some(v), Some(b)) if b > 0.0 => format!("{:+.1} %", (v / b - 1.0) * 100.0),
+                _ => "-".into(),
+            };
+            let _ = write!(out, "<td>{pct}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out + "</table>"
+}

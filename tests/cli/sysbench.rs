@@ -82,3 +82,61 @@ fn sysbench_bad_input_is_rejected_by_name() {
     }
     assert!(!lab.db().exists(), "nothing measured, nothing stored");
 }
+
+#[test]
+fn total_time_under_each_load_is_tabled_with_a_percent_row_against_the_baseline() {
+    let lab = Lab::new();
+    for label in ["k1", "k2"] {
+        let said = lab.ok(&[
+            "sysbench",
+            "--total",
+            "--quick",
+            "--only",
+            "null-call,lat-pipe",
+            "--loads",
+            "none,trigger",
+            "--settle",
+            "200ms",
+            "--label",
+            label,
+            "--baseline",
+            "k1",
+        ]);
+        assert!(said.contains("total time of 2 operations per load"), "{said}");
+    }
+    let runs = lab.runs();
+    let totals: Vec<(&str, &str)> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["probe"] == "sysbench.total")
+        .map(|r| (r["label"].as_str().unwrap(), r["load"]["profile"].as_str().unwrap()))
+        .collect();
+    assert_eq!(totals, [("k1", "none"), ("k1", "trigger"), ("k2", "none"), ("k2", "trigger")]);
+    let out = lab.path("report");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let table = html
+        .split(r#"<table class="sysbench-total">"#)
+        .nth(1)
+        .expect("the total table")
+        .split("</table>")
+        .next()
+        .unwrap();
+    assert!(table.contains("<th>none</th><th>trigger</th>"), "a column per load: {table}");
+    assert_eq!(table.matches("<tr><td>").count(), 3, "k1, k2 and k2's % row: {table}");
+    let pct = table.split("<tr><td>% k2 vs k1</td>").nth(1).expect("the % row");
+    assert_eq!(pct.matches(" %</td>").count(), 2, "a % per load: {pct}");
+}
+
+#[test]
+fn total_needs_a_baseline_and_known_loads() {
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["sysbench", "--total", "--only", "null-call"]), "--baseline");
+    assert_rejected(
+        &lab.run(&["sysbench", "--total", "--baseline", "k", "--loads", "none,warp+disk", "--only", "null-call"]),
+        "warp",
+    );
+    assert_rejected(&lab.run(&["sysbench", "--baseline", "k", "--only", "null-call"]), "--total");
+    assert!(!lab.db().exists(), "nothing measured, nothing stored");
+}

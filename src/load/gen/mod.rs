@@ -8,6 +8,7 @@ mod hackbench;
 mod memcopy;
 mod pingflood;
 mod stressng;
+mod trigger;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +27,7 @@ pub static REGISTRY: &[GeneratorInfo] = &[
     fswalk::INFO,
     disk::INFO,
     cpu::INFO,
+    trigger::INFO,
     stressng::INFO,
 ];
 

@@ -232,6 +232,7 @@ fn run_cells(
                 cpu,
                 label,
                 &crate::model::LoadRecord::idle(),
+                None,
             )?;
             done.extend(&measured.ids);
             if session.signal().is_some() {

@@ -65,7 +65,7 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
             settle_s: a.settle.as_secs_f64(),
         }),
     };
-    let done = measure_into(&mut store, &chosen, method, cpu, &label, &load_record)?;
+    let done = measure_into(&mut store, &chosen, method, cpu, &label, &load_record, None)?;
     if let Some((session, before)) = load {
         let after = crate::load::CpuSample::read();
         let (report, warnings) = crate::load::session_report(&spec, session.stop(), &before, &after);
@@ -110,6 +110,25 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
     let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
     let method = if a.quick { Method::QUICK } else { Method::FULL };
     let tmp = crate::config::tmp_dir(&flags)?;
+    // The same work in every pass and on every kernel, or the times say nothing: the baseline's
+    // iteration counts when it has a --total of its own, else those this first pass finds.
+    let work = match baseline_work(&store, &baseline)? {
+        Some(w) => {
+            println!("the work of each pass: the iteration counts of {baseline}'s --total");
+            w
+        }
+        None => {
+            println!("sizing the work of each pass on this machine (no --total of {baseline} yet)");
+            let before = crate::sys::affinity().ok();
+            crate::sys::set_affinity(&[cpu]).map_err(|e| anyhow::anyhow!("cannot pin to CPU {cpu}: {e}"))?;
+            let sized: std::io::Result<Iterations> =
+                chosen.iter().map(|op| Ok((op.name.to_string(), sb::size_op(op, method.min_rep)?))).collect();
+            if let Some(cpus) = before {
+                let _ = crate::sys::set_affinity(&cpus);
+            }
+            sized?
+        }
+    };
     let mut rows = Vec::new();
     for (item, spec) in &loads {
         let session = if spec.is_none() {
@@ -122,8 +141,9 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
         let record = if spec.is_none() { LoadRecord::idle() } else { LoadRecord::named(item) };
         println!("== sysbench under load {item}");
         let started = std::time::Instant::now();
-        let done = measure_into(&mut store, chosen, method, cpu, &label, &record)?;
+        let done = measure_into(&mut store, chosen, method, cpu, &label, &record, Some(&work))?;
         let wall = started.elapsed();
+        let counts: Iterations = done.results.iter().map(|(op, m)| (op.name.to_string(), m.iterations)).collect();
         if let Some(s) = session {
             s.stop();
         }
@@ -133,6 +153,7 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
         probe.insert("load_item".into(), item.clone().into());
         probe.insert("baseline".into(), baseline.clone().into());
         probe.insert("operations".into(), done.results.len().into());
+        probe.insert("iterations".into(), serde_json::to_value(&counts)?);
         let params = MeasuredParams {
             threads: 1,
             cpus: vec![Some(cpu)],
@@ -170,10 +191,22 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
     Ok(0)
 }
 
+/// The iteration counts of the newest `--total` pass of `label`, if it has one.
+fn baseline_work(store: &crate::store::Store, label: &str) -> Result<Option<Iterations>> {
+    let Some(h) = store.runs()?.into_iter().rev().find(|h| h.label == label && h.probe == TOTAL) else {
+        return Ok(None);
+    };
+    let counts = h.params.measured().and_then(|m| m.probe.get("iterations")).cloned();
+    Ok(counts.and_then(|c| serde_json::from_value(c).ok()))
+}
+
 /// The CPU sysbench pins to unless told: the last online one.
 pub fn default_cpu() -> usize {
     *crate::sysinfo::online_cpus().last().unwrap_or(&0)
 }
+
+/// Iterations per repetition of each operation, by name.
+pub type Iterations = std::collections::BTreeMap<String, u64>;
 
 /// What [`measure_into`] measured and stored.
 pub struct Done<'o> {
@@ -191,12 +224,13 @@ pub fn measure_into<'o>(
     cpu: usize,
     label: &str,
     load: &LoadRecord,
+    fixed: Option<&Iterations>,
 ) -> Result<Done<'o>> {
     // Every process of the measurement (forked partners inherit it) stays on one CPU, as the
     // seeds ran LMbench; the calling thread's affinity comes back at the end.
     let before = crate::sys::affinity().ok();
     crate::sys::set_affinity(&[cpu]).map_err(|e| anyhow::anyhow!("cannot pin to CPU {cpu}: {e}"))?;
-    let result = measure_pinned(store, ops, method, cpu, label, load);
+    let result = measure_pinned(store, ops, method, cpu, label, load, fixed);
     if let Some(cpus) = before {
         let _ = crate::sys::set_affinity(&cpus);
     }
@@ -210,12 +244,13 @@ fn measure_pinned<'o>(
     cpu: usize,
     label: &str,
     load: &LoadRecord,
+    fixed: Option<&Iterations>,
 ) -> Result<Done<'o>> {
     let system = crate::sysinfo::snapshot();
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let mut done = Done { results: Vec::new(), ids: Vec::new(), failed: Vec::new() };
     for &op in ops {
-        let measured = match sb::measure(op, method) {
+        let measured = match sb::measure(op, method, fixed.and_then(|f| f.get(op.name).copied())) {
             Ok(m) => m,
             Err(e) => {
                 eprintln!("rtbench: sysbench {}: {e}", op.name);

@@ -166,3 +166,89 @@ pub fn page_size() -> usize {
     // SAFETY: sysconf with a valid name.
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
+
+/// The page the protection-fault handler makes writable again (0: none armed).
+static FAULT_PAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+extern "C" fn on_segv(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    let page = FAULT_PAGE.load(std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: the kernel passes a valid siginfo; mprotect and signal are async-signal-safe.
+    unsafe {
+        let addr = (*info).si_addr() as usize;
+        if page != 0 && addr >= page && addr < page + page_size() {
+            libc::mprotect(page as *mut libc::c_void, page_size(), libc::PROT_READ | libc::PROT_WRITE);
+        } else {
+            // Not ours: a real fault. The default action ends the process when it recurs.
+            libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+        }
+    }
+}
+
+/// One page of our own, and a SIGSEGV handler that lets writes to it through after a
+/// protection fault (what LMbench's protection-fault latency times). Dropping it restores both.
+pub struct ProtFault {
+    page: *mut libc::c_void,
+}
+
+impl ProtFault {
+    pub fn new() -> io::Result<ProtFault> {
+        let size = page_size();
+        // SAFETY: a fresh anonymous mapping chosen by the kernel; checked for MAP_FAILED.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        FAULT_PAGE.store(page as usize, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: a zeroed sigaction with an SA_SIGINFO handler and an empty mask.
+        let rc = unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_segv as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+            sa.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut())
+        };
+        let p = ProtFault { page };
+        check(rc)?;
+        Ok(p)
+    }
+
+    /// `n` times: make the page read-only and write to it (the fault, the handler making it
+    /// writable, the write done), or with `fault` false the same two mprotect calls without a
+    /// fault. Returns ns.
+    pub fn round(&self, n: u64, fault: bool) -> io::Result<u64> {
+        let size = page_size();
+        let t = super::now_ns();
+        for i in 0..n {
+            // SAFETY: our own page, mapped for the life of self; the handler re-enables writes.
+            unsafe {
+                check(libc::mprotect(self.page, size, libc::PROT_READ))?;
+                if fault {
+                    std::ptr::write_volatile(self.page.cast::<u8>(), i as u8);
+                } else {
+                    check(libc::mprotect(self.page, size, libc::PROT_READ | libc::PROT_WRITE))?;
+                }
+            }
+        }
+        Ok(super::now_ns() - t)
+    }
+}
+
+impl Drop for ProtFault {
+    fn drop(&mut self) {
+        FAULT_PAGE.store(0, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: SIG_DFL is a valid disposition; unmapping exactly what mmap returned.
+        unsafe {
+            libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+            libc::munmap(self.page, page_size());
+        }
+    }
+}

@@ -24,6 +24,11 @@ pub fn ops() -> Vec<Op> {
         fs("delete-10k", "delete a 10 KB file", || Files::make(10 * 1024, Phase::Delete)),
         fs("mmap", "map a 16 MB file and unmap it", || Ok(Box::new(Mapped::make(Touch::None)?))),
         fs("page-fault", "fault in one page of a cached file's mapping", || Ok(Box::new(Mapped::make(Touch::Pages)?))),
+        fs(
+            "prot-fault",
+            "write to a read-only page, a handler making it writable (less the two mprotect calls)",
+            || Ok(Box::new(Prot(sys::ProtFault::new()?))),
+        ),
         fs("select-file", "select on 100 file descriptors of a regular file", || {
             let (dir, path) = scratch(0)?;
             let files: Vec<File> = (0..100).map(|_| File::open(&path)).collect::<io::Result<_>>()?;
@@ -92,6 +97,17 @@ fn scratch(len: usize) -> io::Result<(tempfile::TempDir, PathBuf)> {
     f.sync_all()?;
     std::fs::read(&path)?;
     Ok((dir, path))
+}
+
+/// Protection faults: the time of faulting writes less that of the same mprotect calls.
+struct Prot(sys::ProtFault);
+
+impl Bench for Prot {
+    fn iterate(&mut self, n: u64) -> io::Result<Timed> {
+        let faulting = self.0.round(n, true)?;
+        let calls = self.0.round(n, false)?;
+        Ok(Timed { ns: faulting.saturating_sub(calls), units: n })
+    }
 }
 
 /// One operation per iteration.

@@ -158,10 +158,23 @@ fn size(bench: &mut dyn Bench, min: Duration) -> io::Result<u64> {
     }
 }
 
-/// Measures `op` by `method`.
-pub fn measure(op: &Op, method: Method) -> io::Result<Measured> {
+/// The iterations that make one repetition of `op` last `min` here.
+pub fn size_op(op: &Op, min: Duration) -> io::Result<u64> {
+    size((op.make)()?.as_mut(), min)
+}
+
+/// Measures `op` by `method`: `iterations` per repetition when given (a fixed amount of work,
+/// as `--total` needs to compare passes), else as many as fill the minimum time.
+pub fn measure(op: &Op, method: Method, iterations: Option<u64>) -> io::Result<Measured> {
     let mut bench = (op.make)()?;
-    let iterations = size(bench.as_mut(), method.min_rep)?;
+    let iterations = match iterations {
+        Some(n) => {
+            // Warmed up all the same.
+            bench.iterate(n.div_ceil(10))?;
+            n
+        }
+        None => size(bench.as_mut(), method.min_rep)?,
+    };
     let mut values = Vec::with_capacity(method.reps);
     for _ in 0..method.reps.max(1) {
         values.push(op.value(bench.iterate(iterations)?));

@@ -113,6 +113,16 @@ fn total_time_under_each_load_is_tabled_with_a_percent_row_against_the_baseline(
         .map(|r| (r["label"].as_str().unwrap(), r["load"]["profile"].as_str().unwrap()))
         .collect();
     assert_eq!(totals, [("k1", "none"), ("k1", "trigger"), ("k2", "none"), ("k2", "trigger")]);
+    // The same work in every pass and on both kernels: the baseline's iteration counts.
+    let work: Vec<serde_json::Value> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["probe"] == "sysbench.total")
+        .map(|r| lab.export_json(r["id"].as_i64().unwrap())["run"]["params"]["iterations"].clone())
+        .collect();
+    assert!(work[0]["null-call"].as_u64().unwrap() > 0, "{}", work[0]);
+    assert!(work.iter().all(|w| *w == work[0]), "{work:?}");
     let out = lab.path("report");
     lab.ok(&["report", "-o", out.to_str().unwrap()]);
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();

@@ -264,7 +264,9 @@ pub fn sysbench_total(costs: &[RunView]) -> String {
     let param = |r: &RunView, key: &str| {
         r.data.header.params.measured().and_then(|m| m.probe.get(key)?.as_str().map(str::to_string))
     };
-    let totals: Vec<&RunView> = costs.iter().filter(|r| r.probe() == "sysbench.total").collect();
+    // In the order they ran: loads as the passes went, labels as they were measured.
+    let mut totals: Vec<&RunView> = costs.iter().filter(|r| r.probe() == "sysbench.total").collect();
+    totals.sort_by_key(|r| r.data.header.id);
     let Some(baseline) = totals.last().and_then(|r| param(r, "baseline")) else { return String::new() };
     let mut loads: Vec<String> = Vec::new();
     let mut labels: Vec<&str> = Vec::new();

@@ -144,16 +144,20 @@ impl Measured {
     }
 }
 
-/// The iterations that make one repetition last at least `min`, found while warming up.
+/// The iterations that make one repetition last at least `min`, found while warming up. Sized
+/// on the wall time of a repetition, not on what it reports: a context switch reports the ring's
+/// time less its overhead, which can come out near zero and would grow `n` without end.
 fn size(bench: &mut dyn Bench, min: Duration) -> io::Result<u64> {
     let mut n = 1u64;
     loop {
-        let t = bench.iterate(n)?;
-        if t.ns >= min.as_nanos() as u64 || n >= 1 << 32 {
+        let t = Instant::now();
+        bench.iterate(n)?;
+        let wall = since(t);
+        if wall >= min.as_nanos() as u64 || n >= 1 << 32 {
             return Ok(n);
         }
         // Aim 20 % past the minimum, at most 100× at a time (the first, cold round is slow).
-        let grow = (min.as_nanos() as f64 * 1.2 / t.ns.max(1) as f64).clamp(2.0, 100.0);
+        let grow = (min.as_nanos() as f64 * 1.2 / wall.max(1) as f64).clamp(2.0, 100.0);
         n = ((n as f64) * grow).ceil() as u64;
     }
 }
@@ -214,6 +218,22 @@ mod tests {
         assert_eq!(bw.value(Timed { ns: 1_000_000_000, units: 5_000_000 }), 5_000, "5 MB in 1 s is 5000 KB/s");
         let m = Measured { iterations: 1, values: vec![5, 1, 9, 3, 7] };
         assert_eq!((m.median(), m.min(), m.max()), (5, 1, 9));
+    }
+
+    /// Takes real time but reports none, as a ring whose overhead equals its time does.
+    struct Cancelled;
+
+    impl Bench for Cancelled {
+        fn iterate(&mut self, n: u64) -> io::Result<Timed> {
+            std::thread::sleep(Duration::from_micros(100) * n as u32);
+            Ok(Timed { ns: 0, units: n })
+        }
+    }
+
+    #[test]
+    fn sizing_follows_wall_time_even_when_the_net_time_is_zero() {
+        let n = size(&mut Cancelled, Duration::from_millis(3)).unwrap();
+        assert!(n <= 100, "sized on the 100 µs each iteration takes, not on the zero it reports: {n}");
     }
 
     #[test]

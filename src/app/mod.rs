@@ -2,6 +2,7 @@
 
 mod compare;
 mod load;
+mod monitor;
 mod net;
 mod study;
 mod wcet;
@@ -177,6 +178,7 @@ fn command(cmd: Command) -> Result<i32> {
             Ok(0)
         }
         Command::Wcet(a) => wcet::run(a),
+        Command::Monitor(a) => monitor::run(a),
         Command::Show(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let run = store.run(a.run)?;

@@ -1,6 +1,7 @@
 //! The command line (clap). Nothing below `config` sees these types: each flag struct turns
 //! into the plain settings of `config`. The probes' subcommands come from the probe registry.
 
+mod monitor;
 mod probes;
 
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use crate::config::{BreachOptions, LoadFlags, RunOptions};
 use crate::model::Policy;
 use crate::report::export::Format;
 
+pub use monitor::MonitorArgs;
 pub use probes::{parse_from, Invocation, ProbeCall};
 
 #[derive(Parser, Debug)]
@@ -50,6 +52,9 @@ pub enum Command {
     /// Extreme-value estimate of a run's worst case: the latency exceeded with probability
     /// 1e-6, 1e-9, 1e-12 per sample (and once per hour, day, year), with 95 % intervals.
     Wcet(WcetArgs),
+    /// Watch latency continuously at low cost: timer windows stored as runs, Prometheus
+    /// metrics at /metrics (runs until SIGTERM or Ctrl-C)
+    Monitor(MonitorArgs),
     /// Internal: the process that owns a load's generators.
     #[command(name = "__load-supervisor", hide = true)]
     LoadSupervisor { dir: PathBuf, deadline_s: u64, spec: String },

@@ -9,6 +9,7 @@ mod helpers;
 mod live;
 mod load;
 mod measure;
+mod monitor;
 mod net;
 mod report;
 mod samplelog;

@@ -35,6 +35,10 @@ pub struct MonitorArgs {
     /// Stop after this long [default: until SIGTERM or Ctrl-C]
     #[arg(short = 'D', long, value_parser = crate::parse::duration)]
     pub duration: Option<Duration>,
+    /// After a run bounded by -D, keep serving its final numbers this long, so a scraper sees
+    /// every sample the store holds
+    #[arg(long, value_parser = crate::parse::duration, value_name = "DURATION", requires = "duration")]
+    pub linger: Option<Duration>,
     /// Label to store the windows under [default: uname -r]
     #[arg(long)]
     pub label: Option<String>,

@@ -5,6 +5,7 @@ mod bad_input;
 mod breach;
 mod export;
 mod faults;
+mod fleet;
 mod helpers;
 mod live;
 mod load;

@@ -46,6 +46,9 @@ pub fn run(a: MonitorArgs) -> Result<i32> {
         sinks: vec![Box::new(metrics::MetricsSink::new(shared, thresholds))],
     };
     let (id, outcome) = crate::runner::run_with(&cfg, &mut store, extras)?;
+    if let (Some(linger), Some(_), crate::runner::Outcome::Complete) = (a.linger, &endpoint, outcome) {
+        std::thread::sleep(linger);
+    }
     drop(endpoint);
     eprintln!("rtbench: monitor ended; its last window is run {id} in {}", store.path().display());
     Ok(outcome.exit_code())

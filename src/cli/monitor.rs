@@ -1,5 +1,6 @@
 //! `rtbench monitor`: the flags of continuous monitoring.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -42,6 +43,9 @@ pub struct MonitorArgs {
     /// Label to store the windows under [default: uname -r]
     #[arg(long)]
     pub label: Option<String>,
+    /// Also write every window's histogram per CPU to an HdrHistogram interval log FILE
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArg,
 }

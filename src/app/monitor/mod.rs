@@ -2,6 +2,7 @@
 //! the same runner as every run. Each window is a stored run; `/metrics` shows the latency to
 //! a Prometheus server.
 
+mod hlog;
 mod metrics;
 mod serve;
 
@@ -40,11 +41,12 @@ pub fn run(a: MonitorArgs) -> Result<i32> {
         eprintln!("rtbench: serving metrics at http://{}/metrics", e.addr);
     }
     let mut store = super::writable_store(&cfg.db)?;
-    let extras = Extras {
-        window: Some(a.window),
-        keep: Some(a.keep),
-        sinks: vec![Box::new(metrics::MetricsSink::new(shared, thresholds))],
-    };
+    let mut sinks: Vec<Box<dyn crate::runner::sink::Sink + Send>> =
+        vec![Box::new(metrics::MetricsSink::new(shared, thresholds))];
+    if let Some(path) = &a.hlog {
+        sinks.push(Box::new(hlog::HlogSink::create(path)?));
+    }
+    let extras = Extras { window: Some(a.window), keep: Some(a.keep), sinks };
     let (id, outcome) = crate::runner::run_with(&cfg, &mut store, extras)?;
     if let (Some(linger), Some(_), crate::runner::Outcome::Complete) = (a.linger, &endpoint, outcome) {
         std::thread::sleep(linger);

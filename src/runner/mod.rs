@@ -335,9 +335,12 @@ fn drive(
                 last_checkpoint = Instant::now();
                 run.checkpoint();
             }
-            // A window closes at a checkpoint that reached every sink, so the segment it
-            // ends holds all of it; a store that could not roll tries again next second.
+            // A window closes right after a checkpoint that reached every sink, so the segment
+            // it ends holds every sample collected; a store that could not take it or roll
+            // tries again next second.
             if let Some(every) = windows.every.filter(|w| window_from.elapsed() >= *w) {
+                last_checkpoint = Instant::now();
+                run.checkpoint();
                 if run.sinks.iter().all(|s| s.current()) {
                     if let Some(next) = run.close_window(store_at, true) {
                         id = next;

@@ -2,6 +2,7 @@
 
 mod compare;
 mod load;
+mod monitor;
 mod net;
 mod study;
 mod sysbench;
@@ -181,6 +182,7 @@ fn command(cmd: Command) -> Result<i32> {
         }
         Command::Wcet(a) => wcet::run(a),
         Command::Sysbench(a) => sysbench::run(a),
+        Command::Monitor(a) => monitor::run(a),
         Command::Show(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let run = store.run(a.run)?;

@@ -1,6 +1,7 @@
 //! The command line (clap). Nothing below `config` sees these types: each flag struct turns
 //! into the plain settings of `config`. The probes' subcommands come from the probe registry.
 
+mod monitor;
 mod probes;
 
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use crate::config::{BreachOptions, LoadFlags, RunOptions};
 use crate::model::Policy;
 use crate::report::export::Format;
 
+pub use monitor::MonitorArgs;
 pub use probes::{parse_from, Invocation, ProbeCall};
 
 #[derive(Parser, Debug)]
@@ -53,6 +55,9 @@ pub enum Command {
     /// The throughput price: LMbench-style costs of system operations and bandwidths, stored
     /// per operation so labels compare in % (a clean implementation, not LMbench).
     Sysbench(SysbenchArgs),
+    /// Watch latency continuously at low cost: timer windows stored as runs, Prometheus
+    /// metrics at /metrics (runs until SIGTERM or Ctrl-C)
+    Monitor(MonitorArgs),
     /// Internal: the process that owns a load's generators.
     #[command(name = "__load-supervisor", hide = true)]
     LoadSupervisor { dir: PathBuf, deadline_s: u64, spec: String },

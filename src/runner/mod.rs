@@ -6,6 +6,7 @@ pub mod cpuwatch;
 mod live;
 pub mod preempt;
 pub mod rt;
+pub mod segment;
 pub mod session;
 pub mod signals;
 pub mod sink;
@@ -31,6 +32,7 @@ use crate::recorder::{self, Buffer, Collector};
 use crate::stats::Stats;
 use crate::store::{NewRun, Store};
 use crate::sys;
+use segment::{Closed, Extras, Header, Segments};
 use sink::{Checkpoint, Fed, LiveSink, Progress, SampleLogSink, StoreSink};
 
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -73,6 +75,11 @@ struct ThreadTotals {
 
 /// Runs `cfg` to the end and stores it. Returns the run id and how it ended.
 pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
+    run_with(cfg, store, Extras::default())
+}
+
+/// [`run`] with windows and sinks of the caller's. Returns the id of the last segment.
+pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i64, Outcome)> {
     // A peer that cannot be reached fails here, before any file is written.
     cfg.probe.prepare(cfg.threads.len())?;
     // From here on a Ctrl-C is a request to stop and save, even during the load's settling.
@@ -150,13 +157,41 @@ pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
         system: &system,
         envelope_ns: cfg.envelope_ns,
     })?;
-    let result =
-        drive(cfg, &session, store, id, &grant, warnings, samples, load, shield_tasks, params, tracer.as_mut());
+    let segments = extras.window.map(|_| Segments {
+        header: Header {
+            label: cfg.label.clone(),
+            probe: cfg.info.name,
+            metric: cfg.info.metric,
+            params: RunParams::Measured(params.clone()),
+            load: load_header(cfg),
+            command_line: cfg.command_line.clone(),
+            rt_priority: grant.rt_priority(),
+            warnings: warnings.clone(),
+            system: system.clone(),
+            envelope_ns: cfg.envelope_ns,
+        },
+        keep: extras.keep,
+    });
+    let windows = Windows { every: extras.window, segments, sinks: extras.sinks };
+    let result = drive(
+        cfg,
+        &session,
+        store,
+        id,
+        &grant,
+        warnings,
+        samples,
+        load,
+        shield_tasks,
+        params,
+        tracer.as_mut(),
+        windows,
+    );
     // The session ends here: every system change it holds is put back.
     drop(tracer);
     drop(session);
     match result {
-        Ok(outcome) => Ok((id, outcome)),
+        Ok(ended) => Ok(ended),
         Err(e) => {
             // Whatever was checkpointed stays; the run says why it ended.
             let _ = store.mark_failed(id, &format!("{e:#}"));
@@ -179,7 +214,9 @@ fn drive(
     shield: Option<(std::path::PathBuf, Vec<usize>)>,
     mut params: crate::model::MeasuredParams,
     mut tracer: Option<&mut crate::trace::Tracer>,
-) -> Result<Outcome> {
+    windows: Windows,
+) -> Result<(i64, Outcome)> {
+    let mut id = id;
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
     let before = CpuSample::read();
@@ -236,7 +273,12 @@ fn drive(
     if let (Some(log), Some(path)) = (samples, &cfg.samples) {
         sinks.push(Fed::new(SampleLogSink { log, path: path.clone() }));
     }
-    sinks.push(Fed::new(StoreSink::new(store, id)));
+    let store_at = sinks.len();
+    let mut store_sink = StoreSink::new(store, id);
+    store_sink.segments = windows.segments;
+    sinks.push(Fed::new(store_sink));
+    sinks.extend(windows.sinks.into_iter().map(Fed::new));
+    let mut window_from = started;
     let live = live::Live::new(cfg.quiet);
     let collect_every = if live.is_some() { LIVE_EVERY } else { CHECKPOINT_EVERY };
     if let Some(live) = live {
@@ -292,6 +334,19 @@ fn drive(
             if due(last_checkpoint, CHECKPOINT_EVERY) {
                 last_checkpoint = Instant::now();
                 run.checkpoint();
+            }
+            // A window closes right after a checkpoint that reached every sink, so the segment
+            // it ends holds every sample collected; a store that could not take it or roll
+            // tries again next second.
+            if let Some(every) = windows.every.filter(|w| window_from.elapsed() >= *w) {
+                last_checkpoint = Instant::now();
+                run.checkpoint();
+                if run.sinks.iter().all(|s| s.current()) {
+                    if let Some(next) = run.close_window(store_at, true) {
+                        id = next;
+                        window_from += every;
+                    }
+                }
             }
             Ok(())
         },
@@ -349,6 +404,7 @@ fn drive(
     if !run.sinks.iter().all(|s| s.current()) {
         anyhow::bail!("{}", run.sinks.iter().filter_map(|s| s.warning()).collect::<Vec<_>>().join("; "));
     }
+    run.close_window(store_at, false);
     warnings.extend(run.sinks.iter().filter_map(|s| s.warning()));
     let watched = run.watch.is_some();
     drop(run);
@@ -379,7 +435,14 @@ fn drive(
         ));
     }
     store.finish(id, outcome.status(), &warnings)?;
-    Ok(outcome)
+    Ok((id, outcome))
+}
+
+/// The windows of a run, as `drive` takes them from [`Extras`].
+struct Windows {
+    every: Option<Duration>,
+    segments: Option<Segments>,
+    sinks: Vec<Box<dyn sink::Sink + Send>>,
 }
 
 /// The measurements on their way from the threads to the sinks.
@@ -497,6 +560,29 @@ impl Flow<'_> {
         for s in self.sinks.iter_mut().filter(|s| !s.current()) {
             s.checkpoint(&cp);
         }
+    }
+
+    /// Ends the window at the last checkpoint: the store's sink first (the next segment's id),
+    /// then the others, then the totals start again. `None` and nothing changed when the store
+    /// could not begin the next segment.
+    fn close_window(&mut self, store_at: usize, more: bool) -> Option<i64> {
+        let threads = self.results();
+        let closed = Closed { threads: &threads, more };
+        let next = self.sinks[store_at].window_closed(&closed);
+        if more && next.is_none() {
+            return None;
+        }
+        for (i, s) in self.sinks.iter_mut().enumerate() {
+            if i != store_at {
+                s.window_closed(&closed);
+            }
+        }
+        if more {
+            for t in &mut self.totals {
+                t.stats = Stats::default();
+            }
+        }
+        next
     }
 
     fn results(&self) -> Vec<ThreadResult> {

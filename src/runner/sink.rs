@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::live::{Live, Row};
+use super::segment::{Closed, Segments};
 use crate::model::{Breach, CpuInterval, EnvPoint, ThreadResult};
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::store::{RawBatch, Store};
@@ -61,6 +62,33 @@ pub trait Sink {
     fn checkpoint(&mut self, _cp: &Checkpoint) -> Result<()> {
         Ok(())
     }
+    /// A window ended right after a checkpoint (see [`super::segment`]). The store answers with
+    /// the id of the segment that follows.
+    fn window_closed(&mut self, _closed: &Closed) -> Result<Option<i64>> {
+        Ok(None)
+    }
+}
+
+/// Sinks the caller made, boxed, are fed like the runner's own.
+impl<S: Sink + ?Sized> Sink for Box<S> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn on_failure(&self) -> OnFailure {
+        (**self).on_failure()
+    }
+    fn samples(&mut self, thread: u32, chunk: &[(u64, u64)]) -> Result<()> {
+        (**self).samples(thread, chunk)
+    }
+    fn progress(&mut self, p: &Progress) -> Result<()> {
+        (**self).progress(p)
+    }
+    fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
+        (**self).checkpoint(cp)
+    }
+    fn window_closed(&mut self, closed: &Closed) -> Result<Option<i64>> {
+        (**self).window_closed(closed)
+    }
 }
 
 /// A sink as the runner feeds it: a failure is said once, counted, and retried or stopped as
@@ -112,6 +140,16 @@ impl<'s> Fed<'s> {
         self.current
     }
 
+    /// The new segment's id, when the sink is the store and it began one.
+    pub fn window_closed(&mut self, closed: &Closed) -> Option<i64> {
+        let mut next = None;
+        self.call(|s| {
+            next = s.window_closed(closed)?;
+            Ok(())
+        });
+        next
+    }
+
     /// Whether the last checkpoint reached it.
     pub fn current(&self) -> bool {
         self.current
@@ -145,6 +183,8 @@ pub struct StoreSink<'s> {
     envelope: Vec<(u32, EnvPoint)>,
     activity: Vec<CpuInterval>,
     breaches: Vec<Breach>,
+    /// How a window ends, when the run has windows.
+    pub segments: Option<Segments>,
 }
 
 /// One thread's raw samples for the store.
@@ -161,7 +201,15 @@ impl<'s> StoreSink<'s> {
         // A store another writer holds must not stall the runner: a checkpoint that cannot get
         // the lock soon fails, and the next one retries.
         store.set_busy_timeout(CHECKPOINT_LOCK_WAIT);
-        StoreSink { store, id, raw: Vec::new(), envelope: Vec::new(), activity: Vec::new(), breaches: Vec::new() }
+        StoreSink {
+            store,
+            id,
+            raw: Vec::new(),
+            envelope: Vec::new(),
+            activity: Vec::new(),
+            breaches: Vec::new(),
+            segments: None,
+        }
     }
 }
 
@@ -217,6 +265,12 @@ impl Sink for StoreSink<'_> {
         self.envelope.clear();
         self.activity.clear();
         Ok(())
+    }
+
+    fn window_closed(&mut self, closed: &Closed) -> Result<Option<i64>> {
+        let Some(segments) = self.segments.as_ref().filter(|_| closed.more) else { return Ok(None) };
+        self.id = segments.roll(self.store, self.id)?;
+        Ok(Some(self.id))
     }
 }
 

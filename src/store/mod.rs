@@ -2,6 +2,7 @@
 //! everything else.
 
 mod merge;
+mod retention;
 mod schema;
 
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use anyhow::{Context, Result};
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use rusqlite::{params, Connection, OptionalExtension};
 
+pub use retention::WINDOW_PARAM;
 pub use schema::SCHEMA_VERSION;
 
 use crate::error::InputError;

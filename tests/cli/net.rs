@@ -7,19 +7,19 @@ use std::time::{Duration, Instant};
 use crate::helpers::*;
 
 /// Two namespaces, `a` (10.231.0.1) and `b` (10.231.0.2), joined by a veth pair.
-struct Hosts {
-    a: String,
-    b: String,
+pub struct Hosts {
+    pub a: String,
+    pub b: String,
 }
 
-const A_ADDR: &str = "10.231.0.1";
+pub const A_ADDR: &str = "10.231.0.1";
 
 fn ip(args: &[&str]) -> bool {
     Command::new("ip").args(args).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
 }
 
 impl Hosts {
-    fn new(tag: &str) -> Option<Hosts> {
+    pub fn new(tag: &str) -> Option<Hosts> {
         if !is_root() {
             skip("network namespaces need root");
             return None;
@@ -44,7 +44,7 @@ impl Hosts {
     }
 
     /// rtbench inside namespace `ns`.
-    fn rtbench(&self, lab: &Lab, ns: &str, args: &[&str]) -> Command {
+    pub fn rtbench(&self, lab: &Lab, ns: &str, args: &[&str]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", ns, env!("CARGO_BIN_EXE_rtbench")]).args(args).env("RTBENCH_DB", lab.db());
         c

@@ -1,0 +1,195 @@
+//! What `/metrics` shows, kept by a sink of the runner. The sink turns each checkpoint's
+//! histograms into a small [`Snapshot`] (a few dozen integers per CPU) and publishes it under a
+//! lock only the runner and the HTTP thread take: a scrape never reaches a recorder, so it
+//! cannot hold up a measuring thread.
+
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use hdrhistogram::Histogram;
+
+use crate::model::ThreadResult;
+use crate::runner::segment::Closed;
+use crate::runner::sink::{Checkpoint, Sink};
+
+/// Upper bounds of the exported buckets: 1-2-5 steps from 1 µs to 10 s, in ns.
+pub const BOUNDS_NS: [u64; 22] = {
+    let mut b = [0u64; 22];
+    let mut i = 0;
+    let mut decade = 1_000u64;
+    while i < 21 {
+        b[i] = decade;
+        b[i + 1] = 2 * decade;
+        b[i + 2] = 5 * decade;
+        decade *= 10;
+        i += 3;
+    }
+    b[21] = decade;
+    b
+};
+
+/// One CPU's series: everything since the monitor started, and the windows' maxima.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Series {
+    pub cpu: String,
+    /// Samples per bucket of [`BOUNDS_NS`], not cumulative; the last is above 10 s.
+    pub buckets: Vec<u64>,
+    pub count: u64,
+    pub sum_ns: u128,
+    /// Samples over each threshold.
+    pub over: Vec<u64>,
+    pub max_current_ns: u64,
+    pub max_last_ns: Option<u64>,
+}
+
+impl Series {
+    fn new(cpu: String, thresholds: usize) -> Series {
+        Series { cpu, buckets: vec![0; BOUNDS_NS.len() + 1], over: vec![0; thresholds], ..Series::default() }
+    }
+
+    fn add(&mut self, other: &Series) {
+        self.buckets.iter_mut().zip(&other.buckets).for_each(|(a, b)| *a += b);
+        self.over.iter_mut().zip(&other.over).for_each(|(a, b)| *a += b);
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+    }
+}
+
+/// What a scrape reads.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub thresholds_ns: Vec<u64>,
+    pub series: Vec<Series>,
+}
+
+pub type Shared = Arc<Mutex<Snapshot>>;
+
+/// The samples of one histogram per bucket and over each threshold. A bin of the HDR histogram
+/// counts by its highest equivalent value, so an exported bucket is exact to the HDR
+/// precision (3 significant digits).
+pub fn window_series(cpu: String, hist: &Histogram<u64>, thresholds_ns: &[u64]) -> Series {
+    let mut s = Series::new(cpu, thresholds_ns.len());
+    for v in hist.iter_recorded() {
+        let (value, n) = (v.value_iterated_to(), v.count_at_value());
+        let at = BOUNDS_NS.iter().position(|b| value <= *b).unwrap_or(BOUNDS_NS.len());
+        s.buckets[at] += n;
+        for (slot, t) in s.over.iter_mut().zip(thresholds_ns) {
+            if value > *t {
+                *slot += n;
+            }
+        }
+    }
+    s
+}
+
+/// The runner's side: folds closed windows into a base and publishes base + current window.
+pub struct MetricsSink {
+    pub shared: Shared,
+    thresholds_ns: Vec<u64>,
+    /// Everything of the windows that closed, per thread.
+    base: Vec<Series>,
+}
+
+impl MetricsSink {
+    pub fn new(shared: Shared, thresholds_ns: Vec<u64>) -> MetricsSink {
+        shared.lock().unwrap_or_else(|e| e.into_inner()).thresholds_ns = thresholds_ns.clone();
+        MetricsSink { shared, thresholds_ns, base: Vec::new() }
+    }
+
+    fn window(&self, t: &ThreadResult) -> Series {
+        let cpu = t.cpu.map_or_else(|| format!("t{}", t.thread), |c| c.to_string());
+        let mut s = window_series(cpu, &t.stats.hist, &self.thresholds_ns);
+        s.count = t.stats.count;
+        s.sum_ns = t.stats.sum;
+        s.max_current_ns = t.stats.max;
+        s
+    }
+
+    fn base_of(&mut self, i: usize, cpu: &str) -> &mut Series {
+        while self.base.len() <= i {
+            self.base.push(Series::new(cpu.to_string(), self.thresholds_ns.len()));
+        }
+        &mut self.base[i]
+    }
+}
+
+impl Sink for MetricsSink {
+    fn name(&self) -> String {
+        "the metrics endpoint".into()
+    }
+
+    fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
+        let mut series = Vec::with_capacity(cp.threads.len());
+        for (i, t) in cp.threads.iter().enumerate() {
+            let window = self.window(t);
+            let base = self.base_of(i, &window.cpu);
+            let mut total =
+                Series { max_current_ns: window.max_current_ns, max_last_ns: base.max_last_ns, ..base.clone() };
+            total.add(&window);
+            series.push(total);
+        }
+        self.shared.lock().unwrap_or_else(|e| e.into_inner()).series = series;
+        Ok(())
+    }
+
+    fn window_closed(&mut self, closed: &Closed) -> Result<Option<i64>> {
+        for (i, t) in closed.threads.iter().enumerate() {
+            let window = self.window(t);
+            let base = self.base_of(i, &window.cpu);
+            base.add(&window);
+            base.max_last_ns = Some(window.max_current_ns);
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bounds_climb_one_two_five_from_a_microsecond_to_ten_seconds() {
+        assert_eq!(&BOUNDS_NS[..4], &[1_000, 2_000, 5_000, 10_000]);
+        assert_eq!(BOUNDS_NS[21], 10_000_000_000);
+        assert!(BOUNDS_NS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn samples_land_in_their_bucket_and_over_their_thresholds() {
+        let mut h = crate::stats::Stats::default().hist;
+        for ns in [500, 1_000, 1_001, 150_000, 150_000, 3_000_000, 20_000_000_000] {
+            h.saturating_record(ns);
+        }
+        let s = window_series("0".into(), &h, &[100_000, 1_000_000]);
+        assert_eq!(s.buckets[0], 2, "500 ns and exactly 1 µs are within le=1e-6");
+        assert_eq!(s.buckets[1], 1);
+        assert_eq!(s.buckets[BOUNDS_NS.iter().position(|b| *b == 200_000).unwrap()], 2);
+        assert_eq!(s.buckets[BOUNDS_NS.iter().position(|b| *b == 5_000_000).unwrap()], 1);
+        assert_eq!(s.buckets[BOUNDS_NS.len()], 1, "over 10 s goes to +Inf only");
+        assert_eq!(s.over, vec![4, 2]);
+    }
+
+    fn cp(threads: &[ThreadResult]) -> Checkpoint<'_> {
+        Checkpoint { threads, envelope: &[], activity: &[], breaches: &[] }
+    }
+
+    #[test]
+    fn closed_windows_accumulate_and_their_maximum_becomes_the_last() {
+        let shared = Shared::default();
+        let mut sink = MetricsSink::new(Arc::clone(&shared), vec![100_000]);
+        let result = |ns: &[u64]| {
+            let mut stats = crate::stats::Stats::default();
+            ns.iter().for_each(|n| stats.record(*n));
+            ThreadResult { thread: 0, cpu: Some(1), stats }
+        };
+        let first = [result(&[5_000, 300_000])];
+        sink.checkpoint(&cp(&first)).unwrap();
+        sink.window_closed(&Closed { threads: &first, more: true }).unwrap();
+        let second = [result(&[7_000])];
+        sink.checkpoint(&cp(&second)).unwrap();
+        let s = shared.lock().unwrap().series[0].clone();
+        assert_eq!((s.cpu.as_str(), s.count, s.sum_ns), ("1", 3, 312_000));
+        assert_eq!(s.over, vec![1]);
+        assert_eq!((s.max_current_ns, s.max_last_ns), (7_000, Some(300_000)));
+    }
+}

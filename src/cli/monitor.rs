@@ -1,0 +1,51 @@
+//! `rtbench monitor`: the flags of continuous monitoring.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::DbArg;
+
+#[derive(Args, Debug)]
+pub struct MonitorArgs {
+    /// Wake-up interval of the timer probe, in µs
+    #[arg(short = 'i', long, value_parser = crate::parse::positive_us, default_value = "1000", value_name = "US")]
+    pub interval: u64,
+    /// CPUs to watch, one thread each, e.g. 0-3 [default: all online]
+    #[arg(short = 'a', long, value_name = "CPUS")]
+    pub affinity: Option<String>,
+    /// Real-time priority of the measuring threads (1-99)
+    #[arg(short = 'p', long, value_parser = crate::parse::priority, default_value_t = 95)]
+    pub priority: i32,
+    /// Each window is stored as one run (the OSADL farm draws 5-minute maxima)
+    #[arg(long, value_parser = crate::parse::duration, default_value = "5m", value_name = "DURATION")]
+    pub window: Duration,
+    /// Delete stored windows of this monitor older than this
+    #[arg(long, value_parser = crate::parse::duration, default_value = "7d", value_name = "DURATION")]
+    pub keep: Duration,
+    /// Serve Prometheus metrics at http://ADDR/metrics ("off": no endpoint)
+    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR")]
+    pub listen: String,
+    /// Answer only requests carrying `Authorization: Bearer TOKEN`
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Count samples over these latencies, e.g. 100us,1ms
+    #[arg(long, default_value = "100us,1ms", value_name = "LIST")]
+    pub threshold: String,
+    /// Stop after this long [default: until SIGTERM or Ctrl-C]
+    #[arg(short = 'D', long, value_parser = crate::parse::duration)]
+    pub duration: Option<Duration>,
+    /// After a run bounded by -D, keep serving its final numbers this long, so a scraper sees
+    /// every sample the store holds
+    #[arg(long, value_parser = crate::parse::duration, value_name = "DURATION", requires = "duration")]
+    pub linger: Option<Duration>,
+    /// Label to store the windows under [default: uname -r]
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Also write every window's histogram per CPU to an HdrHistogram interval log FILE
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+}

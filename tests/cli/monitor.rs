@@ -1,0 +1,158 @@
+//! `rtbench monitor`: windows stored as runs, retention, signals, and the /metrics endpoint.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::helpers::*;
+
+/// A monitor that is killed however the test ends.
+struct Monitor(Child);
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Monitor {
+    fn start(lab: &Lab, args: &[&str]) -> Monitor {
+        let mut all = vec!["monitor", "-a", "0", "--label", "mon"];
+        all.extend_from_slice(args);
+        Monitor(lab.cmd(&all).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap())
+    }
+
+    /// The address it serves on, from its first line.
+    fn address(&mut self) -> String {
+        let mut line = String::new();
+        BufReader::new(self.0.stderr.as_mut().unwrap()).read_line(&mut line).unwrap();
+        let at = line.find("http://").unwrap_or_else(|| panic!("no address in: {line}"));
+        line[at + 7..].trim_end().trim_end_matches("/metrics").to_string()
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill").args([sig, &self.0.id().to_string()]).status().unwrap();
+        assert!(ok.success(), "kill {sig}");
+    }
+
+    fn wait(&mut self, limit: Duration) -> Option<i32> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(s) = self.0.try_wait().unwrap() {
+                return s.code();
+            }
+            assert!(Instant::now() < deadline, "the monitor did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// One GET (a test client: the server side is a maintained crate); (status, body).
+pub fn get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let status = reply.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = reply.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+/// The value of the exposition line that starts with `series`.
+pub fn value(body: &str, series: &str) -> Option<f64> {
+    body.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
+}
+
+fn monitor_runs(lab: &Lab) -> Vec<serde_json::Value> {
+    lab.runs().as_array().unwrap().iter().filter(|r| r["label"] == "mon").cloned().collect()
+}
+
+#[test]
+fn windows_are_stored_as_runs_of_their_own_and_sigterm_keeps_the_current_one() {
+    let lab = Lab::new();
+    let mut m = Monitor::start(&lab, &["--window", "2s", "--listen", "off"]);
+    lab.wait_for_runs(3, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(1200));
+    m.signal("-TERM");
+    assert_eq!(m.wait(Duration::from_secs(20)), Some(143));
+    let runs = monitor_runs(&lab);
+    assert!(runs.len() >= 3, "{runs:?}");
+    let (closed, last) = runs.split_at(runs.len() - 1);
+    for r in closed {
+        assert_eq!(r["status"], "complete", "{r}");
+        let doc = lab.export_json(r["id"].as_i64().unwrap());
+        let count = doc["total"]["count"].as_u64().unwrap();
+        // A window holds its own samples only (2 s at 1 ms), not everything since the start.
+        assert!(count > 0 && count <= 2_200, "window {} holds {count} samples", r["id"]);
+        assert_eq!(doc["threads"][0]["cpu"], 0);
+    }
+    assert_eq!(last[0]["status"], "interrupted");
+    let doc = lab.export_json(last[0]["id"].as_i64().unwrap());
+    assert!(doc["total"]["count"].as_u64().unwrap() > 0, "the window SIGTERM cut short is stored");
+}
+
+#[test]
+fn sigkill_loses_at_most_the_last_checkpoint_of_the_window() {
+    let lab = Lab::new();
+    let mut m = Monitor::start(&lab, &["--window", "1m", "--listen", "off"]);
+    lab.wait_for_runs(1, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_secs(3));
+    m.signal("-KILL");
+    assert_eq!(m.wait(Duration::from_secs(10)), None);
+    let run = &monitor_runs(&lab)[0];
+    assert_eq!(run["status"], "aborted");
+    let count = lab.export_json(run["id"].as_i64().unwrap())["total"]["count"].as_u64().unwrap();
+    assert!(count >= 1_000, "the checkpoints of the first seconds survive, got {count}");
+}
+
+#[test]
+fn retention_deletes_old_windows_and_never_a_run_of_ones_own() {
+    let lab = Lab::new();
+    lab.ok(&["timer", "-t", "1", "-l", "100", "-q", "--label", "mon"]);
+    let own = lab.last_run();
+    let mut m = Monitor::start(&lab, &["--window", "1s", "--keep", "2s", "-D", "7s", "--listen", "off"]);
+    assert_eq!(m.wait(Duration::from_secs(30)), Some(0));
+    let ids: Vec<i64> = monitor_runs(&lab).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert!(ids.contains(&own), "the user's own run of the label stays: {ids:?}");
+    assert!(!ids.contains(&(own + 1)), "the first window ended more than 2 s before the last: {ids:?}");
+    assert!(ids.len() >= 2, "the recent windows stay: {ids:?}");
+}
+
+#[test]
+fn metrics_need_the_token_and_count_every_sample_of_each_cpu() {
+    let lab = Lab::new();
+    let mut m = Monitor::start(&lab, &["--window", "2s", "--listen", "127.0.0.1:0", "--token", "s3cret"]);
+    let addr = m.address();
+    assert_eq!(get(&addr, "/metrics", None).0, 401);
+    assert_eq!(get(&addr, "/metrics", Some("wrong")).0, 401);
+    assert_eq!(get(&addr, "/other", Some("s3cret")).0, 404);
+    // After the first window closed, the last window's maximum is shown too.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        let (status, body) = get(&addr, "/metrics", Some("s3cret"));
+        assert_eq!(status, 200);
+        if body.contains("window=\"last\"") {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "no closed window shown: {body}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let count = value(&body, "rtbench_latency_seconds_count{cpu=\"0\"}").expect("a count for CPU 0");
+    assert!(count >= 1_000.0, "the count runs on across windows: {count}");
+    assert_eq!(value(&body, "rtbench_latency_seconds_bucket{le=\"+Inf\",cpu=\"0\"}"), Some(count));
+    let one_ms = value(&body, "rtbench_latency_seconds_bucket{le=\"0.001\",cpu=\"0\"}").unwrap();
+    let over = value(&body, "rtbench_over_threshold_total{cpu=\"0\",threshold=\"0.001\"}").unwrap();
+    assert_eq!(one_ms + over, count, "samples over 1 ms are the ones above the 1 ms bucket");
+    assert!(value(&body, "rtbench_steal_seconds_total{cpu=\"0\"}").is_some(), "{body}");
+    assert!(body.trim_end().ends_with("# EOF"));
+}
+
+#[test]
+fn bad_monitor_flags_are_refused_with_the_flag_named() {
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["monitor", "--threshold", "fast", "-D", "1s"]), "--threshold");
+    assert_rejected(&lab.run(&["monitor", "--listen", "nowhere", "-D", "1s"]), "--listen");
+}

@@ -148,6 +148,12 @@ impl Mapping {
         Ok(Mapping { ptr, len })
     }
 
+    /// Tells the kernel the mapping is read at random: no fault-around, one fault per page.
+    pub fn random_access(&self) -> io::Result<()> {
+        // SAFETY: advice on exactly this mapping.
+        check(unsafe { libc::madvise(self.ptr, self.len, libc::MADV_RANDOM) })
+    }
+
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: the mapping is `len` readable bytes for as long as self lives.
         unsafe { std::slice::from_raw_parts(self.ptr.cast(), self.len) }
@@ -250,5 +256,15 @@ impl Drop for ProtFault {
             libc::signal(libc::SIGSEGV, libc::SIG_DFL);
             libc::munmap(self.page, page_size());
         }
+    }
+}
+
+/// Minor page faults this process has taken so far.
+pub fn minor_faults() -> u64 {
+    // SAFETY: getrusage fills a zeroed rusage we own.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru.ru_minflt as u64
     }
 }

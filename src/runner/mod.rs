@@ -3,6 +3,7 @@
 //! threads, checkpoint every second, stop on time, loop count or signal, save, restore.
 
 pub mod cpuwatch;
+mod flow;
 mod live;
 pub mod preempt;
 pub mod rt;
@@ -24,16 +25,16 @@ use crate::config::RunConfig;
 use crate::load::{CpuSample, LoadSession};
 use crate::model::{
     attribute, BreachRecord, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, StealFinding,
-    ThreadResult,
 };
 use crate::probe::ThreadCtx;
+use crate::recorder;
 use crate::recorder::samplelog::SampleLogWriter;
-use crate::recorder::{self, Buffer, Collector};
 use crate::stats::Stats;
 use crate::store::{NewRun, Store};
 use crate::sys;
-use segment::{Closed, Extras, Header, Segments};
-use sink::{Checkpoint, Fed, LiveSink, Progress, SampleLogSink, StoreSink};
+use flow::{Flow, ThreadTotals};
+use segment::{Extras, Header, Segments};
+use sink::{Fed, LiveSink, SampleLogSink, StoreSink};
 
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 const LIVE_EVERY: Duration = Duration::from_millis(100);
@@ -62,15 +63,6 @@ impl Outcome {
             Outcome::Interrupted(sig) => 128 + sig,
         }
     }
-}
-
-/// The runner's cumulative view of one thread.
-struct ThreadTotals {
-    index: usize,
-    cpu: Option<usize>,
-    stats: Stats,
-    last: u64,
-    collector: Collector,
 }
 
 /// Runs `cfg` to the end and stores it. Returns the run id and how it ended.
@@ -443,154 +435,6 @@ struct Windows {
     every: Option<Duration>,
     segments: Option<Segments>,
     sinks: Vec<Box<dyn sink::Sink + Send>>,
-}
-
-/// The measurements on their way from the threads to the sinks.
-struct Flow<'s> {
-    totals: Vec<ThreadTotals>,
-    sinks: Vec<Fed<'s>>,
-    /// Envelope intervals completed since the last checkpoint.
-    envelope: Vec<(u32, EnvPoint)>,
-    started: Instant,
-    duration: Option<Duration>,
-    /// CLOCK_MONOTONIC ns the threads' time offsets count from.
-    start_ns: u64,
-    /// Interference on the measured CPUs; `None` for synthetic samples.
-    watch: Option<cpuwatch::CpuWatch>,
-    /// Breaches traced since the last checkpoint.
-    breaches: Vec<crate::model::Breach>,
-}
-
-impl Flow<'_> {
-    /// The window of a pending breach, kept for the next checkpoint; its verdict is said.
-    fn take_breach(&mut self, tracer: &mut crate::trace::Tracer, cpu_of: &dyn Fn(u32) -> Option<usize>) {
-        if let Some(b) = tracer.service(self.start_ns, cpu_of) {
-            eprintln!(
-                "rtbench: breach {} on thread {}: {} µs at {:.3} s: {}",
-                b.seq,
-                b.thread,
-                crate::units::fmt_ns_as_us(b.latency_ns as f64),
-                b.t_ns as f64 / 1e9,
-                b.verdict
-            );
-            self.breaches.push(b);
-        }
-    }
-
-    fn watch_tick(&mut self) {
-        if let Some(w) = self.watch.as_mut() {
-            w.tick(sys::now_ns().saturating_sub(self.start_ns));
-        }
-    }
-
-    /// Hands the raw samples every thread has passed over so far to the sinks.
-    fn drain_samples(&mut self) {
-        for i in 0..self.totals.len() {
-            self.drain_thread(i);
-        }
-    }
-
-    /// A sink that fails says so and is retried or left out (see [`Fed`]); the samples keep
-    /// flowing to the others.
-    fn drain_thread(&mut self, i: usize) {
-        let t = &mut self.totals[i];
-        let thread = t.index as u32;
-        let sinks = &mut self.sinks;
-        let _ = t.collector.drain_samples(|chunk| {
-            for s in sinks.iter_mut() {
-                s.samples(thread, chunk);
-            }
-            Ok(())
-        });
-    }
-
-    /// Swaps every thread's buffer out and merges it, without waiting for a sleeping thread,
-    /// then shows the totals.
-    fn collect(&mut self) {
-        for t in &mut self.totals {
-            t.collector.request();
-        }
-        for i in 0..self.totals.len() {
-            if let Some(buf) = self.totals[i].collector.take(Duration::from_millis(5)) {
-                self.merge(i, buf);
-            }
-        }
-        self.progress()
-    }
-
-    fn merge(&mut self, i: usize, buf: Box<Buffer>) {
-        let t = &mut self.totals[i];
-        t.stats.merge(&buf.stats);
-        if buf.stats.count > 0 {
-            t.last = buf.last;
-        }
-        self.envelope.extend(buf.envelope.iter().map(|p| (t.index as u32, *p)));
-        t.collector.recycle(buf);
-        self.drain_thread(i);
-    }
-
-    fn progress(&mut self) {
-        let rows: Vec<live::Row> = self
-            .totals
-            .iter()
-            .map(|t| live::Row { thread: t.index, cpu: t.cpu, stats: &t.stats, last_ns: t.last })
-            .collect();
-        let p = Progress { rows: &rows, elapsed: self.started.elapsed(), duration: self.duration };
-        for s in &mut self.sinks {
-            s.progress(&p);
-        }
-    }
-
-    fn checkpoint(&mut self) {
-        let threads = self.results();
-        let activity = self.watch.as_mut().map(|w| w.take()).unwrap_or_default();
-        let cp =
-            Checkpoint { threads: &threads, envelope: &self.envelope, activity: &activity, breaches: &self.breaches };
-        for s in &mut self.sinks {
-            s.checkpoint(&cp);
-        }
-        self.envelope.clear();
-        self.breaches.clear();
-    }
-
-    /// The last checkpoint again, for the sinks it did not reach: what they kept is written.
-    fn retry_checkpoint(&mut self) {
-        let threads = self.results();
-        let cp = Checkpoint { threads: &threads, envelope: &[], activity: &[], breaches: &[] };
-        for s in self.sinks.iter_mut().filter(|s| !s.current()) {
-            s.checkpoint(&cp);
-        }
-    }
-
-    /// Ends the window at the last checkpoint: the store's sink first (the next segment's id),
-    /// then the others, then the totals start again. `None` and nothing changed when the store
-    /// could not begin the next segment.
-    fn close_window(&mut self, store_at: usize, more: bool) -> Option<i64> {
-        let threads = self.results();
-        let closed = Closed { threads: &threads, more };
-        let next = self.sinks[store_at].window_closed(&closed);
-        if more && next.is_none() {
-            return None;
-        }
-        for (i, s) in self.sinks.iter_mut().enumerate() {
-            if i != store_at {
-                s.window_closed(&closed);
-            }
-        }
-        if more {
-            for t in &mut self.totals {
-                t.stats = Stats::default();
-            }
-        }
-        next
-    }
-
-    fn results(&self) -> Vec<ThreadResult> {
-        self.totals
-            .iter()
-            .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
-            .collect()
-    }
 }
 
 /// What steal time did on each measured CPU over the whole run, from what the store holds of

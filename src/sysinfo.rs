@@ -20,6 +20,17 @@ pub fn process_start(pid: u32) -> String {
     rest.split_whitespace().nth(19).unwrap_or("").to_string()
 }
 
+/// `cpus` as the kernel's hex mask (IRQ affinities, workqueue and tracing cpumasks): 32-bit
+/// groups, most significant first, comma-separated.
+pub fn cpu_mask(cpus: &[usize]) -> String {
+    let groups = cpus.iter().max().map_or(1, |m| m / 32 + 1);
+    let mut words = vec![0u32; groups];
+    for &c in cpus {
+        words[c / 32] |= 1 << (c % 32);
+    }
+    words.iter().rev().map(|w| format!("{w:08x}")).collect::<Vec<_>>().join(",")
+}
+
 /// Writes CPUs as a kernel CPU list, "0-3,6": the inverse of [`parse_cpu_list`].
 pub fn format_cpu_list(cpus: &[usize]) -> String {
     let mut sorted = cpus.to_vec();
@@ -188,6 +199,14 @@ pub fn kernel_release() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn masks_are_written_as_the_kernel_reads_them() {
+        assert_eq!(cpu_mask(&[0]), "00000001");
+        assert_eq!(cpu_mask(&[0, 1]), "00000003");
+        assert_eq!(cpu_mask(&[1, 33]), "00000002,00000002");
+        assert_eq!(cpu_mask(&[]), "00000000");
+    }
 
     #[test]
     fn cpu_lists_written_read_back() {

@@ -61,7 +61,7 @@ impl Shield {
         // Unbound kernel work (the kworker/u* threads and workqueue rescuers cannot be moved
         // between cpusets) is kept off the shield through the workqueue mask instead.
         if shield.journal.workqueue_mask.is_some() {
-            let _ = irq::set_workqueue_mask(&irq::mask(&rest));
+            let _ = irq::set_workqueue_mask(&crate::sysinfo::cpu_mask(&rest));
         }
         let h = &shield.hierarchy;
         let mems = h.mems()?;
@@ -89,7 +89,7 @@ impl Shield {
             }
         }
         if shield.journal.default_affinity.is_some() {
-            let _ = irq::set_default(&irq::mask(&rest));
+            let _ = irq::set_default(&crate::sysinfo::cpu_mask(&rest));
         }
         Ok(shield)
     }

@@ -101,7 +101,7 @@ impl Instance {
         self.write("tracing_on", "0")?;
         // Timestamps on CLOCK_MONOTONIC line up with the probes' own clock reads.
         self.write("trace_clock", "mono")?;
-        self.write("tracing_cpumask", &cpumask(cpus))?;
+        self.write("tracing_cpumask", &crate::sysinfo::cpu_mask(cpus))?;
         self.write("buffer_size_kb", &buffer_kb.to_string())?;
         for e in EVENTS {
             if self.enable(e).is_err() {
@@ -166,25 +166,16 @@ pub fn remove(dir: &Path) -> io::Result<()> {
     last
 }
 
-/// CPUs as tracefs's hex mask, in comma-separated 32-bit words.
-fn cpumask(cpus: &[usize]) -> String {
-    let words = cpus.iter().max().map_or(1, |m| m / 32 + 1);
-    let mut w = vec![0u32; words];
-    for &c in cpus {
-        w[c / 32] |= 1 << (c % 32);
-    }
-    w.iter().rev().map(|x| format!("{x:x}")).collect::<Vec<_>>().join(",")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn masks_and_buffers_are_sized_as_tracefs_takes_them() {
-        assert_eq!(cpumask(&[1]), "2");
-        assert_eq!(cpumask(&[0, 1, 3]), "b");
-        assert_eq!(cpumask(&[33]), "2,0");
+        let cpumask = crate::sysinfo::cpu_mask;
+        assert_eq!(cpumask(&[1]), "00000002");
+        assert_eq!(cpumask(&[0, 1, 3]), "0000000b");
+        assert_eq!(cpumask(&[33]), "00000002,00000000");
         assert_eq!(buffer_kb(1_000), 1024, "a short window still gets a megabyte");
         assert_eq!(buffer_kb(2_000_000), (0.054 * 20e6 / 1024.0) as u64);
         assert_eq!(buffer_kb(10_000_000_000), 65_536, "capped");

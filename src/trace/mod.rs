@@ -20,6 +20,8 @@ use crate::model::{Breach, BreachRecord, TraceEvent};
 use crate::recorder::BreachWatch;
 pub use journal::replay_abandoned;
 use journal::TraceJournal;
+/// The value of `key=` in an event's detail, as the stored windows keep it.
+pub use parse::field;
 
 /// The most events a stored window keeps.
 const WINDOW_EVENTS: usize = 5_000;

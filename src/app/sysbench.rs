@@ -2,6 +2,7 @@
 //! (`sysbench.OP`) under the label and load, and prints them as LMbench's tables.
 
 use std::fmt::Write;
+use std::time::Duration;
 
 use anyhow::Result;
 
@@ -30,39 +31,20 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
     if a.baseline.is_some() {
         return Err(crate::invalid!("--baseline is for --total's % row; compare labels with rtbench compare"));
     }
-    let online = crate::sysinfo::online_cpus();
-    let cpu = match a.cpu {
-        Some(c) if !online.contains(&c) => {
-            return Err(crate::invalid!(
-                "--cpu {c} is not an online CPU (online: {})",
-                crate::sysinfo::format_cpu_list(&online)
-            ))
-        }
-        Some(c) => c,
-        None => default_cpu(),
-    };
-    let flags = a.load_args.flags();
-    let spec = LoadSpec::parse(&a.load, crate::config::load_options(&flags))?;
+    let cpu = pick_cpu(a.cpu)?;
+    let flags = a.load.load_args.flags();
+    let spec = LoadSpec::parse(&a.load.load, crate::config::load_options(&flags))?;
     let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
     let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
     let method = if a.quick { Method::QUICK } else { Method::FULL };
-    let load = if spec.is_none() {
-        None
-    } else {
-        let tmp = crate::config::tmp_dir(&flags)?;
-        // Bounded: the load ends by itself a quarter of an hour from now at the latest.
-        let session = LoadSession::start(&spec, &tmp, 15 * 60)?;
-        eprintln!("rtbench: load '{}' started; settling for {:.0} s", spec.profile, a.settle.as_secs_f64());
-        std::thread::sleep(a.settle);
-        // What the load does is read over the measurement only.
-        Some((session, crate::load::CpuSample::read()))
-    };
+    // What the load does is read over the measurement only, after its settling.
+    let load = start_load(&spec, &flags, a.load.settle)?.map(|s| (s, crate::load::CpuSample::read()));
     let load_record = match &load {
         None => LoadRecord::idle(),
         Some(_) => LoadRecord::Planned(LoadPlan {
             profile: spec.profile.clone(),
             generators: spec.generators.iter().map(|g| g.name.clone()).collect(),
-            settle_s: a.settle.as_secs_f64(),
+            settle_s: a.load.settle.as_secs_f64(),
         }),
     };
     let done = measure_into(&mut store, &chosen, method, cpu, &label, &load_record, None)?;
@@ -72,7 +54,7 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
         for w in &warnings {
             eprintln!("rtbench: WARNING: {w}");
         }
-        let report = LoadReport { settle_s: Some(a.settle.as_secs_f64()), ..report };
+        let report = LoadReport { settle_s: Some(a.load.settle.as_secs_f64()), ..report };
         for id in &done.ids {
             store.set_load(*id, &LoadRecord::Measured(report.clone()))?;
         }
@@ -86,6 +68,96 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
     }
 }
 
+/// `--cpu`, checked, or the last online CPU.
+fn pick_cpu(given: Option<usize>) -> Result<usize> {
+    let online = crate::sysinfo::online_cpus();
+    match given {
+        Some(c) if !online.contains(&c) => Err(crate::invalid!(
+            "--cpu {c} is not an online CPU (online: {})",
+            crate::sysinfo::format_cpu_list(&online)
+        )),
+        Some(c) => Ok(c),
+        None => Ok(default_cpu()),
+    }
+}
+
+/// Starts `spec` and lets it settle; `None` when it is no load. Bounded: the load ends by
+/// itself a quarter of an hour from now at the latest.
+fn start_load(spec: &LoadSpec, flags: &crate::config::LoadFlags, settle: Duration) -> Result<Option<LoadSession>> {
+    if spec.is_none() {
+        return Ok(None);
+    }
+    let session = LoadSession::start(spec, &crate::config::tmp_dir(flags)?, 15 * 60)?;
+    eprintln!("rtbench: load '{}' started; settling for {:.0} s", spec.profile, settle.as_secs_f64());
+    std::thread::sleep(settle);
+    Ok(Some(session))
+}
+
+/// Runs `f` with the calling thread (and the processes it forks) on `cpu` alone, as the seeds
+/// ran LMbench; the thread's affinity comes back afterwards.
+fn pinned<T>(cpu: usize, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let before = crate::sys::affinity().ok();
+    crate::sys::set_affinity(&[cpu]).map_err(|e| anyhow::anyhow!("cannot pin to CPU {cpu}: {e}"))?;
+    let result = f();
+    if let Some(cpus) = before {
+        let _ = crate::sys::set_affinity(&cpus);
+    }
+    result
+}
+
+/// What every sysbench run is stored with besides its samples.
+struct Context<'a> {
+    label: &'a str,
+    cpu: usize,
+    load: &'a LoadRecord,
+    system: &'a crate::model::SystemSnapshot,
+    command_line: &'a str,
+}
+
+/// Stores one finished run of `values` as `probe`, with the sysbench parameters `own`.
+fn store_run(
+    store: &mut crate::store::Store,
+    cx: &Context,
+    probe: &str,
+    metric: crate::model::Metric,
+    values: &[u64],
+    own: serde_json::Map<String, serde_json::Value>,
+) -> Result<i64> {
+    let mut stats = Stats::default();
+    for &v in values {
+        stats.record(v);
+    }
+    let params = MeasuredParams {
+        threads: 1,
+        cpus: vec![Some(cx.cpu)],
+        policy: Policy::Other,
+        priority: 0,
+        mlock: false,
+        loops: Some(values.len() as u64),
+        duration_s: None,
+        envelope_interval_ns: 1_000_000_000,
+        samples_file: None,
+        shield: None,
+        breach: None,
+        probe: own,
+    };
+    let id = store.begin(&NewRun {
+        label: cx.label,
+        probe,
+        metric,
+        params: &RunParams::Measured(params),
+        load: cx.load,
+        command_line: cx.command_line,
+        rt_priority: false,
+        warnings: &[],
+        system: cx.system,
+        envelope_ns: 1_000_000_000,
+    })?;
+    store.checkpoint(id, &[ThreadResult { thread: 0, cpu: Some(cx.cpu as u32), stats }], &[], &[], &[])?;
+    store.finish(id, RunStatus::Complete, &[])?;
+    Ok(id)
+}
+
 /// The probe name of `--total`'s runs: one per load, its one sample the pass's wall time.
 pub const TOTAL: &str = "sysbench.total";
 
@@ -94,7 +166,7 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
     let baseline = a.baseline.clone().ok_or_else(|| {
         crate::invalid!("--total needs --baseline LABEL: the label its % row compares against (this label itself on a first kernel)")
     })?;
-    let flags = a.load_args.flags();
+    let flags = a.load.load_args.flags();
     let mut loads = Vec::new();
     for item in a.loads.split(',').map(str::trim) {
         if item.is_empty() {
@@ -102,16 +174,12 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
         }
         loads.push((item.to_string(), LoadSpec::parse(&item.replace('+', ","), crate::config::load_options(&flags))?));
     }
-    let cpu = a.cpu.unwrap_or_else(default_cpu);
-    if !crate::sysinfo::online_cpus().contains(&cpu) {
-        return Err(crate::invalid!("--cpu {cpu} is not an online CPU"));
-    }
+    let cpu = pick_cpu(a.cpu)?;
     let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
     let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
     let method = if a.quick { Method::QUICK } else { Method::FULL };
-    let tmp = crate::config::tmp_dir(&flags)?;
     // The same work in every pass and on every kernel, or the times say nothing: the baseline's
-    // iteration counts when it has a --total of its own, else those this first pass finds.
+    // iteration counts when it has a --total of its own, else those sized now.
     let work = match baseline_work(&store, &baseline)? {
         Some(w) => {
             println!("the work of each pass: the iteration counts of {baseline}'s --total");
@@ -119,69 +187,35 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
         }
         None => {
             println!("sizing the work of each pass on this machine (no --total of {baseline} yet)");
-            let before = crate::sys::affinity().ok();
-            crate::sys::set_affinity(&[cpu]).map_err(|e| anyhow::anyhow!("cannot pin to CPU {cpu}: {e}"))?;
-            let sized: std::io::Result<Iterations> =
-                chosen.iter().map(|op| Ok((op.name.to_string(), sb::size_op(op, method.min_rep)?))).collect();
-            if let Some(cpus) = before {
-                let _ = crate::sys::set_affinity(&cpus);
-            }
-            sized?
+            pinned(cpu, || {
+                Ok(chosen
+                    .iter()
+                    .map(|op| Ok((op.name.to_string(), sb::size_op(op, method.min_rep)?)))
+                    .collect::<std::io::Result<Iterations>>()?)
+            })?
         }
     };
+    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();
     for (item, spec) in &loads {
-        let session = if spec.is_none() {
-            None
-        } else {
-            let s = LoadSession::start(spec, &tmp, 15 * 60)?;
-            std::thread::sleep(a.settle);
-            Some(s)
-        };
+        let session = start_load(spec, &flags, a.load.settle)?;
         let record = if spec.is_none() { LoadRecord::idle() } else { LoadRecord::named(item) };
         println!("== sysbench under load {item}");
         let started = std::time::Instant::now();
         let done = measure_into(&mut store, chosen, method, cpu, &label, &record, Some(&work))?;
         let wall = started.elapsed();
-        let counts: Iterations = done.results.iter().map(|(op, m)| (op.name.to_string(), m.iterations)).collect();
         if let Some(s) = session {
             s.stop();
         }
-        let mut stats = Stats::default();
-        stats.record(wall.as_nanos() as u64);
-        let mut probe = serde_json::Map::new();
-        probe.insert("load_item".into(), item.clone().into());
-        probe.insert("baseline".into(), baseline.clone().into());
-        probe.insert("operations".into(), done.results.len().into());
-        probe.insert("iterations".into(), serde_json::to_value(&counts)?);
-        let params = MeasuredParams {
-            threads: 1,
-            cpus: vec![Some(cpu)],
-            policy: Policy::Other,
-            priority: 0,
-            mlock: false,
-            loops: Some(1),
-            duration_s: None,
-            envelope_interval_ns: 1_000_000_000,
-            samples_file: None,
-            shield: None,
-            breach: None,
-            probe,
-        };
-        let id = store.begin(&NewRun {
-            label: &label,
-            probe: TOTAL,
-            metric: crate::model::Metric::LATENCY,
-            params: &RunParams::Measured(params),
-            load: &record,
-            command_line: &std::env::args().collect::<Vec<_>>().join(" "),
-            rt_priority: false,
-            warnings: &[],
-            system: &crate::sysinfo::snapshot(),
-            envelope_ns: 1_000_000_000,
-        })?;
-        store.checkpoint(id, &[ThreadResult { thread: 0, cpu: Some(cpu as u32), stats }], &[], &[], &[])?;
-        store.finish(id, RunStatus::Complete, &[])?;
+        let counts: Iterations = done.results.iter().map(|(op, m)| (op.name.to_string(), m.iterations)).collect();
+        let mut own = serde_json::Map::new();
+        own.insert("load_item".into(), item.clone().into());
+        own.insert("baseline".into(), baseline.clone().into());
+        own.insert("operations".into(), done.results.len().into());
+        own.insert("iterations".into(), serde_json::to_value(&counts)?);
+        let system = crate::sysinfo::snapshot();
+        let cx = Context { label: &label, cpu, load: &record, system: &system, command_line: &command_line };
+        store_run(&mut store, &cx, TOTAL, crate::model::Metric::LATENCY, &[wall.as_nanos() as u64], own)?;
         rows.push((item.clone(), wall));
     }
     println!("\ntotal time of {} operations per load ({label}; baseline {baseline})", chosen.len());
@@ -216,28 +250,9 @@ pub struct Done<'o> {
     pub failed: Vec<&'static str>,
 }
 
-/// Measures `ops` pinned to `cpu` and stores each as a run of `label` under `load`.
+/// Measures `ops` pinned to `cpu` and stores each as a run of `label` under `load`, with
+/// `fixed` iterations per repetition where given.
 pub fn measure_into<'o>(
-    store: &mut crate::store::Store,
-    ops: &[&'o Op],
-    method: Method,
-    cpu: usize,
-    label: &str,
-    load: &LoadRecord,
-    fixed: Option<&Iterations>,
-) -> Result<Done<'o>> {
-    // Every process of the measurement (forked partners inherit it) stays on one CPU, as the
-    // seeds ran LMbench; the calling thread's affinity comes back at the end.
-    let before = crate::sys::affinity().ok();
-    crate::sys::set_affinity(&[cpu]).map_err(|e| anyhow::anyhow!("cannot pin to CPU {cpu}: {e}"))?;
-    let result = measure_pinned(store, ops, method, cpu, label, load, fixed);
-    if let Some(cpus) = before {
-        let _ = crate::sys::set_affinity(&cpus);
-    }
-    result
-}
-
-fn measure_pinned<'o>(
     store: &mut crate::store::Store,
     ops: &[&'o Op],
     method: Method,
@@ -248,59 +263,28 @@ fn measure_pinned<'o>(
 ) -> Result<Done<'o>> {
     let system = crate::sysinfo::snapshot();
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
-    let mut done = Done { results: Vec::new(), ids: Vec::new(), failed: Vec::new() };
-    for &op in ops {
-        let measured = match sb::measure(op, method, fixed.and_then(|f| f.get(op.name).copied())) {
-            Ok(m) => m,
-            Err(e) => {
-                eprintln!("rtbench: sysbench {}: {e}", op.name);
-                done.failed.push(op.name);
-                continue;
-            }
-        };
-        let mut stats = Stats::default();
-        for &v in &measured.values {
-            stats.record(v);
+    let cx = Context { label, cpu, load, system: &system, command_line: &command_line };
+    pinned(cpu, || {
+        let mut done = Done { results: Vec::new(), ids: Vec::new(), failed: Vec::new() };
+        for &op in ops {
+            let measured = match sb::measure(op, method, fixed.and_then(|f| f.get(op.name).copied())) {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("rtbench: sysbench {}: {e}", op.name);
+                    done.failed.push(op.name);
+                    continue;
+                }
+            };
+            let mut own = serde_json::Map::new();
+            own.insert("op".into(), op.name.into());
+            own.insert("group".into(), op.group.name().into());
+            own.insert("iterations".into(), measured.iterations.into());
+            own.insert("min_repetition_ms".into(), (method.min_rep.as_secs_f64() * 1e3).into());
+            done.ids.push(store_run(store, &cx, &probe_name(op.name), op.metric(), &measured.values, own)?);
+            done.results.push((op, measured));
         }
-        let mut probe = serde_json::Map::new();
-        probe.insert("op".into(), op.name.into());
-        probe.insert("group".into(), op.group.name().into());
-        probe.insert("iterations".into(), measured.iterations.into());
-        probe.insert("min_repetition_ms".into(), (method.min_rep.as_secs_f64() * 1e3).into());
-        let params = MeasuredParams {
-            threads: 1,
-            cpus: vec![Some(cpu)],
-            policy: Policy::Other,
-            priority: 0,
-            mlock: false,
-            loops: Some(measured.values.len() as u64),
-            duration_s: None,
-            envelope_interval_ns: 1_000_000_000,
-            samples_file: None,
-            shield: None,
-            breach: None,
-            probe,
-        };
-        let name = probe_name(op.name);
-        let id = store.begin(&NewRun {
-            label,
-            probe: &name,
-            metric: op.metric(),
-            params: &RunParams::Measured(params),
-            load,
-            command_line: &command_line,
-            rt_priority: false,
-            warnings: &[],
-            system: &system,
-            envelope_ns: 1_000_000_000,
-        })?;
-        let thread = ThreadResult { thread: 0, cpu: Some(cpu as u32), stats };
-        store.checkpoint(id, &[thread], &[], &[], &[])?;
-        store.finish(id, RunStatus::Complete, &[])?;
-        done.ids.push(id);
-        done.results.push((op, measured));
-    }
-    Ok(done)
+        Ok(done)
+    })
 }
 
 /// The operations `--only` names (groups or operations), in table order.

@@ -165,14 +165,8 @@ pub struct SysbenchArgs {
     /// The CPU every process of the measurement is pinned to [default: the last online CPU]
     #[arg(long, value_name = "CPU")]
     pub cpu: Option<usize>,
-    /// System load while measuring: a profile (paper, ipipe-hd, none) or generators (cpu,disk,...)
-    #[arg(long, value_name = "PROFILE", default_value = "none")]
-    pub load: String,
-    /// Time the load runs before measuring starts
-    #[arg(long, value_parser = crate::parse::duration, default_value = "3s", value_name = "DURATION")]
-    pub settle: Duration,
     #[command(flatten)]
-    pub load_args: LoadArgs,
+    pub load: LoadChoice,
     /// Label to store the runs under [default: uname -r]
     #[arg(long)]
     pub label: Option<String>,
@@ -298,14 +292,8 @@ pub struct RunArgs {
     /// Width of one point of the min/mean/max envelope over time
     #[arg(long, value_parser = crate::parse::duration, default_value = "1s", value_name = "DURATION")]
     pub envelope_interval: Duration,
-    /// System load while measuring: a profile (paper, ipipe-hd, none) or generators (cpu,disk,...)
-    #[arg(long, value_name = "PROFILE", default_value = "none")]
-    pub load: String,
-    /// Time the load runs before measuring starts
-    #[arg(long, value_parser = crate::parse::duration, default_value = "3s", value_name = "DURATION")]
-    pub settle: Duration,
     #[command(flatten)]
-    pub load_args: LoadArgs,
+    pub load: LoadChoice,
     /// Label to store the run under (how kernels are compared) [default: uname -r]
     #[arg(long)]
     pub label: Option<String>,
@@ -339,9 +327,9 @@ impl RunArgs {
             json: self.json.clone(),
             samples: self.samples.clone(),
             envelope_interval: self.envelope_interval,
-            load: self.load.clone(),
-            settle: self.settle,
-            load_flags: self.load_args.flags(),
+            load: self.load.load.clone(),
+            settle: self.load.settle,
+            load_flags: self.load.load_args.flags(),
             label: self.label.clone(),
             db: self.db.db.clone(),
             shield: self.shield.clone(),
@@ -373,6 +361,19 @@ impl BreachArgs {
             stop: self.breach_stop,
         })
     }
+}
+
+/// The load a measurement runs under, as the probes and sysbench take it.
+#[derive(Args, Debug, Clone)]
+pub struct LoadChoice {
+    /// System load while measuring: a profile (paper, ipipe-hd, none) or generators (cpu,disk,...)
+    #[arg(long, value_name = "PROFILE", default_value = "none")]
+    pub load: String,
+    /// Time the load runs before measuring starts
+    #[arg(long, value_parser = crate::parse::duration, default_value = "3s", value_name = "DURATION")]
+    pub settle: Duration,
+    #[command(flatten)]
+    pub load_args: LoadArgs,
 }
 
 impl LoadArgs {

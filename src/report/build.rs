@@ -443,7 +443,8 @@ fn render_files(dir: &Path, figs: &[Figure]) -> Result<()> {
             .chunks(per)
             .map(|chunk| {
                 let opt = &opt;
-                s.spawn(move || -> Result<()> {
+                // Parsing and rasterizing SVG recurse: these get a main thread's stack.
+                std::thread::Builder::new().stack_size(8 << 20).spawn_scoped(s, move || -> Result<()> {
                     for f in chunk {
                         std::fs::write(dir.join(format!("{}.svg", f.name)), &f.svg)?;
                         let tree = resvg::usvg::Tree::from_str(&f.svg, opt)
@@ -457,7 +458,8 @@ fn render_files(dir: &Path, figs: &[Figure]) -> Result<()> {
                     Ok(())
                 })
             })
-            .collect();
+            .collect::<std::io::Result<Vec<_>>>()
+            .context("could not start a figure renderer")?;
         handles.into_iter().try_for_each(|h| h.join().map_err(|_| anyhow::anyhow!("figure renderer panicked"))?)
     })
 }

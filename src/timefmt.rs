@@ -53,6 +53,22 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// Seconds since the epoch of an rtbench timestamp (`2026-11-22T00:12:18.123Z`); `None` if it
+/// is not one.
+pub fn parse_rfc3339(s: &str) -> Option<f64> {
+    let num = |a: usize, b: usize| s.get(a..b).filter(|x| x.bytes().all(|c| c.is_ascii_digit()))?.parse::<i64>().ok();
+    let (y, m, d) = (num(0, 4)?, num(5, 7)? as u32, num(8, 10)? as u32);
+    let (hh, mm, ss) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    let millis = match s.get(19..20) {
+        Some(".") => num(20, 23)?,
+        _ => 0,
+    };
+    Some((days_from_civil(y, m, d) * 86_400 + hh * 3600 + mm * 60 + ss) as f64 + millis as f64 / 1e3)
+}
+
 /// An rtbench timestamp in cyclictest's JSON style, `Sun, 22 Nov 2026 00:12:18 +0000`.
 pub fn rfc3339_to_cyclictest(s: &str) -> Option<String> {
     let num = |a: usize, b: usize| s.get(a..b).and_then(|x| x.parse::<i64>().ok());
@@ -74,6 +90,17 @@ pub fn rfc3339_to_cyclictest(s: &str) -> Option<String> {
 #[cfg(test)]
 mod more_tests {
     use super::*;
+
+    #[test]
+    fn parsing_inverts_formatting() {
+        for (secs, millis) in [(0, 0), (951_782_400, 5), (1_795_306_338, 999)] {
+            let back = parse_rfc3339(&rfc3339(secs, millis)).unwrap();
+            assert_eq!(back, secs as f64 + millis as f64 / 1e3);
+        }
+        for bad in ["", "2026-13-01T00:00:00Z", "2026-11-22 garbage", "20x6-11-22T00:00:00Z"] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn cyclictest_style() {

@@ -83,7 +83,8 @@ fn command(cmd: Command) -> Result<i32> {
             let runs = crate::report::select::runs(&store, &a.labels, &a.runs, &catalog())?;
             let count = runs.len();
             let (latency, costs) = crate::report::select::split(runs);
-            let files = crate::report::build::write(&a.output, &latency, &costs, &catalog())?;
+            let monitors = crate::report::select::monitors(&store, &a.labels, &a.runs)?;
+            let files = crate::report::build::write(&a.output, &latency, &costs, &monitors, &catalog())?;
             println!(
                 "report: {} ({} runs, {} figures, index.html {} KB, {:.2} s)",
                 files.index.display(),

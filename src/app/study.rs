@@ -250,7 +250,7 @@ fn run_cells(
         print!("{}", crate::report::tables::appendix_iii_text(&these));
     }
     let (latency, costs) = select::split(runs);
-    let files = crate::report::build::write(&a.output, &latency, &costs, &super::catalog())?;
+    let files = crate::report::build::write(&a.output, &latency, &costs, &[], &super::catalog())?;
     println!("report: {} ({} figures)", files.index.display(), files.figures);
     Ok(code)
 }

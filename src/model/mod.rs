@@ -20,6 +20,6 @@ pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFin
 pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
 pub use params::{BreachRecord, ImportedParams, MeasuredParams, Policy, RunParams, ShieldRecord};
-pub use run::{Run, RunHeader, ThreadResult, ThreadSamples};
+pub use run::{Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use status::RunStatus;
 pub use system::{Preemption, RtThrottling, SystemSnapshot};

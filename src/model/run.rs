@@ -43,6 +43,19 @@ pub struct ThreadResult {
     pub stats: Stats,
 }
 
+/// One thread's largest latency in one window of a monitor (the long-term plot's point).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowMax {
+    pub run: i64,
+    pub probe: String,
+    /// When the window began, RFC 3339 UTC.
+    pub start: String,
+    pub thread: u32,
+    pub cpu: Option<u32>,
+    pub max_ns: u64,
+    pub count: u64,
+}
+
 /// One thread's raw samples: thread number, then (time offset, latency) in order.
 pub type ThreadSamples = (u32, Vec<(u64, u64)>);
 

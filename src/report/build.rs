@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::figures::{bars, costs as cost_bars, histogram, load_name, percentiles, scatter, tail, timeline, Figure};
-use super::select::RunView;
+use super::figures::{
+    bars, costs as cost_bars, histogram, load_name, percentiles, scatter, tail, timeline, windows, Figure,
+};
+use super::select::{Monitor, RunView};
 use super::svg::{esc, PALETTE};
 use super::tables;
 use super::ProbeNote;
@@ -149,6 +151,25 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
         });
     }
     figs
+}
+
+/// Per label with monitor windows, the long-term plot of their maxima per CPU.
+fn monitor_figures(monitors: &[Monitor]) -> Vec<Figure> {
+    monitors
+        .iter()
+        .map(|m| {
+            let runs = distinct(m.windows.iter().map(|w| w.run.to_string())).len();
+            let title = format!("{}: largest latency per monitor window", m.label);
+            Figure {
+                name: format!("monitor-{}", file_safe(&m.label)),
+                caption: format!(
+                    "{title}, one colour per CPU, {runs} windows (the OSADL farm's long-term plot): a point is one \
+                     window's worst wake-up on that CPU"
+                ),
+                svg: windows::render(&title, &m.windows),
+            }
+        })
+        .collect()
 }
 
 /// `sysbench` as the Geode paper's Figure 32: every operation, a bar per label (the newest
@@ -304,6 +325,14 @@ pub fn html(runs: &[RunView], costs: &[RunView], figs: &[Figure], notes: &[Probe
             b.push_str(&warnings_html(r));
         }
     }
+    let watched: Vec<&Figure> = figs.iter().filter(|f| f.name.starts_with("monitor-")).collect();
+    if !watched.is_empty() {
+        b.push_str("<h2>Long-term watch (rtbench monitor)</h2>");
+        b.push_str(r#"<p class="note">Every stored window of a monitor; retention (<code>--keep</code>) decides how far back.</p>"#);
+        for f in watched {
+            b.push_str(&figure_html(f));
+        }
+    }
     if !costs.is_empty() {
         b.push_str("<h2>The price of real time (LMbench layout, rtbench sysbench)</h2>");
         b.push_str(r#"<p class="note">Median of the repetitions of each operation, one row per label; hover a value for its spread. rtbench's own implementation of LMbench's measurements.</p>"#);
@@ -387,7 +416,13 @@ fn system_html(label: &str, sys: &SystemSnapshot) -> String {
 }
 
 /// Writes the report into `out` atomically: built beside it, then moved into place.
-pub fn write(out: &Path, runs: &[RunView], costs: &[RunView], notes: &[ProbeNote]) -> Result<ReportFiles> {
+pub fn write(
+    out: &Path,
+    runs: &[RunView],
+    costs: &[RunView],
+    monitors: &[Monitor],
+    notes: &[ProbeNote],
+) -> Result<ReportFiles> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
         return Err(InputError::Unwritable {
@@ -403,6 +438,7 @@ pub fn write(out: &Path, runs: &[RunView], costs: &[RunView], notes: &[ProbeNote
             .map_err(|e| InputError::Unwritable { path: out.display().to_string(), reason: e.to_string() })?;
         let mut figs = figures(runs);
         figs.extend(cost_figure(costs));
+        figs.extend(monitor_figures(monitors));
         render_files(&partial.join("figures"), &figs)?;
         let page = html(runs, costs, &figs, notes);
         std::fs::write(partial.join("index.html"), &page)?;

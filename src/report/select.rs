@@ -129,3 +129,31 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote])
     });
     Ok(out)
 }
+
+/// The windows a monitor stored under one label, for the long-term plot of maxima.
+pub struct Monitor {
+    pub label: String,
+    /// Per window and thread, oldest first.
+    pub windows: Vec<crate::model::WindowMax>,
+}
+
+/// The monitors of the labels a report covers: those given, or every label when neither labels
+/// nor run ids are.
+pub fn monitors(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<Monitor>> {
+    let wanted: Vec<String> = if labels.is_empty() && ids.is_empty() {
+        let mut all: Vec<String> = store.runs()?.into_iter().map(|r| r.label).collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    } else {
+        labels.to_vec()
+    };
+    let mut out = Vec::new();
+    for label in wanted {
+        let windows = store.window_maxima(&label)?;
+        if !windows.is_empty() {
+            out.push(Monitor { label, windows });
+        }
+    }
+    Ok(out)
+}

@@ -4,6 +4,7 @@
 mod merge;
 mod retention;
 mod schema;
+mod windows;
 
 use std::path::{Path, PathBuf};
 

@@ -92,6 +92,16 @@ fn windows_are_stored_as_runs_of_their_own_and_sigterm_keeps_the_current_one() {
     assert_eq!(last[0]["status"], "interrupted");
     let doc = lab.export_json(last[0]["id"].as_i64().unwrap());
     assert!(doc["total"]["count"].as_u64().unwrap() > 0, "the window SIGTERM cut short is stored");
+
+    // The report draws every window's maximum, and a user's own run of the label is no window.
+    lab.ok(&["timer", "-D", "1s", "-a", "0", "--label", "mon"]);
+    let out = lab.path("report");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let svg = std::fs::read_to_string(out.join("figures/monitor-mon.svg")).unwrap();
+    assert_eq!(svg.matches(r#"class="window-max""#).count(), runs.len(), "one point per window on CPU 0");
+    assert!(svg.contains(&format!("CPU 0: {} windows", runs.len())), "{svg}");
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(page.contains(r#"<figure id="monitor-mon">"#) && page.contains("Long-term watch"));
 }
 
 #[test]

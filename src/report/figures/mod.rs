@@ -7,6 +7,7 @@ pub mod percentiles;
 pub mod scatter;
 pub mod tail;
 pub mod timeline;
+pub mod windows;
 
 /// One figure of the report.
 pub struct Figure {

@@ -1,0 +1,75 @@
+//! The OSADL farm's long-term plot: the largest latency of every monitor window, one colour
+//! per CPU, over days, so a spike that happens once a day stands out from the 5-minute noise.
+
+use crate::model::WindowMax;
+use crate::report::svg::{Plot, Scale, Svg, PALETTE};
+use crate::units::fmt_us;
+
+/// `windows` oldest first; their starts as RFC 3339. Windows whose start cannot be read are
+/// left out (an imported or altered row).
+pub fn render(title: &str, windows: &[WindowMax]) -> String {
+    let mut svg = Svg::new(760.0, 360.0);
+    let points: Vec<(f64, &WindowMax)> =
+        windows.iter().filter_map(|w| Some((crate::timefmt::parse_rfc3339(&w.start)?, w))).collect();
+    let t0 = points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let span = points.iter().map(|p| p.0 - t0).fold(0.0, f64::max);
+    let (div, unit) = match span {
+        s if s > 3.0 * 86_400.0 => (86_400.0, "days"),
+        s if s > 7200.0 => (3600.0, "h"),
+        s if s > 300.0 => (60.0, "min"),
+        _ => (1.0, "s"),
+    };
+    let us = |w: &WindowMax| (w.max_ns as f64 / 1000.0).max(1e-3);
+    let lo = points.iter().map(|p| us(p.1)).fold(f64::INFINITY, f64::min);
+    let hi = points.iter().map(|p| us(p.1)).fold(0.0, f64::max);
+    let y = Scale::log_around(if lo.is_finite() { lo } else { 1.0 }, hi.max(1e-3), 0.001);
+    let x = Scale::Linear { min: 0.0, max: (span / div).max(1e-9) };
+    let plot = Plot { left: 70.0, top: 36.0, width: 660.0, height: 260.0, x, y };
+    let since = if t0.is_finite() { points.iter().find(|p| p.0 == t0).map_or("", |p| p.1.start.as_str()) } else { "" };
+    let xlabel = format!("time since the first window ({unit}; {} UTC)", since.get(..16).unwrap_or(since));
+    svg.frame(&plot, title, &xlabel, "largest latency per window (µs, log scale)", &fmt_us);
+    let mut cpus: Vec<Option<u32>> = points.iter().map(|p| p.1.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let mut legend = Vec::new();
+    for (i, cpu) in cpus.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let mine: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|p| p.1.cpu == *cpu && p.1.count > 0)
+            .map(|p| (plot.px((p.0 - t0) / div), plot.py(us(p.1))))
+            .collect();
+        svg.polyline(&mine, &format!(r#"stroke="{color}" stroke-width="1" stroke-opacity="0.6""#));
+        for (x, y) in &mine {
+            svg.raw(&format!(r#"<circle class="window-max" cx="{x:.1}" cy="{y:.1}" r="2" fill="{color}"/>"#));
+        }
+        let name = cpu.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
+        legend.push((color.to_string(), String::new(), format!("{name}: {} windows", mine.len())));
+    }
+    svg.legend(&plot, &legend);
+    svg.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(run: i64, start: &str, cpu: u32, max_ns: u64) -> WindowMax {
+        WindowMax { run, probe: "timer".into(), start: start.into(), thread: cpu, cpu: Some(cpu), max_ns, count: 10 }
+    }
+
+    #[test]
+    fn one_point_per_window_and_cpu_and_unreadable_starts_left_out() {
+        let w = [
+            window(1, "2026-11-22T00:00:00.000Z", 0, 20_000),
+            window(1, "2026-11-22T00:00:00.000Z", 1, 30_000),
+            window(2, "2026-11-22T00:10:00.000Z", 0, 90_000_000),
+            window(2, "2026-11-22T00:10:00.000Z", 1, 25_000),
+            window(3, "garbage", 0, 1),
+        ];
+        let svg = render("t", &w);
+        assert_eq!(svg.matches(r#"class="window-max""#).count(), 4);
+        assert!(svg.contains("CPU 0: 2 windows") && svg.contains("CPU 1: 2 windows"), "{svg}");
+        assert!(svg.contains("time since the first window (min; 2026-11-22T00:00 UTC)"), "{svg}");
+    }
+}

@@ -15,6 +15,14 @@ pub struct MonitorArgs {
     /// CPUs to watch, one thread each, e.g. 0-3 [default: all online]
     #[arg(short = 'a', long, value_name = "CPUS")]
     pub affinity: Option<String>,
+    /// Watch OS noise instead of timer wake-ups: the noise probe's busy loop (osnoise, oslat)
+    /// on every watched CPU. It takes those CPUs whole (what RT throttling leaves): for a lab
+    /// machine, not one that serves real-time work
+    #[arg(long, conflicts_with = "interval")]
+    pub noise: bool,
+    /// With --noise: gaps longer than this count, in µs
+    #[arg(long, value_parser = crate::parse::positive_us, default_value = "1", value_name = "US", requires = "noise")]
+    pub noise_threshold: u64,
     /// Real-time priority of the measuring threads (1-99)
     #[arg(short = 'p', long, value_parser = crate::parse::priority, default_value_t = 95)]
     pub priority: i32,
@@ -24,7 +32,8 @@ pub struct MonitorArgs {
     /// Delete stored windows of this monitor older than this
     #[arg(long, value_parser = crate::parse::duration, default_value = "7d", value_name = "DURATION")]
     pub keep: Duration,
-    /// Serve Prometheus metrics at http://ADDR/metrics ("off": no endpoint)
+    /// Serve Prometheus metrics at http://ADDR/metrics ("off": no endpoint). Only loopback
+    /// unless an address is given here
     #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR")]
     pub listen: String,
     /// Answer only requests carrying `Authorization: Bearer TOKEN`

@@ -159,9 +159,13 @@ fn monitor_figures(monitors: &[Monitor]) -> Vec<Figure> {
         .iter()
         .map(|m| {
             let runs = distinct(m.windows.iter().map(|w| w.run.to_string())).len();
-            let title = format!("{}: largest latency per monitor window", m.label);
+            let what = if m.probe == "timer" { String::new() } else { format!(" ({})", m.probe) };
+            let title = format!("{}: largest latency per monitor window{what}", m.label);
             Figure {
-                name: format!("monitor-{}", file_safe(&m.label)),
+                name: match m.probe.as_str() {
+                    "timer" => format!("monitor-{}", file_safe(&m.label)),
+                    other => format!("monitor-{}-{}", file_safe(&m.label), file_safe(other)),
+                },
                 caption: format!(
                     "{title}, one colour per CPU, {runs} windows (the OSADL farm's long-term plot): a point is one \
                      window's worst wake-up on that CPU"

@@ -130,9 +130,10 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote])
     Ok(out)
 }
 
-/// The windows a monitor stored under one label, for the long-term plot of maxima.
+/// The windows the monitors of one label and probe stored, for the long-term plot of maxima.
 pub struct Monitor {
     pub label: String,
+    pub probe: String,
     /// Per window and thread, oldest first.
     pub windows: Vec<crate::model::WindowMax>,
 }
@@ -151,8 +152,12 @@ pub fn monitors(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<Mon
     let mut out = Vec::new();
     for label in wanted {
         let windows = store.window_maxima(&label)?;
-        if !windows.is_empty() {
-            out.push(Monitor { label, windows });
+        let mut probes: Vec<String> = windows.iter().map(|w| w.probe.clone()).collect();
+        probes.sort_unstable();
+        probes.dedup();
+        for probe in probes {
+            let windows = windows.iter().filter(|w| w.probe == probe).cloned().collect();
+            out.push(Monitor { label: label.clone(), probe, windows });
         }
     }
     Ok(out)

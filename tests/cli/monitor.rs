@@ -150,11 +150,11 @@ fn metrics_need_the_token_and_count_every_sample_of_each_cpu() {
         assert!(Instant::now() < deadline, "no closed window shown: {body}");
         std::thread::sleep(Duration::from_millis(300));
     };
-    let count = value(&body, "rtbench_latency_seconds_count{cpu=\"0\"}").expect("a count for CPU 0");
+    let count = value(&body, "rtbench_latency_seconds_count{cpu=\"0\",probe=\"timer\"}").expect("a count for CPU 0");
     assert!(count >= 1_000.0, "the count runs on across windows: {count}");
-    assert_eq!(value(&body, "rtbench_latency_seconds_bucket{le=\"+Inf\",cpu=\"0\"}"), Some(count));
-    let one_ms = value(&body, "rtbench_latency_seconds_bucket{le=\"0.001\",cpu=\"0\"}").unwrap();
-    let over = value(&body, "rtbench_over_threshold_total{cpu=\"0\",threshold=\"0.001\"}").unwrap();
+    assert_eq!(value(&body, "rtbench_latency_seconds_bucket{le=\"+Inf\",cpu=\"0\",probe=\"timer\"}"), Some(count));
+    let one_ms = value(&body, "rtbench_latency_seconds_bucket{le=\"0.001\",cpu=\"0\",probe=\"timer\"}").unwrap();
+    let over = value(&body, "rtbench_over_threshold_total{cpu=\"0\",probe=\"timer\",threshold=\"0.001\"}").unwrap();
     assert_eq!(one_ms + over, count, "samples over 1 ms are the ones above the 1 ms bucket");
     assert!(value(&body, "rtbench_steal_seconds_total{cpu=\"0\"}").is_some(), "{body}");
     assert!(body.trim_end().ends_with("# EOF"));
@@ -165,4 +165,26 @@ fn bad_monitor_flags_are_refused_with_the_flag_named() {
     let lab = Lab::new();
     assert_rejected(&lab.run(&["monitor", "--threshold", "fast", "-D", "1s"]), "--threshold");
     assert_rejected(&lab.run(&["monitor", "--listen", "nowhere", "-D", "1s"]), "--listen");
+    assert_rejected(&lab.run(&["monitor", "--noise", "-i", "500", "-D", "1s"]), "--interval");
+    assert_rejected(&lab.run(&["monitor", "--noise-threshold", "5", "-D", "1s"]), "--noise");
+}
+
+#[test]
+fn with_noise_the_windows_and_metrics_are_the_busy_loops_gaps() {
+    let lab = Lab::new();
+    let mut m =
+        Monitor::start(&lab, &["--noise", "--noise-threshold", "2", "--window", "1s", "--listen", "127.0.0.1:0"]);
+    let addr = m.address();
+    lab.wait_for_runs(2, Duration::from_secs(20));
+    let (status, body) = get(&addr, "/metrics", None);
+    assert_eq!(status, 200);
+    let count = value(&body, "rtbench_latency_seconds_count{cpu=\"0\",probe=\"noise\"}").expect(&body);
+    assert!(count > 0.0, "gaps of the busy loop are counted: {body}");
+    assert!(!body.contains("probe=\"timer\""), "{body}");
+    m.signal("-TERM");
+    m.wait(Duration::from_secs(20));
+    let runs = monitor_runs(&lab);
+    assert!(runs.iter().all(|r| r["probe"] == "noise"), "{runs:?}");
+    let first = lab.export_json(runs[0]["id"].as_i64().unwrap());
+    assert_eq!(first["run"]["params"]["threshold_ns"], 2_000, "{}", first["run"]["params"]);
 }

@@ -1,5 +1,5 @@
-//! `rtbench monitor`: the timer probe at low cost, for as long as the machine runs, through
-//! the same runner as every run. Each window is a stored run; `/metrics` shows the latency to
+//! `rtbench monitor`: the timer probe at low cost (or, asked for, the noise probe), for as
+//! long as the machine runs, through the same runner as every run. Each window is a stored run; `/metrics` shows the latency to
 //! a Prometheus server.
 
 mod hlog;
@@ -15,11 +15,16 @@ use crate::config::{RunConfig, RunOptions};
 use crate::runner::segment::Extras;
 
 pub fn run(a: MonitorArgs) -> Result<i32> {
-    let info = crate::probe::info("timer").expect("the timer probe is registered");
+    let probe = if a.noise { "noise" } else { "timer" };
+    let info = crate::probe::info(probe).expect("the monitor's probes are registered");
     (info.supported)().map_err(|why| crate::invalid!("the monitor cannot run here: {why}"))?;
     let thresholds = thresholds(&a.threshold)?;
     let mut args = info.defaults();
-    args.set("interval", crate::probe::FlagValue::Number(a.interval));
+    match a.noise {
+        // Gaps longer than the interval's worth of µs count; the busy loop has no interval.
+        true => args.set("threshold", crate::probe::FlagValue::Number(a.noise_threshold)),
+        false => args.set("interval", crate::probe::FlagValue::Number(a.interval)),
+    }
     let opts = RunOptions {
         affinity: a.affinity.clone(),
         priority: a.priority,
@@ -35,7 +40,7 @@ pub fn run(a: MonitorArgs) -> Result<i32> {
     let shared = metrics::Shared::default();
     let endpoint = match a.listen.as_str() {
         "off" => None,
-        listen => Some(serve::Endpoint::start(listen, a.token.clone(), Arc::clone(&shared))?),
+        listen => Some(serve::Endpoint::start(listen, a.token.clone(), Arc::clone(&shared), probe)?),
     };
     if let Some(e) = &endpoint {
         eprintln!("rtbench: serving metrics at http://{}/metrics", e.addr);

@@ -23,13 +23,13 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    pub fn start(listen: &str, token: Option<String>, shared: Shared) -> Result<Endpoint> {
+    pub fn start(listen: &str, token: Option<String>, shared: Shared, probe: &'static str) -> Result<Endpoint> {
         let server = tiny_http::Server::http(listen)
             .map_err(|e| crate::invalid!("--listen {listen}: cannot serve there: {e}"))?;
         let addr = server.server_addr().to_ip().map_or_else(|| listen.to_string(), |a| a.to_string());
         let server = Arc::new(server);
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(Exposition(shared)));
+        registry.register_collector(Box::new(Exposition { shared, probe }));
         let serving = Arc::clone(&server);
         let thread = std::thread::Builder::new()
             .name("rtbench-metrics".into())
@@ -73,19 +73,24 @@ fn answer(request: tiny_http::Request, registry: &Registry, token: Option<&str>)
 }
 
 /// Encodes a copy of the snapshot taken under its lock, so the lock is held for a copy only.
+/// Every latency series names the probe (`timer`, or `noise` for gaps in a busy loop).
 #[derive(Debug)]
-struct Exposition(Shared);
+struct Exposition {
+    shared: Shared,
+    probe: &'static str,
+}
 
 impl Collector for Exposition {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let snap = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let snap = self.shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let probe = self.probe;
         let buckets: Vec<f64> = BOUNDS_NS.iter().map(|b| *b as f64 / 1e9).chain([f64::INFINITY]).collect();
-        let help = "Timer wake-up latency since the monitor started";
+        let help = "Latency since the monitor started: timer wake-ups, or gaps in a busy loop for noise";
         let mut family =
             encoder.encode_descriptor("rtbench_latency", help, Some(&Unit::Seconds), MetricType::Histogram)?;
         for s in &snap.series {
             let pairs: Vec<(f64, u64)> = buckets.iter().copied().zip(s.buckets.iter().copied()).collect();
-            let labels = [("cpu", s.cpu.as_str())];
+            let labels = [("cpu", s.cpu.as_str()), ("probe", probe)];
             family.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
                 s.sum_ns as f64 / 1e9,
                 s.count,
@@ -97,10 +102,10 @@ impl Collector for Exposition {
         let mut family =
             encoder.encode_descriptor("rtbench_window_max", help, Some(&Unit::Seconds), MetricType::Gauge)?;
         for s in &snap.series {
-            let current = [("cpu", s.cpu.as_str()), ("window", "current")];
+            let current = [("cpu", s.cpu.as_str()), ("probe", probe), ("window", "current")];
             family.encode_family(&current)?.encode_gauge(&(s.max_current_ns as f64 / 1e9))?;
             if let Some(last) = s.max_last_ns {
-                let labels = [("cpu", s.cpu.as_str()), ("window", "last")];
+                let labels = [("cpu", s.cpu.as_str()), ("probe", probe), ("window", "last")];
                 family.encode_family(&labels)?.encode_gauge(&(last as f64 / 1e9))?;
             }
         }
@@ -109,7 +114,7 @@ impl Collector for Exposition {
         for s in &snap.series {
             for (t, n) in snap.thresholds_ns.iter().zip(&s.over) {
                 let threshold = format!("{}", *t as f64 / 1e9);
-                let labels = [("cpu", s.cpu.as_str()), ("threshold", threshold.as_str())];
+                let labels = [("cpu", s.cpu.as_str()), ("probe", probe), ("threshold", threshold.as_str())];
                 family.encode_family(&labels)?.encode_counter::<NoLabelSet, _, u64>(n, None)?;
             }
         }

@@ -167,8 +167,8 @@ fn monitor_figures(monitors: &[Monitor]) -> Vec<Figure> {
                     other => format!("monitor-{}-{}", file_safe(&m.label), file_safe(other)),
                 },
                 caption: format!(
-                    "{title}, one colour per CPU, {runs} windows (the OSADL farm's long-term plot): a point is one \
-                     window's worst wake-up on that CPU"
+                    "{title}, one colour per CPU, {runs} windows (the OSADL farm's long-term plot): a point is the \
+                     largest latency of one window on that CPU"
                 ),
                 svg: windows::render(&title, &m.windows),
             }

@@ -165,11 +165,13 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
         keep: extras.keep,
     });
     let windows = Windows { every: extras.window, segments, sinks: extras.sinks };
+    // The segment being written: the one a failure marks.
+    let current = std::cell::Cell::new(id);
     let result = drive(
         cfg,
         &session,
         store,
-        id,
+        &current,
         &grant,
         warnings,
         samples,
@@ -186,7 +188,7 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
         Ok(ended) => Ok(ended),
         Err(e) => {
             // Whatever was checkpointed stays; the run says why it ended.
-            let _ = store.mark_failed(id, &format!("{e:#}"));
+            let _ = store.mark_failed(current.get(), &format!("{e:#}"));
             Err(e)
         }
     }
@@ -198,7 +200,7 @@ fn drive(
     cfg: &RunConfig,
     session: &Session,
     store: &mut Store,
-    id: i64,
+    current: &std::cell::Cell<i64>,
     grant: &rt::Grant,
     mut warnings: Vec<String>,
     samples: Option<SampleLogWriter>,
@@ -208,7 +210,7 @@ fn drive(
     mut tracer: Option<&mut crate::trace::Tracer>,
     windows: Windows,
 ) -> Result<(i64, Outcome)> {
-    let mut id = id;
+    let mut id = current.get();
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
     let before = CpuSample::read();
@@ -336,6 +338,7 @@ fn drive(
                 if run.sinks.iter().all(|s| s.current()) {
                     if let Some(next) = run.close_window(store_at, true) {
                         id = next;
+                        current.set(next);
                         window_from += every;
                     }
                 }

@@ -185,6 +185,9 @@ pub struct StoreSink<'s> {
     breaches: Vec<Breach>,
     /// How a window ends, when the run has windows.
     pub segments: Option<Segments>,
+    /// The envelope index the current segment counts from: a window's intervals are stored
+    /// from its own start, as a run's are. `None` until the first interval after a roll.
+    base: Option<u64>,
 }
 
 /// One thread's raw samples for the store.
@@ -209,6 +212,7 @@ impl<'s> StoreSink<'s> {
             activity: Vec::new(),
             breaches: Vec::new(),
             segments: None,
+            base: Some(0),
         }
     }
 }
@@ -246,8 +250,13 @@ impl Sink for StoreSink<'_> {
     }
 
     fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
-        self.envelope.extend_from_slice(cp.envelope);
-        self.activity.extend_from_slice(cp.activity);
+        let first = cp.envelope.iter().map(|(_, p)| p.index).chain(cp.activity.iter().map(|a| a.index)).min();
+        if let Some(base) = self.base.or(first) {
+            self.base = Some(base);
+            let from_base = |index: u64| index.saturating_sub(base);
+            self.envelope.extend(cp.envelope.iter().map(|(t, p)| (*t, EnvPoint { index: from_base(p.index), ..*p })));
+            self.activity.extend(cp.activity.iter().map(|a| CpuInterval { index: from_base(a.index), ..*a }));
+        }
         self.breaches.extend_from_slice(cp.breaches);
         if !self.breaches.is_empty() {
             self.store.add_breaches(self.id, &self.breaches)?;
@@ -270,6 +279,7 @@ impl Sink for StoreSink<'_> {
     fn window_closed(&mut self, closed: &Closed) -> Result<Option<i64>> {
         let Some(segments) = self.segments.as_ref().filter(|_| closed.more) else { return Ok(None) };
         self.id = segments.roll(self.store, self.id)?;
+        self.base = None;
         Ok(Some(self.id))
     }
 }

@@ -89,6 +89,14 @@ fn windows_are_stored_as_runs_of_their_own_and_sigterm_keeps_the_current_one() {
         assert!(count > 0 && count <= 2_200, "window {} holds {count} samples", r["id"]);
         assert_eq!(doc["threads"][0]["cpu"], 0);
     }
+    // Each window's envelope counts from its own start, as a run's does (1-s intervals here).
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    for r in closed {
+        let first: i64 = c
+            .query_row("SELECT min(idx) FROM envelope WHERE run_id = ?1", [r["id"].as_i64().unwrap()], |row| row.get(0))
+            .unwrap();
+        assert!(first <= 1, "window {} begins at interval {first}", r["id"]);
+    }
     assert_eq!(last[0]["status"], "interrupted");
     let doc = lab.export_json(last[0]["id"].as_i64().unwrap());
     assert!(doc["total"]["count"].as_u64().unwrap() > 0, "the window SIGTERM cut short is stored");

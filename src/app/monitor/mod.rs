@@ -1,6 +1,6 @@
 //! `rtbench monitor`: the timer probe at low cost (or, asked for, the noise probe), for as
-//! long as the machine runs, through the same runner as every run. Each window is a stored run; `/metrics` shows the latency to
-//! a Prometheus server.
+//! long as the machine runs, through the same runner as every run. Each window is a stored
+//! run; `/metrics` shows the latency to a Prometheus server.
 
 mod hlog;
 mod metrics;
@@ -21,7 +21,7 @@ pub fn run(a: MonitorArgs) -> Result<i32> {
     let thresholds = thresholds(&a.threshold)?;
     let mut args = info.defaults();
     match a.noise {
-        // Gaps longer than the interval's worth of µs count; the busy loop has no interval.
+        // The busy loop has no interval: what it counts is set by its threshold.
         true => args.set("threshold", crate::probe::FlagValue::Number(a.noise_threshold)),
         false => args.set("interval", crate::probe::FlagValue::Number(a.interval)),
     }

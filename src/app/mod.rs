@@ -30,6 +30,10 @@ pub fn run(invocation: Invocation) -> Result<i32> {
     for said in crate::trace::replay_abandoned() {
         eprintln!("rtbench: {said}");
     }
+    // And one that switched the preemption model left it switched.
+    for said in crate::runner::preempt::replay_abandoned() {
+        eprintln!("rtbench: {said}");
+    }
     match invocation {
         Invocation::Probe(call) => probe(call),
         Invocation::Command(cmd) => command(cmd),

@@ -1,6 +1,11 @@
 //! Switching the preemption model of a PREEMPT_DYNAMIC kernel between a study's passes, so one
 //! boot compares several "kernels". A guard: the model it found is put back when it drops, and
-//! debugfs is unmounted again if it mounted it.
+//! debugfs is unmounted again if it mounted it. A journal written before the first switch lets
+//! the next rtbench command do the same when the study was killed.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
 
 use super::session::Guard;
 use crate::sysinfo::current_preempt_model as current;
@@ -32,7 +37,12 @@ impl PreemptSwitch {
         // From here on, dropping the switch unmounts what it mounted.
         let mut switch = PreemptSwitch { original: String::new(), mounted };
         let text = std::fs::read_to_string(FILE).map_err(|e| format!("cannot read {FILE}: {e}"))?;
-        switch.original = current(&text).ok_or_else(|| format!("{FILE} says '{}', no current model", text.trim()))?;
+        let original = current(&text).ok_or_else(|| format!("{FILE} says '{}', no current model", text.trim()))?;
+        let pid = std::process::id();
+        let journal =
+            Journal { pid, pid_start: crate::sysinfo::process_start(pid), original: original.clone(), mounted };
+        journal.create().map_err(|e| format!("cannot write {}: {e}", Journal::path_for(pid).display()))?;
+        switch.original = original;
         Ok(switch)
     }
 
@@ -62,11 +72,78 @@ impl Drop for PreemptSwitch {
     fn drop(&mut self) {
         if !self.original.is_empty() {
             let _ = std::fs::write(FILE, &self.original);
+            let _ = std::fs::remove_file(Journal::path_for(std::process::id()));
         }
         if self.mounted {
             let _ = crate::sys::unmount(DEBUGFS);
         }
     }
+}
+
+/// The model a switching process found, written before its first switch.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Journal {
+    pid: u32,
+    pid_start: String,
+    original: String,
+    /// Whether that process mounted debugfs.
+    mounted: bool,
+}
+
+impl Journal {
+    fn path_for(pid: u32) -> PathBuf {
+        crate::shield::state_dir().join(format!("preempt-{pid}.json"))
+    }
+
+    fn create(&self) -> std::io::Result<()> {
+        let at = Self::path_for(self.pid);
+        if let Some(dir) = at.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = at.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?)?;
+        std::fs::rename(&tmp, &at)
+    }
+}
+
+/// Puts back the model that switching processes which are gone found; says what it did.
+pub fn replay_abandoned() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(crate::shield::state_dir()) else { return Vec::new() };
+    let mut said = Vec::new();
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("preempt-") && name.ends_with(".json")) {
+            continue;
+        }
+        let Some(j) = std::fs::read(entry.path()).ok().and_then(|b| serde_json::from_slice::<Journal>(&b).ok()) else {
+            continue;
+        };
+        if crate::sysinfo::same_process(j.pid, &j.pid_start) {
+            continue;
+        }
+        let now = std::fs::read_to_string(FILE).ok().and_then(|t| current(&t));
+        let put_back = now.as_deref() == Some(j.original.as_str()) || std::fs::write(FILE, &j.original).is_ok();
+        if !put_back {
+            said.push(format!(
+                "WARNING: could not put the preemption model back to '{}' after rtbench pid {} ended without it",
+                j.original, j.pid
+            ));
+            continue;
+        }
+        if j.mounted {
+            let _ = crate::sys::unmount(DEBUGFS);
+        }
+        let _ = std::fs::remove_file(entry.path());
+        if now.as_deref() != Some(j.original.as_str()) {
+            said.push(format!(
+                "put the preemption model back to '{}' (from '{}'): rtbench pid {} ended without doing it",
+                j.original,
+                now.unwrap_or_else(|| "?".into()),
+                j.pid
+            ));
+        }
+    }
+    said
 }
 
 #[cfg(test)]

@@ -368,5 +368,44 @@ fn a_study_across_preemption_models_switches_or_says_why_not_and_leaves_the_syst
             let now = std::fs::read_to_string("/sys/kernel/debug/sched/preempt").unwrap_or_default();
             assert!(now.contains(&format!("({was})")), "the model in force is back: {now}");
         }
+        killed_mid_study_the_model_is_put_back_by_the_next_command(&lab, before, &mounts);
     }
+}
+
+/// A study killed while it had switched the model leaves a journal; the next command (with the
+/// same state directory, so no other test's command does it first) switches back and unmounts.
+fn killed_mid_study_the_model_is_put_back_by_the_next_command(
+    lab: &Lab,
+    mounts_before: usize,
+    mounts: &dyn Fn() -> usize,
+) {
+    let state = lab.path("state");
+    let model = || {
+        let text = std::fs::read_to_string("/sys/kernel/debug/sched/preempt").ok()?;
+        Some(text.split_once('(')?.1.split_once(')')?.0.to_string())
+    };
+    let args = ["study", "--preempt", "lazy,none", "-D", "2s", "--load", "none", "--no-sysbench", "-q", "--label", "k"];
+    let mut study = lab.cmd(&args).env("RTBENCH_STATE_DIR", &state).stdout(Stdio::null()).spawn().unwrap();
+    let journal = state.join(format!("preempt-{}.json", study.id()));
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let original = loop {
+        if let Ok(text) = std::fs::read_to_string(&journal) {
+            let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+            break j["original"].as_str().unwrap().to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no journal at {}", journal.display());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    while model().as_deref() == Some(original.as_str()) || model().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the study never switched away from '{original}'");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    study.kill().unwrap();
+    study.wait().unwrap();
+    assert_ne!(model().as_deref(), Some(original.as_str()), "SIGKILL left the model switched");
+    let out = lab.cmd(&["runs"]).env("RTBENCH_STATE_DIR", &state).output().unwrap();
+    let said = text(&out.stderr);
+    assert!(said.contains(&format!("put the preemption model back to '{original}'")), "{said}");
+    assert!(!journal.exists(), "the journal is gone once done");
+    assert_eq!(mounts(), mounts_before, "debugfs is unmounted again if the study mounted it");
 }

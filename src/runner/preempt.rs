@@ -96,31 +96,14 @@ impl Journal {
     }
 
     fn create(&self) -> std::io::Result<()> {
-        let at = Self::path_for(self.pid);
-        if let Some(dir) = at.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = at.with_extension("tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?)?;
-        std::fs::rename(&tmp, &at)
+        crate::shield::write_atomically(&Self::path_for(self.pid), self)
     }
 }
 
 /// Puts back the model that switching processes which are gone found; says what it did.
 pub fn replay_abandoned() -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir(crate::shield::state_dir()) else { return Vec::new() };
     let mut said = Vec::new();
-    for entry in dir.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("preempt-") && name.ends_with(".json")) {
-            continue;
-        }
-        let Some(j) = std::fs::read(entry.path()).ok().and_then(|b| serde_json::from_slice::<Journal>(&b).ok()) else {
-            continue;
-        };
-        if crate::sysinfo::same_process(j.pid, &j.pid_start) {
-            continue;
-        }
+    for (path, j) in crate::shield::abandoned("preempt-", |j: &Journal| (j.pid, j.pid_start.as_str())) {
         let now = std::fs::read_to_string(FILE).ok().and_then(|t| current(&t));
         let put_back = now.as_deref() == Some(j.original.as_str()) || std::fs::write(FILE, &j.original).is_ok();
         if !put_back {
@@ -133,7 +116,7 @@ pub fn replay_abandoned() -> Vec<String> {
         if j.mounted {
             let _ = crate::sys::unmount(DEBUGFS);
         }
-        let _ = std::fs::remove_file(entry.path());
+        let _ = std::fs::remove_file(&path);
         if now.as_deref() != Some(j.original.as_str()) {
             said.push(format!(
                 "put the preemption model back to '{}' (from '{}'): rtbench pid {} ended without doing it",

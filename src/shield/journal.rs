@@ -32,6 +32,30 @@ pub fn path() -> PathBuf {
     state_dir().join("shield.json")
 }
 
+/// Writes `value` to `at` as JSON, whole or not at all: a temporary file renamed into place.
+pub fn write_atomically<T: Serialize>(at: &Path, value: &T) -> std::io::Result<()> {
+    if let Some(dir) = at.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = at.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?)?;
+    std::fs::rename(&tmp, at)
+}
+
+/// The journals `{prefix}PID.json` in the state directory whose writer is gone, with their
+/// paths; `owner` says which process wrote one (pid, start time). Unreadable ones are skipped.
+pub fn abandoned<T: serde::de::DeserializeOwned>(prefix: &str, owner: impl Fn(&T) -> (u32, &str)) -> Vec<(PathBuf, T)> {
+    let Ok(dir) = std::fs::read_dir(state_dir()) else { return Vec::new() };
+    dir.flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(prefix) && n.ends_with(".json")))
+        .filter_map(|e| Some((e.path(), serde_json::from_slice::<T>(&std::fs::read(e.path()).ok()?).ok()?)))
+        .filter(|(_, j)| {
+            let (pid, start) = owner(j);
+            !crate::sysinfo::same_process(pid, start)
+        })
+        .collect()
+}
+
 /// Where rtbench writes down the system changes it must undo (the shield's, the breach
 /// tracer's): a runtime directory, emptied at boot as the changes are.
 pub fn state_dir() -> PathBuf {

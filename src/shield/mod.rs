@@ -15,7 +15,7 @@ use anyhow::{anyhow, Result};
 use crate::model::ShieldRecord;
 use crate::runner::Guard;
 use crate::sysinfo::{format_cpu_list, online_cpus, parse_cpu_list};
-pub use journal::{state_dir, Journal};
+pub use journal::{abandoned, state_dir, write_atomically, Journal};
 
 const SYSTEM: &str = "rtbench-system";
 const SHIELD: &str = "rtbench-shield";

@@ -2,7 +2,7 @@
 //! shield's journal: a killed run's instance (and a tracefs mount of ours) is removed by the
 //! next rtbench command.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -24,39 +24,21 @@ impl TraceJournal {
 
     pub fn create(&self) -> std::io::Result<PathBuf> {
         let at = Self::path_for(self.pid);
-        if let Some(dir) = at.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = at.with_extension("tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?)?;
-        std::fs::rename(&tmp, &at)?;
+        crate::shield::write_atomically(&at, self)?;
         Ok(at)
-    }
-
-    fn load(at: &Path) -> Option<TraceJournal> {
-        serde_json::from_slice(&std::fs::read(at).ok()?).ok()
     }
 }
 
 /// Undoes what tracers whose process is gone left behind; says what it did.
 pub fn replay_abandoned() -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir(crate::shield::state_dir()) else { return Vec::new() };
     let mut said = Vec::new();
-    for entry in dir.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("trace-") && name.ends_with(".json")) {
-            continue;
-        }
-        let Some(j) = TraceJournal::load(&entry.path()) else { continue };
-        if crate::sysinfo::same_process(j.pid, &j.pid_start) {
-            continue;
-        }
+    for (path, j) in crate::shield::abandoned("trace-", |j: &TraceJournal| (j.pid, j.pid_start.as_str())) {
         match super::instance::remove(&j.instance) {
             Ok(()) => {
                 if let Some(root) = &j.mounted {
                     super::instance::unmount_if_unused(root);
                 }
-                let _ = std::fs::remove_file(entry.path());
+                let _ = std::fs::remove_file(&path);
                 said.push(format!(
                     "removed the trace instance {} that rtbench pid {} left when it ended without removing it",
                     j.instance.display(),

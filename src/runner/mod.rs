@@ -163,6 +163,8 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
             envelope_ns: cfg.envelope_ns,
         },
         keep: extras.keep,
+        threads: cfg.threads.clone(),
+        watched: !cfg.info.synthetic,
     });
     let windows = Windows { every: extras.window, segments, sinks: extras.sinks };
     // The segment being written: the one a failure marks.
@@ -447,7 +449,7 @@ struct Windows {
 
 /// What steal time did on each measured CPU over the whole run, from what the store holds of
 /// it: the runner keeps no history, so its memory stays flat however long the run.
-fn steal(store: &Store, id: i64, threads: &[crate::config::ThreadPlan]) -> Result<Vec<StealFinding>> {
+pub(super) fn steal(store: &Store, id: i64, threads: &[crate::config::ThreadPlan]) -> Result<Vec<StealFinding>> {
     let envelope = store.envelope(id)?;
     let activity = store.cpu_activity(id)?;
     let per_thread: Vec<(Option<u32>, Vec<EnvPoint>)> = threads

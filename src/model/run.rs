@@ -54,6 +54,9 @@ pub struct WindowMax {
     pub cpu: Option<u32>,
     pub max_ns: u64,
     pub count: u64,
+    /// The hypervisor's steal on the CPU, in the interval of the window's largest latency, was
+    /// at least that latency: the window's max may be the hypervisor's, not the kernel's.
+    pub stolen: bool,
 }
 
 /// One thread's raw samples: thread number, then (time offset, latency) in order.

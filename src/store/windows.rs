@@ -10,7 +10,12 @@ impl Store {
     /// Every stored window of the monitors that ran under `label`, oldest first.
     pub fn window_maxima(&self, label: &str) -> Result<Vec<WindowMax>> {
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT r.id, r.probe, r.start, t.thread, t.cpu, t.max_ns, t.count FROM runs r
+            "SELECT r.id, r.probe, r.start, t.thread, t.cpu, t.max_ns, t.count,
+                    EXISTS (SELECT 1 FROM envelope e JOIN cpu_activity a
+                              ON a.run_id = e.run_id AND a.idx = e.idx AND a.cpu = t.cpu
+                            WHERE e.run_id = r.id AND e.thread = t.thread AND e.max_ns = t.max_ns
+                              AND a.steal_ns > 0 AND a.steal_ns >= e.max_ns)
+             FROM runs r
              JOIN threads t ON t.run_id = r.id
              WHERE r.label = ?1 AND json_extract(r.params, '$.{WINDOW_PARAM}') IS NOT NULL
              ORDER BY r.start, r.id, t.thread"
@@ -24,8 +29,67 @@ impl Store {
                 cpu: r.get(4)?,
                 max_ns: r.get::<_, i64>(5)? as u64,
                 count: r.get::<_, i64>(6)? as u64,
+                stolen: r.get(7)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CpuInterval, EnvPoint, LoadRecord, Metric, RunParams, SystemSnapshot, ThreadResult};
+    use crate::stats::Stats;
+    use crate::store::NewRun;
+
+    /// Stores one window on CPU 1 whose largest latency, `max_ns`, fell in interval 1, where
+    /// the hypervisor took `steal_ns` of the CPU.
+    fn window(store: &mut Store, max_ns: u64, steal_ns: u64) {
+        let params = RunParams::Unknown(serde_json::json!({ WINDOW_PARAM: 300 }));
+        let (load, system) = (LoadRecord::idle(), SystemSnapshot::default());
+        let id = store
+            .begin(&NewRun {
+                label: "mon",
+                probe: "timer",
+                metric: Metric::default(),
+                params: &params,
+                load: &load,
+                command_line: "rtbench monitor",
+                rt_priority: true,
+                warnings: &[],
+                system: &system,
+                envelope_ns: 1_000_000_000,
+            })
+            .unwrap();
+        let mut stats = Stats::default();
+        stats.record(40_000);
+        stats.record(max_ns);
+        let thread = ThreadResult { thread: 0, cpu: Some(1), stats };
+        let point = |index, max| (0, EnvPoint { index, min: max, max, sum: max, count: 1 });
+        let activity = |index, steal_ns| CpuInterval {
+            cpu: 1,
+            index,
+            steal_ns,
+            irq_ns: 0,
+            softirq_ns: 0,
+            interrupts: 0,
+            context_switches: None,
+        };
+        let envelope = [point(0, 40_000), point(1, max_ns)];
+        // Interval 0 was stolen too, but its latency is not the window's largest.
+        store.checkpoint(id, &[thread], &envelope, &[], &[activity(0, 90_000_000), activity(1, steal_ns)]).unwrap();
+    }
+
+    #[test]
+    fn a_window_is_stolen_when_steal_covers_the_interval_of_its_largest_latency() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        window(&mut store, 30_000_000, 40_000_000);
+        window(&mut store, 30_000_000, 10_000_000);
+        window(&mut store, 30_000_000, 0);
+        let got: Vec<(u64, bool)> =
+            store.window_maxima("mon").unwrap().iter().map(|w| (w.max_ns / 1_000_000, w.stolen)).collect();
+        assert_eq!(got, [(30, true), (30, false), (30, false)]);
     }
 }

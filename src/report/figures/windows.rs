@@ -1,5 +1,6 @@
 //! The OSADL farm's long-term plot: the largest latency of every monitor window, one colour
-//! per CPU, over days, so a spike that happens once a day stands out from the 5-minute noise.
+//! per CPU, over days, so a spike that happens once a day stands out from the 5-minute noise;
+//! a maximum the hypervisor's steal explains is ringed, so it is not taken for the kernel's.
 
 use crate::model::WindowMax;
 use crate::report::svg::{Plot, Scale, Svg, PALETTE};
@@ -34,28 +35,42 @@ pub fn render(title: &str, windows: &[WindowMax]) -> String {
     let mut legend = Vec::new();
     for (i, cpu) in cpus.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let mine: Vec<(f64, f64)> = points
+        let mine: Vec<(f64, f64, bool)> = points
             .iter()
             .filter(|p| p.1.cpu == *cpu && p.1.count > 0)
-            .map(|p| (plot.px((p.0 - t0) / div), plot.py(us(p.1))))
+            .map(|p| (plot.px((p.0 - t0) / div), plot.py(us(p.1)), p.1.stolen))
             .collect();
-        svg.polyline(&mine, &format!(r#"stroke="{color}" stroke-width="1" stroke-opacity="0.6""#));
-        for (x, y) in &mine {
+        let line: Vec<(f64, f64)> = mine.iter().map(|(x, y, _)| (*x, *y)).collect();
+        svg.polyline(&line, &format!(r#"stroke="{color}" stroke-width="1" stroke-opacity="0.6""#));
+        for (x, y, stolen) in &mine {
             svg.raw(&format!(r#"<circle class="window-max" cx="{x:.1}" cy="{y:.1}" r="2" fill="{color}"/>"#));
+            if *stolen {
+                svg.raw(&format!(
+                    r#"<circle class="window-stolen" cx="{x:.1}" cy="{y:.1}" r="5" fill="none" stroke="{STOLEN}" stroke-width="1.5"/>"#
+                ));
+            }
         }
         let name = cpu.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
         legend.push((color.to_string(), String::new(), format!("{name}: {} windows", mine.len())));
     }
+    let stolen = points.iter().filter(|p| p.1.stolen && p.1.count > 0).count();
+    if stolen > 0 {
+        legend.push((STOLEN.into(), String::new(), format!("ringed: {stolen} maxima the hypervisor's steal explains")));
+    }
     svg.legend(&plot, &legend);
     svg.finish()
 }
+
+/// The ring around a window's maximum that steal time explains (the scatter's steal colour).
+const STOLEN: &str = "#ff7f0e";
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn window(run: i64, start: &str, cpu: u32, max_ns: u64) -> WindowMax {
-        WindowMax { run, probe: "timer".into(), start: start.into(), thread: cpu, cpu: Some(cpu), max_ns, count: 10 }
+        let start = start.into();
+        WindowMax { run, probe: "timer".into(), start, thread: cpu, cpu: Some(cpu), max_ns, count: 10, stolen: false }
     }
 
     #[test]
@@ -71,5 +86,16 @@ mod tests {
         assert_eq!(svg.matches(r#"class="window-max""#).count(), 4);
         assert!(svg.contains("CPU 0: 2 windows") && svg.contains("CPU 1: 2 windows"), "{svg}");
         assert!(svg.contains("time since the first window (min; 2026-11-22T00:00 UTC)"), "{svg}");
+        assert!(!svg.contains("window-stolen") && !svg.contains("ringed"), "no steal, no ring");
+    }
+
+    #[test]
+    fn a_maximum_steal_explains_is_ringed_and_counted() {
+        let mut spike = window(2, "2026-11-22T00:10:00.000Z", 0, 90_000_000);
+        spike.stolen = true;
+        let svg = render("t", &[window(1, "2026-11-22T00:00:00.000Z", 0, 20_000), spike]);
+        assert_eq!(svg.matches(r#"class="window-max""#).count(), 2);
+        assert_eq!(svg.matches(r#"class="window-stolen""#).count(), 1);
+        assert!(svg.contains("ringed: 1 maxima the hypervisor's steal explains"), "{svg}");
     }
 }

@@ -447,8 +447,9 @@ struct Windows {
     sinks: Vec<Box<dyn sink::Sink + Send>>,
 }
 
-/// What steal time did on each measured CPU over the whole run, from what the store holds of
-/// it: the runner keeps no history, so its memory stays flat however long the run.
+/// What steal time did on each measured CPU over a stored run (or a monitor's window), from
+/// what the store holds of it: the runner keeps no history, so its memory stays flat however
+/// long the run.
 pub(super) fn steal(store: &Store, id: i64, threads: &[crate::config::ThreadPlan]) -> Result<Vec<StealFinding>> {
     let envelope = store.envelope(id)?;
     let activity = store.cpu_activity(id)?;

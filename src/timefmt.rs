@@ -53,30 +53,46 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// The fields of an rtbench timestamp (`2026-11-22T00:12:18.123Z`; the milliseconds may be
+/// missing); `None` if it is not one.
+struct Fields {
+    y: i64,
+    m: u32,
+    d: u32,
+    hh: i64,
+    mm: i64,
+    ss: i64,
+    millis: i64,
+}
+
+impl Fields {
+    fn parse(s: &str) -> Option<Fields> {
+        let num =
+            |a: usize, b: usize| s.get(a..b).filter(|x| x.bytes().all(|c| c.is_ascii_digit()))?.parse::<i64>().ok();
+        let (y, m, d) = (num(0, 4)?, num(5, 7)? as u32, num(8, 10)? as u32);
+        let (hh, mm, ss) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+        if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+            return None;
+        }
+        let millis = match s.get(19..20) {
+            Some(".") => num(20, 23)?,
+            _ => 0,
+        };
+        Some(Fields { y, m, d, hh, mm, ss, millis })
+    }
+}
+
 /// Seconds since the epoch of an rtbench timestamp (`2026-11-22T00:12:18.123Z`); `None` if it
 /// is not one.
 pub fn parse_rfc3339(s: &str) -> Option<f64> {
-    let num = |a: usize, b: usize| s.get(a..b).filter(|x| x.bytes().all(|c| c.is_ascii_digit()))?.parse::<i64>().ok();
-    let (y, m, d) = (num(0, 4)?, num(5, 7)? as u32, num(8, 10)? as u32);
-    let (hh, mm, ss) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
-        return None;
-    }
-    let millis = match s.get(19..20) {
-        Some(".") => num(20, 23)?,
-        _ => 0,
-    };
-    Some((days_from_civil(y, m, d) * 86_400 + hh * 3600 + mm * 60 + ss) as f64 + millis as f64 / 1e3)
+    let f = Fields::parse(s)?;
+    let secs = days_from_civil(f.y, f.m, f.d) * 86_400 + f.hh * 3600 + f.mm * 60 + f.ss;
+    Some(secs as f64 + f.millis as f64 / 1e3)
 }
 
 /// An rtbench timestamp in cyclictest's JSON style, `Sun, 22 Nov 2026 00:12:18 +0000`.
 pub fn rfc3339_to_cyclictest(s: &str) -> Option<String> {
-    let num = |a: usize, b: usize| s.get(a..b).and_then(|x| x.parse::<i64>().ok());
-    let (y, m, d) = (num(0, 4)?, num(5, 7)? as u32, num(8, 10)? as u32);
-    let (hh, mm, ss) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
-    if !(1..=12).contains(&m) {
-        return None;
-    }
+    let Fields { y, m, d, hh, mm, ss, .. } = Fields::parse(s)?;
     let days = days_from_civil(y, m, d);
     const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MO: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];

@@ -341,9 +341,8 @@ fn drive(
                     if let Some(next) = run.close_window(store_at, true) {
                         id = next;
                         current.set(next);
-                        // On the grid from the start; a roll late by more than a window
-                        // leaves no empty window behind.
-                        window_from += every;
+                        // On the grid from the start, to the slot holding now: a roll late by
+                        // more than a window leaves no empty window behind.
                         while window_from.elapsed() >= every {
                             window_from += every;
                         }

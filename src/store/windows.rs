@@ -7,7 +7,9 @@ use super::{Store, WINDOW_PARAM};
 use crate::model::WindowMax;
 
 impl Store {
-    /// Every stored window of the monitors that ran under `label`, oldest first.
+    /// Every stored window of the monitors that ran under `label`, oldest first. `stolen` is
+    /// [`crate::model::stolen`] of the interval holding the thread's max, asked of SQLite so
+    /// the report reads no envelope.
     pub fn window_maxima(&self, label: &str) -> Result<Vec<WindowMax>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT r.id, r.probe, r.start, t.thread, t.cpu, t.max_ns, t.count,

@@ -1,5 +1,6 @@
 //! Validated settings of one measuring run: what the runner sees instead of flags.
 
+pub use crate::trace::BreachOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,16 +43,6 @@ pub struct RunOptions {
     /// CPUs to shield from the rest of the system for the run.
     pub shield: Option<String>,
     pub breach: Option<BreachOptions>,
-}
-
-/// `--breach`: the threshold over which a sample's window is traced and kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BreachOptions {
-    pub threshold_ns: u64,
-    /// The most windows stored.
-    pub max: u32,
-    /// End the run after the first stored window.
-    pub stop: bool,
 }
 
 impl Default for RunOptions {
@@ -278,15 +269,8 @@ pub fn check_writable(path: &Path) -> Result<()> {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a reader sees the old file or the whole new one.
+/// Writes an output file the user named, whole or not at all; a failure names the file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let fail = |e: std::io::Error| InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() };
-    let tmp = path
-        .with_file_name(format!(".{}.rtbench-tmp", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()));
-    std::fs::write(&tmp, bytes).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
-    })?;
-    Ok(())
+    crate::restore::write_atomic(path, bytes)
+        .map_err(|e| InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() }.into())
 }

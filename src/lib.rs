@@ -20,6 +20,7 @@ pub mod parse;
 pub mod probe;
 pub mod recorder;
 pub mod report;
+pub mod restore;
 pub mod rng;
 pub mod runner;
 pub mod shield;

@@ -20,19 +20,22 @@ use crate::report::{show, ProbeNote, Run};
 use crate::stats::Stats;
 use crate::store::{self, Store};
 
+/// Every kind of system change a killed rtbench can leave behind, each put back by the next
+/// command: one line per kind (its [`crate::restore::Change`] says how).
+const REPLAY: &[fn() -> Vec<String>] = &[
+    crate::restore::replay::<crate::shield::Shielded>,
+    crate::restore::replay::<crate::trace::Traced>,
+    crate::restore::replay::<crate::runner::preempt::Switched>,
+];
+
 /// Runs what the command line asks; returns the process exit code.
 pub fn run(invocation: Invocation) -> Result<i32> {
-    // A run that was killed while it shielded CPUs left the system changed: put it back first.
-    if let Some(said) = crate::shield::replay_abandoned() {
-        eprintln!("rtbench: {said}");
-    }
-    // And one that traced a breach left its trace instance behind.
-    for said in crate::trace::replay_abandoned() {
-        eprintln!("rtbench: {said}");
-    }
-    // And one that switched the preemption model left it switched.
-    for said in crate::runner::preempt::replay_abandoned() {
-        eprintln!("rtbench: {said}");
+    // A run that was killed while it held a system change left the system changed: put it
+    // back before anything else.
+    for replay in REPLAY {
+        for said in replay() {
+            eprintln!("rtbench: {said}");
+        }
     }
     match invocation {
         Invocation::Probe(call) => probe(call),

@@ -84,7 +84,7 @@ impl LoadSession {
     }
 }
 
-impl crate::runner::Guard for LoadSession {
+impl crate::restore::Guard for LoadSession {
     fn name(&self) -> &'static str {
         "load"
     }

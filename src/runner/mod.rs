@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 pub use live::LoadView;
-pub use session::{Guard, Session};
+pub use session::Session;
 
 use crate::config::RunConfig;
 use crate::load::{CpuSample, LoadSession};

@@ -3,11 +3,9 @@
 //! debugfs is unmounted again if it mounted it. A journal written before the first switch lets
 //! the next rtbench command do the same when the study was killed.
 
-use std::path::PathBuf;
-
 use serde::{Deserialize, Serialize};
 
-use super::session::Guard;
+use crate::restore::{Change, Guard, Journal, Written};
 use crate::sysinfo::current_preempt_model as current;
 
 const DEBUGFS: &str = "/sys/kernel/debug";
@@ -19,6 +17,8 @@ pub const MODELS: [&str; 4] = ["none", "voluntary", "full", "lazy"];
 pub struct PreemptSwitch {
     original: String,
     mounted: bool,
+    /// Removed once the model is put back.
+    journal: Option<Written>,
 }
 
 impl PreemptSwitch {
@@ -35,13 +35,11 @@ impl PreemptSwitch {
             crate::sys::mount_pseudo("debugfs", DEBUGFS).map_err(|e| format!("cannot mount debugfs: {e}"))?;
         }
         // From here on, dropping the switch unmounts what it mounted.
-        let mut switch = PreemptSwitch { original: String::new(), mounted };
+        let mut switch = PreemptSwitch { original: String::new(), mounted, journal: None };
         let text = std::fs::read_to_string(FILE).map_err(|e| format!("cannot read {FILE}: {e}"))?;
         let original = current(&text).ok_or_else(|| format!("{FILE} says '{}', no current model", text.trim()))?;
-        let pid = std::process::id();
-        let journal =
-            Journal { pid, pid_start: crate::sysinfo::process_start(pid), original: original.clone(), mounted };
-        journal.create().map_err(|e| format!("cannot write {}: {e}", Journal::path_for(pid).display()))?;
+        let journal = Journal::mine(Switched { original: original.clone(), mounted }).write();
+        switch.journal = Some(journal.map_err(|e| format!("cannot write the preemption switch's journal: {e}"))?);
         switch.original = original;
         Ok(switch)
     }
@@ -70,9 +68,10 @@ impl Guard for PreemptSwitch {
 
 impl Drop for PreemptSwitch {
     fn drop(&mut self) {
-        if !self.original.is_empty() {
-            let _ = std::fs::write(FILE, &self.original);
-            let _ = std::fs::remove_file(Journal::path_for(std::process::id()));
+        if !self.original.is_empty() && std::fs::write(FILE, &self.original).is_ok() {
+            if let Some(journal) = self.journal.take() {
+                journal.remove();
+            }
         }
         if self.mounted {
             let _ = crate::sys::unmount(DEBUGFS);
@@ -82,51 +81,34 @@ impl Drop for PreemptSwitch {
 
 /// The model a switching process found, written before its first switch.
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
-struct Journal {
-    pid: u32,
-    pid_start: String,
+pub struct Switched {
     original: String,
     /// Whether that process mounted debugfs.
     mounted: bool,
 }
 
-impl Journal {
-    fn path_for(pid: u32) -> PathBuf {
-        crate::shield::state_dir().join(format!("preempt-{pid}.json"))
-    }
+impl Change for Switched {
+    const KIND: &'static str = "preempt";
 
-    fn create(&self) -> std::io::Result<()> {
-        crate::shield::write_atomically(&Self::path_for(self.pid), self)
-    }
-}
-
-/// Puts back the model that switching processes which are gone found; says what it did.
-pub fn replay_abandoned() -> Vec<String> {
-    let mut said = Vec::new();
-    for (path, j) in crate::shield::abandoned("preempt-", |j: &Journal| (j.pid, j.pid_start.as_str())) {
+    fn put_back(&self, owner: u32) -> Result<Option<String>, String> {
         let now = std::fs::read_to_string(FILE).ok().and_then(|t| current(&t));
-        let put_back = now.as_deref() == Some(j.original.as_str()) || std::fs::write(FILE, &j.original).is_ok();
-        if !put_back {
-            said.push(format!(
-                "WARNING: could not put the preemption model back to '{}' after rtbench pid {} ended without it",
-                j.original, j.pid
+        if now.as_deref() != Some(self.original.as_str()) && std::fs::write(FILE, &self.original).is_err() {
+            return Err(format!(
+                "could not put the preemption model back to '{}' after rtbench pid {owner} ended without it",
+                self.original
             ));
-            continue;
         }
-        if j.mounted {
+        if self.mounted {
             let _ = crate::sys::unmount(DEBUGFS);
         }
-        let _ = std::fs::remove_file(&path);
-        if now.as_deref() != Some(j.original.as_str()) {
-            said.push(format!(
-                "put the preemption model back to '{}' (from '{}'): rtbench pid {} ended without doing it",
-                j.original,
-                now.unwrap_or_else(|| "?".into()),
-                j.pid
-            ));
-        }
+        Ok((now.as_deref() != Some(self.original.as_str())).then(|| {
+            format!(
+                "put the preemption model back to '{}' (from '{}'): rtbench pid {owner} ended without doing it",
+                self.original,
+                now.as_deref().unwrap_or("?")
+            )
+        }))
     }
-    said
 }
 
 #[cfg(test)]

@@ -4,8 +4,9 @@
 use std::fs::File;
 use std::io::Write;
 
-use super::session::{Guard, Session};
+use super::session::Session;
 use crate::model::Policy;
+use crate::restore::Guard;
 use crate::sys;
 
 /// All current and future pages locked in memory; unlocked on drop.

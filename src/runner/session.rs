@@ -7,13 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::{signals, Outcome};
-
-/// A system change held for a session. Dropping it puts the old state back; the session drops
-/// its guards in the reverse order it took them.
-pub trait Guard {
-    /// What it changed, for messages.
-    fn name(&self) -> &'static str;
-}
+use crate::restore::Guard;
 
 pub struct Session {
     guards: Vec<Box<dyn Guard>>,

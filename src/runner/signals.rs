@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::session::Guard;
+use crate::restore::Guard;
 use crate::sys;
 
 static RECEIVED: AtomicUsize = AtomicUsize::new(0);

@@ -13,16 +13,18 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Result};
 
 use crate::model::ShieldRecord;
-use crate::runner::Guard;
+use crate::restore::{Guard, Journal, Written};
 use crate::sysinfo::{format_cpu_list, online_cpus, parse_cpu_list};
-pub use journal::{abandoned, state_dir, write_atomically, Journal};
+pub use journal::Shielded;
 
 const SYSTEM: &str = "rtbench-system";
 const SHIELD: &str = "rtbench-shield";
 
 /// A raised shield; dropping it lowers it.
 pub struct Shield {
-    journal: Journal,
+    journal: Journal<Shielded>,
+    /// Removed once the shield is fully lowered; kept (for the next command) when it is not.
+    written: Option<Written>,
     hierarchy: cpuset::Hierarchy,
     pub record: ShieldRecord,
 }
@@ -35,9 +37,7 @@ impl Shield {
             return Err(anyhow!("a shield of every CPU leaves none for the rest of the system"));
         }
         let hierarchy = cpuset::Hierarchy::find().map_err(|e| anyhow!("cannot shield CPUs: {e}"))?;
-        let journal = Journal {
-            pid: std::process::id(),
-            pid_start: crate::sysinfo::process_start(std::process::id()),
+        let journal = Journal::mine(Shielded {
             cpus: cpus.to_vec(),
             cpuset_root: hierarchy.root.clone(),
             prefix: hierarchy.prefix.clone(),
@@ -45,22 +45,23 @@ impl Shield {
             irqs: crate::sysinfo::irq_affinities(),
             default_affinity: irq::default_affinity(),
             workqueue_mask: irq::workqueue_mask(),
-        };
-        let at = journal::path();
-        if let Err(e) = journal.create(&at) {
-            return Err(match Journal::load(&at) {
-                Ok(Some(other)) if other.owner_alive() => {
-                    anyhow!("CPUs {} are shielded already by rtbench (pid {})", format_cpu_list(&other.cpus), other.pid)
-                }
-                _ => anyhow!("cannot write the shield's journal {}: {e}", at.display()),
-            });
-        }
+        });
+        let written = journal.write().map_err(|e| match crate::restore::journal::current::<Shielded>() {
+            Ok(Some(other)) if other.owner_alive() => {
+                anyhow!(
+                    "CPUs {} are shielded already by rtbench (pid {})",
+                    format_cpu_list(&other.change.cpus),
+                    other.pid
+                )
+            }
+            _ => anyhow!("cannot write the shield's journal: {e}"),
+        })?;
         // From here on, dropping the shield puts back whatever was changed.
-        let mut shield =
-            Shield { journal, hierarchy, record: ShieldRecord { cpus: cpus.to_vec(), ..ShieldRecord::default() } };
+        let record = ShieldRecord { cpus: cpus.to_vec(), ..ShieldRecord::default() };
+        let mut shield = Shield { journal, written: Some(written), hierarchy, record };
         // Unbound kernel work (the kworker/u* threads and workqueue rescuers cannot be moved
         // between cpusets) is kept off the shield through the workqueue mask instead.
-        if shield.journal.workqueue_mask.is_some() {
+        if shield.journal.change.workqueue_mask.is_some() {
             let _ = irq::set_workqueue_mask(&crate::sysinfo::cpu_mask(&rest));
         }
         let h = &shield.hierarchy;
@@ -76,7 +77,7 @@ impl Shield {
                 shield.record.stuck.push(task_name(tid));
             }
         }
-        for (n, list) in &shield.journal.irqs {
+        for (n, list) in &shield.journal.change.irqs {
             let Some(now) = parse_cpu_list(list) else { continue };
             if !now.iter().any(|c| cpus.contains(c)) {
                 continue;
@@ -88,14 +89,14 @@ impl Shield {
                 Err(_) => shield.record.irqs_refused.push(*n),
             }
         }
-        if shield.journal.default_affinity.is_some() {
+        if shield.journal.change.default_affinity.is_some() {
             let _ = irq::set_default(&crate::sysinfo::cpu_mask(&rest));
         }
         Ok(shield)
     }
 
     pub fn cpus(&self) -> &[usize] {
-        &self.journal.cpus
+        &self.journal.change.cpus
     }
 
     /// The file a measuring thread writes itself into to enter the shield (see [`enter`]).
@@ -118,18 +119,18 @@ impl Guard for Shield {
 
 impl Drop for Shield {
     fn drop(&mut self) {
-        let problems = lower(&self.journal);
+        let problems = lower(&self.journal.change);
         for p in &problems {
             eprintln!("rtbench: WARNING: shield: {p}");
         }
-        if problems.is_empty() {
-            let _ = std::fs::remove_file(journal::path());
+        if let Some(written) = self.written.take().filter(|_| problems.is_empty()) {
+            written.remove();
         }
     }
 }
 
 /// Puts back what `j` says a shield changed. Returns what could not be put back.
-fn lower(j: &Journal) -> Vec<String> {
+fn lower(j: &Shielded) -> Vec<String> {
     let mut problems = Vec::new();
     let h = cpuset::Hierarchy { root: j.cpuset_root.clone(), prefix: j.prefix.clone() };
     for set in j.made.iter().rev() {
@@ -160,35 +161,6 @@ fn lower(j: &Journal) -> Vec<String> {
 
 fn irq_now(n: u32) -> Option<String> {
     crate::sysinfo::irq_affinities().into_iter().find(|(i, _)| *i == n).map(|(_, l)| l)
-}
-
-/// A shield left by a process that died without lowering it is lowered now. Every rtbench
-/// command calls this first; it returns what it did, for the user to read.
-pub fn replay_abandoned() -> Option<String> {
-    let at = journal::path();
-    let j = match Journal::load(&at) {
-        Ok(Some(j)) => j,
-        Ok(None) => return None,
-        Err(e) => return Some(format!("WARNING: {e}; remove it once the shield is known to be gone")),
-    };
-    if j.owner_alive() {
-        return None;
-    }
-    let problems = lower(&j);
-    let cpus = format_cpu_list(&j.cpus);
-    if problems.is_empty() {
-        let _ = std::fs::remove_file(&at);
-        Some(format!(
-            "put back the shield of CPUs {cpus} that rtbench pid {} left when it ended without lowering it",
-            j.pid
-        ))
-    } else {
-        Some(format!(
-            "WARNING: the shield of CPUs {cpus} left by rtbench pid {} is not fully put back: {}",
-            j.pid,
-            problems.join("; ")
-        ))
-    }
 }
 
 /// The CPUs a thread may run on, from its status.

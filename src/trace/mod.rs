@@ -15,13 +15,22 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::config::BreachOptions;
 use crate::model::{Breach, BreachRecord, TraceEvent};
 use crate::recorder::BreachWatch;
-pub use journal::replay_abandoned;
-use journal::TraceJournal;
+use crate::restore::{Journal, Written};
+pub use journal::Traced;
 /// The value of `key=` in an event's detail, as the stored windows keep it.
 pub use parse::field;
+
+/// `--breach`: the threshold over which a sample's window is traced and kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BreachOptions {
+    pub threshold_ns: u64,
+    /// The most windows stored.
+    pub max: u32,
+    /// End the run after the first stored window.
+    pub stop: bool,
+}
 
 /// The most events a stored window keeps.
 const WINDOW_EVENTS: usize = 5_000;
@@ -66,7 +75,8 @@ pub struct Tracer {
     root: PathBuf,
     mounted_here: bool,
     instance: instance::Instance,
-    journal: PathBuf,
+    /// Removed once the instance is gone.
+    journal: Option<Written>,
     sink: Option<Arc<BreachSink>>,
     traced: u32,
     /// Set once `--breach-stop` has its window.
@@ -82,29 +92,30 @@ impl Tracer {
         let fs = instance::tracefs()?;
         let pid = std::process::id();
         let name = format!("rtbench-{pid}");
-        let j = TraceJournal {
-            pid,
-            pid_start: crate::sysinfo::process_start(pid),
+        let j = Journal::mine(Traced {
             instance: fs.root.join("instances").join(&name),
             mounted: fs.mounted_here.then(|| fs.root.clone()),
-        };
+        });
         let undo_mount = || {
             if fs.mounted_here {
                 instance::unmount_if_unused(&fs.root);
             }
         };
         // Written before the instance exists: a kill between the two leaves nothing unknown.
-        let journal = j.create().map_err(|e| {
+        let journal = j.write().map_err(|e| {
             undo_mount();
             format!("cannot write the tracer's journal: {e}")
         })?;
         let made = instance::Instance::create(&fs.root, &name, cpus, instance::buffer_kb(opts.threshold_ns))
             .and_then(|inst| inst.marker().map(|m| (inst, m)));
-        let (instance, marker) = made.map_err(|e| {
-            undo_mount();
-            let _ = std::fs::remove_file(&journal);
-            format!("cannot set up the trace instance: {e}")
-        })?;
+        let (instance, marker) = match made {
+            Ok(made) => made,
+            Err(e) => {
+                undo_mount();
+                journal.remove();
+                return Err(format!("cannot set up the trace instance: {e}"));
+            }
+        };
         let sink = BreachSink {
             armed: AtomicBool::new(true),
             pending: AtomicBool::new(false),
@@ -119,7 +130,7 @@ impl Tracer {
             root: fs.root,
             mounted_here: fs.mounted_here,
             instance,
-            journal,
+            journal: Some(journal),
             sink: Some(Arc::new(sink)),
             traced: 0,
             stop: false,
@@ -199,7 +210,9 @@ impl Drop for Tracer {
             if self.mounted_here {
                 instance::unmount_if_unused(&self.root);
             }
-            let _ = std::fs::remove_file(&self.journal);
+            if let Some(journal) = self.journal.take() {
+                journal.remove();
+            }
         }
     }
 }

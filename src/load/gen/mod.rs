@@ -71,9 +71,6 @@ impl WorkerCtx<'_> {
     }
 
     fn publish(&self) {
-        let tmp = self.status.with_extension("tmp");
-        if std::fs::write(&tmp, self.counter.load(Ordering::Relaxed).to_string()).is_ok() {
-            let _ = std::fs::rename(&tmp, &self.status);
-        }
+        let _ = crate::restore::write_atomic(&self.status, self.counter.load(Ordering::Relaxed).to_string().as_bytes());
     }
 }

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::cli::LoadCmdArgs;
-use crate::load::{self, CpuSample, LoadSession, LoadSpec};
-use crate::runner::{LoadView, Session};
+use crate::load::{self, LoadSpec};
+use crate::runner::{LoadStart, LoadView, Session};
 
 pub fn run(a: LoadCmdArgs) -> Result<i32> {
     if a.list {
@@ -18,13 +18,18 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
     };
     let spec = LoadSpec::parse(profile, crate::config::load_options(&a.load.flags()))?;
     let tmp = crate::config::tmp_dir(&a.load.flags())?;
-    let deadline = a.duration.as_secs() + 60;
-    let session = Session::start()?;
-    let load = LoadSession::start(&spec, &tmp, deadline)?;
+    let mut session = Session::start()?;
+    let how = LoadStart {
+        spec: &spec,
+        tmp: &tmp,
+        deadline_s: a.duration.as_secs() + 60,
+        settle: Duration::ZERO,
+        quiet: true,
+    };
+    crate::runner::start_load(&mut session, &how)?;
     if std::env::var_os("RTBENCH_TEST_PANIC_WITH_LOAD").is_some() {
         panic!("test hook: panic while a load runs");
     }
-    let before = CpuSample::read();
     let started = Instant::now();
     let mut view = LoadView::new(a.quiet);
     let outcome = session.wait(
@@ -34,15 +39,14 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
         || false,
         || {
             if let Some(view) = view.as_mut() {
-                view.draw(&load.progress(), a.duration.saturating_sub(started.elapsed()));
+                view.draw(&crate::runner::load_progress(&session), a.duration.saturating_sub(started.elapsed()));
             }
             Ok(())
         },
     )?;
-    let after = CpuSample::read();
-    let generators = load.stop();
+    let stopped = crate::runner::stop_load(&mut session);
+    let (report, warnings) = stopped.ok_or_else(|| anyhow::anyhow!("the load was gone before it was stopped"))?;
     drop(session);
-    let (report, warnings) = load::session_report(&spec, generators, &before, &after);
     println!("load '{}' for {:.1} s", report.profile, started.elapsed().as_secs_f64());
     for g in &report.generators {
         let variant = g.variant.as_deref().map(|v| format!(" ({v})")).unwrap_or_default();

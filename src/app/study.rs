@@ -85,16 +85,15 @@ pub fn run(a: StudyArgs) -> Result<i32> {
     let models = preempt_models(a.preempt.as_deref())?;
     // One session for the whole study: a Ctrl-C between two cells stops it as cleanly as one
     // during a cell (each cell's run joins this session's signal handling).
-    let session = Session::start()?;
+    let mut session = Session::start()?;
     // One pass over the cells per preemption model asked for, each under its own label; the
-    // model in force comes back when the switch drops, however the study ends.
-    let mut switch = None;
+    // model in force comes back when the session drops the switch, however the study ends.
     let passes: Vec<(String, Option<String>)> = match models {
         None => vec![(label.clone(), None)],
         Some(models) => match PreemptSwitch::open() {
             Ok(s) => {
                 println!("preemption model now '{}'; the study runs under {}", s.original(), models.join(", "));
-                switch = Some(s);
+                session.hold(s);
                 models.into_iter().map(|m| (format!("{label} preempt={m}"), Some(m))).collect()
             }
             Err(why) => {
@@ -129,13 +128,20 @@ pub fn run(a: StudyArgs) -> Result<i32> {
                 server.serve(stop, &enter)
             })
         });
-        let result = run_cells(&a, &session, &cells, &passes, switch.as_ref(), &peer);
+        let result = run_cells(&a, &mut session, &cells, &passes, &peer);
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(h) = server {
             let _ = h.join();
         }
         result
     })
+}
+
+/// Switches the preemption model through the switch the session holds (a pass has a model only
+/// when it does).
+fn switch_model(session: &Session, model: &str) -> Result<()> {
+    let switched = session.with(|switch: &mut PreemptSwitch| switch.set(model));
+    switched.unwrap_or(Ok(())).map_err(|e| anyhow::anyhow!("could not switch the preemption model: {e}"))
 }
 
 /// The models of `--preempt`, checked.
@@ -150,10 +156,9 @@ fn preempt_models(given: Option<&str>) -> Result<Option<Vec<String>>> {
 
 fn run_cells(
     a: &StudyArgs,
-    session: &Session,
+    session: &mut Session,
     pass_cells: &[Cell],
     passes: &[(String, Option<String>)],
-    switch: Option<&PreemptSwitch>,
     peer: &str,
 ) -> Result<i32> {
     // Everything is checked before the first cell runs: a bad load fails now, not in an hour.
@@ -196,9 +201,9 @@ fn run_cells(
             hms(cell.duration),
             hms(left)
         );
-        if let (Some(switch), Some(model)) = (switch, *model) {
+        if let Some(model) = *model {
             if model_now != Some(model) {
-                switch.set(model).map_err(|e| anyhow::anyhow!("could not switch the preemption model: {e}"))?;
+                switch_model(session, model)?;
                 println!("== preemption model '{model}' (label {})", cfg.label);
                 model_now = Some(model);
             }
@@ -220,20 +225,15 @@ fn run_cells(
         let ops = crate::sysbench::ops();
         let all: Vec<&crate::sysbench::Op> = ops.iter().collect();
         for (label, model) in passes {
-            if let (Some(switch), Some(model)) = (switch, model.as_deref()) {
-                switch.set(model).map_err(|e| anyhow::anyhow!("could not switch the preemption model: {e}"))?;
+            if let Some(model) = model.as_deref() {
+                switch_model(session, model)?;
             }
             println!("== last cell: sysbench --quick, idle (label {label})");
             let cpu = super::sysbench::default_cpu();
-            let measured = super::sysbench::measure_into(
-                &mut store,
-                &all,
-                crate::sysbench::Method::QUICK,
-                cpu,
-                label,
-                &crate::model::LoadRecord::idle(),
-                None,
-            )?;
+            let idle = crate::model::LoadRecord::idle();
+            let pass =
+                super::sysbench::Pass { method: crate::sysbench::Method::QUICK, cpu, label, load: &idle, fixed: None };
+            let measured = super::sysbench::measure_into(session, &mut store, &all, &pass)?;
             done.extend(&measured.ids);
             if session.signal().is_some() {
                 break;

@@ -7,8 +7,10 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cli::SysbenchArgs;
-use crate::load::{LoadSession, LoadSpec};
-use crate::model::{LoadPlan, LoadRecord, LoadReport, MeasuredParams, Policy, RunParams, RunStatus, ThreadResult};
+use crate::load::LoadSpec;
+use crate::model::{LoadPlan, LoadRecord, MeasuredParams, Policy, RunParams, RunStatus, ThreadResult};
+use crate::runner::rt::Pinned;
+use crate::runner::{LoadStart, Session};
 use crate::stats::Stats;
 use crate::store::{self, NewRun};
 use crate::sysbench::{self as sb, Group, Method, Op};
@@ -37,31 +39,35 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
     let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
     let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
     let method = if a.quick { Method::QUICK } else { Method::FULL };
-    // What the load does is read over the measurement only, after its settling.
-    let load = start_load(&spec, &flags, a.load.settle)?.map(|s| (s, crate::load::CpuSample::read()));
-    let load_record = match &load {
-        None => LoadRecord::idle(),
-        Some(_) => LoadRecord::Planned(LoadPlan {
+    // The load, the pinning and the signals are the session's: a Ctrl-C stops between two
+    // operations and keeps those measured.
+    let mut session = Session::start()?;
+    let load_record = if spec.is_none() {
+        LoadRecord::idle()
+    } else {
+        start_load(&mut session, &spec, &flags, a.load.settle)?;
+        LoadRecord::Planned(LoadPlan {
             profile: spec.profile.clone(),
             generators: spec.generators.iter().map(|g| g.name.clone()).collect(),
             settle_s: a.load.settle.as_secs_f64(),
-        }),
+        })
     };
-    let done = measure_into(&mut store, &chosen, method, cpu, &label, &load_record, None)?;
-    if let Some((session, before)) = load {
-        let after = crate::load::CpuSample::read();
-        let (report, warnings) = crate::load::session_report(&spec, session.stop(), &before, &after);
+    let pass = Pass { method, cpu, label: &label, load: &load_record, fixed: None };
+    let done = measure_into(&mut session, &mut store, &chosen, &pass)?;
+    if let Some((report, warnings)) = crate::runner::stop_load(&mut session) {
         for w in &warnings {
             eprintln!("rtbench: WARNING: {w}");
         }
-        let report = LoadReport { settle_s: Some(a.load.settle.as_secs_f64()), ..report };
         for id in &done.ids {
             store.set_load(*id, &LoadRecord::Measured(report.clone()))?;
         }
     }
     print!("{}", tables(&done.results, &label));
     println!("stored {} operations as runs in {}", done.results.len(), store.path().display());
-    if done.failed.is_empty() {
+    if let Some(sig) = session.signal() {
+        println!("interrupted by signal {sig}: the operations measured until then are stored");
+        Ok(128 + sig)
+    } else if done.failed.is_empty() {
         Ok(0)
     } else {
         Err(anyhow::anyhow!("{} could not be measured: {}", done.failed.len(), done.failed.join(", ")))
@@ -81,28 +87,25 @@ fn pick_cpu(given: Option<usize>) -> Result<usize> {
     }
 }
 
-/// Starts `spec` and lets it settle; `None` when it is no load. Bounded: the load ends by
-/// itself a quarter of an hour from now at the latest.
-fn start_load(spec: &LoadSpec, flags: &crate::config::LoadFlags, settle: Duration) -> Result<Option<LoadSession>> {
-    if spec.is_none() {
-        return Ok(None);
-    }
-    let session = LoadSession::start(spec, &crate::config::tmp_dir(flags)?, 15 * 60)?;
-    eprintln!("rtbench: load '{}' started; settling for {:.0} s", spec.profile, settle.as_secs_f64());
-    std::thread::sleep(settle);
-    Ok(Some(session))
+/// Starts `spec` in `session` and lets it settle. Bounded: the load ends by itself a quarter
+/// of an hour from now at the latest.
+fn start_load(
+    session: &mut Session,
+    spec: &LoadSpec,
+    flags: &crate::config::LoadFlags,
+    settle: Duration,
+) -> Result<()> {
+    let tmp = crate::config::tmp_dir(flags)?;
+    let how = LoadStart { spec, tmp: &tmp, deadline_s: 15 * 60, settle, quiet: false };
+    crate::runner::start_load(session, &how)
 }
 
-/// Runs `f` with the calling thread (and the processes it forks) on `cpu` alone, as the seeds
-/// ran LMbench; the thread's affinity comes back afterwards.
-fn pinned<T>(cpu: usize, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    let before = crate::sys::affinity().ok();
-    crate::sys::set_affinity(&[cpu]).map_err(|e| anyhow::anyhow!("cannot pin to CPU {cpu}: {e}"))?;
-    let result = f();
-    if let Some(cpus) = before {
-        let _ = crate::sys::set_affinity(&cpus);
-    }
-    result
+/// Pins the calling thread (and the processes it forks) to `cpu` for as long as `session`
+/// holds it.
+fn pin(session: &mut Session, cpu: usize) -> Result<()> {
+    let pinned = Pinned::to(cpu).map_err(|e| anyhow::anyhow!("cannot pin to CPU {cpu}: {e}"))?;
+    session.hold(pinned);
+    Ok(())
 }
 
 /// What every sysbench run is stored with besides its samples.
@@ -178,6 +181,7 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
     let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
     let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
     let method = if a.quick { Method::QUICK } else { Method::FULL };
+    let mut session = Session::start()?;
     // The same work in every pass and on every kernel, or the times say nothing: the baseline's
     // iteration counts when it has a --total of its own, else those sized now.
     let work = match baseline_work(&store, &baseline)? {
@@ -187,25 +191,30 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
         }
         None => {
             println!("sizing the work of each pass on this machine (no --total of {baseline} yet)");
-            pinned(cpu, || {
-                Ok(chosen
-                    .iter()
-                    .map(|op| Ok((op.name.to_string(), sb::size_op(op, method.min_rep)?)))
-                    .collect::<std::io::Result<Iterations>>()?)
-            })?
+            pin(&mut session, cpu)?;
+            let sized: std::io::Result<Iterations> =
+                chosen.iter().map(|op| Ok((op.name.to_string(), sb::size_op(op, method.min_rep)?))).collect();
+            session.release::<Pinned>();
+            sized?
         }
     };
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();
     for (item, spec) in &loads {
-        let session = start_load(spec, &flags, a.load.settle)?;
+        if !spec.is_none() {
+            start_load(&mut session, spec, &flags, a.load.settle)?;
+        }
         let record = if spec.is_none() { LoadRecord::idle() } else { LoadRecord::named(item) };
         println!("== sysbench under load {item}");
         let started = std::time::Instant::now();
-        let done = measure_into(&mut store, chosen, method, cpu, &label, &record, Some(&work))?;
+        let pass = Pass { method, cpu, label: &label, load: &record, fixed: Some(&work) };
+        let done = measure_into(&mut session, &mut store, chosen, &pass)?;
         let wall = started.elapsed();
-        if let Some(s) = session {
-            s.stop();
+        crate::runner::stop_load(&mut session);
+        if let Some(sig) = session.signal() {
+            // A pass cut short is no total: its operations are stored, its time is not.
+            println!("interrupted by signal {sig} in the pass under {item}: its total is not stored");
+            return Ok(128 + sig);
         }
         let counts: Iterations = done.results.iter().map(|(op, m)| (op.name.to_string(), m.iterations)).collect();
         let mut own = serde_json::Map::new();
@@ -250,41 +259,53 @@ pub struct Done<'o> {
     pub failed: Vec<&'static str>,
 }
 
-/// Measures `ops` pinned to `cpu` and stores each as a run of `label` under `load`, with
-/// `fixed` iterations per repetition where given.
+/// How one pass of sysbench measures and stores its operations.
+pub struct Pass<'a> {
+    pub method: Method,
+    /// The CPU the pass is pinned to.
+    pub cpu: usize,
+    pub label: &'a str,
+    pub load: &'a LoadRecord,
+    /// Iterations per repetition of each operation, where fixed (`--total`).
+    pub fixed: Option<&'a Iterations>,
+}
+
+/// Measures `ops` pinned to the pass's CPU and stores each as a run of its label under its
+/// load. A stop signal ends the pass after the operation it interrupted; those measured stay.
 pub fn measure_into<'o>(
+    session: &mut Session,
     store: &mut crate::store::Store,
     ops: &[&'o Op],
-    method: Method,
-    cpu: usize,
-    label: &str,
-    load: &LoadRecord,
-    fixed: Option<&Iterations>,
+    pass: &Pass,
 ) -> Result<Done<'o>> {
     let system = crate::sysinfo::snapshot();
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
-    let cx = Context { label, cpu, load, system: &system, command_line: &command_line };
-    pinned(cpu, || {
-        let mut done = Done { results: Vec::new(), ids: Vec::new(), failed: Vec::new() };
-        for &op in ops {
-            let measured = match sb::measure(op, method, fixed.and_then(|f| f.get(op.name).copied())) {
-                Ok(m) => m,
-                Err(e) => {
-                    eprintln!("rtbench: sysbench {}: {e}", op.name);
-                    done.failed.push(op.name);
-                    continue;
-                }
-            };
-            let mut own = serde_json::Map::new();
-            own.insert("op".into(), op.name.into());
-            own.insert("group".into(), op.group.name().into());
-            own.insert("iterations".into(), measured.iterations.into());
-            own.insert("min_repetition_ms".into(), (method.min_rep.as_secs_f64() * 1e3).into());
-            done.ids.push(store_run(store, &cx, &probe_name(op.name), op.metric(), &measured.values, own)?);
-            done.results.push((op, measured));
+    let cx =
+        Context { label: pass.label, cpu: pass.cpu, load: pass.load, system: &system, command_line: &command_line };
+    pin(session, pass.cpu)?;
+    let mut done = Done { results: Vec::new(), ids: Vec::new(), failed: Vec::new() };
+    for &op in ops {
+        if session.signal().is_some() {
+            break;
         }
-        Ok(done)
-    })
+        let measured = match sb::measure(op, pass.method, pass.fixed.and_then(|f| f.get(op.name).copied())) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("rtbench: sysbench {}: {e}", op.name);
+                done.failed.push(op.name);
+                continue;
+            }
+        };
+        let mut own = serde_json::Map::new();
+        own.insert("op".into(), op.name.into());
+        own.insert("group".into(), op.group.name().into());
+        own.insert("iterations".into(), measured.iterations.into());
+        own.insert("min_repetition_ms".into(), (pass.method.min_rep.as_secs_f64() * 1e3).into());
+        done.ids.push(store_run(store, &cx, &probe_name(op.name), op.metric(), &measured.values, own)?);
+        done.results.push((op, measured));
+    }
+    session.release::<Pinned>();
+    Ok(done)
 }
 
 /// The operations `--only` names (groups or operations), in table order.

@@ -34,6 +34,8 @@ pub(super) struct Flow<'s> {
     pub(super) watch: Option<cpuwatch::CpuWatch>,
     /// Breaches traced since the last checkpoint.
     pub(super) breaches: Vec<crate::model::Breach>,
+    /// How often the totals are collected: often enough for a live view, when there is one.
+    pub(super) collect_every: Duration,
 }
 
 impl Flow<'_> {

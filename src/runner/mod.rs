@@ -5,36 +5,36 @@
 pub mod cpuwatch;
 mod flow;
 mod live;
+mod phase;
 pub mod preempt;
 pub mod rt;
 pub mod segment;
 pub mod session;
+mod setup;
 pub mod signals;
 pub mod sink;
+mod threads;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 pub use live::LoadView;
+pub use phase::{load_progress, start_load, stop_load, LoadStart};
 pub use session::Session;
 
 use crate::config::RunConfig;
-use crate::load::{CpuSample, LoadSession};
-use crate::model::{
-    attribute, BreachRecord, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, StealFinding,
-};
-use crate::probe::ThreadCtx;
-use crate::recorder;
+use crate::model::{attribute, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, StealFinding};
 use crate::recorder::samplelog::SampleLogWriter;
-use crate::stats::Stats;
-use crate::store::{NewRun, Store};
+use crate::store::Store;
 use crate::sys;
 use flow::{Flow, ThreadTotals};
 use segment::{Extras, Header, Segments};
+use setup::Setup;
 use sink::{Fed, LiveSink, SampleLogSink, StoreSink};
+use threads::Threads;
 
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 const LIVE_EVERY: Duration = Duration::from_millis(100);
@@ -76,92 +76,13 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     cfg.probe.prepare(cfg.threads.len())?;
     // From here on a Ctrl-C is a request to stop and save, even during the load's settling.
     let mut session = Session::start()?;
-    // Raised before the load starts, so the load's processes begin on the other CPUs.
-    let mut shield_record = None;
-    let mut shield_tasks = None;
-    if let Some(cpus) = &cfg.shield {
-        let shield = crate::shield::Shield::raise(cpus)?;
-        shield_tasks = Some((shield.tasks_file(), shield.cpus().to_vec()));
-        shield_record = Some(shield.record.clone());
-        session.hold(shield);
-    }
-    // Armed before the load starts and the threads measure; removed when it drops at the end.
-    let mut breach_skipped = None;
-    let mut tracer = cfg.breach.and_then(|b| {
-        let mut cpus: Vec<usize> = cfg.threads.iter().filter_map(|t| t.cpu).collect();
-        cpus.sort_unstable();
-        cpus.dedup();
-        crate::trace::Tracer::arm(b, &cpus)
-            .map_err(|why| {
-                breach_skipped = Some(BreachRecord {
-                    threshold_ns: b.threshold_ns,
-                    max: b.max,
-                    skipped: Some(why),
-                    ..BreachRecord::default()
-                })
-            })
-            .ok()
-    });
-    let samples = match &cfg.samples {
-        Some(path) => Some(SampleLogWriter::create(path, cfg.probe.step_ns()).map_err(|e| {
-            crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() }
-        })?),
-        None => None,
-    };
-    let load = start_load(cfg)?;
-    let grant = rt::acquire(&mut session, cfg.policy, cfg.priority, cfg.mlock);
-    let mut warnings = if cfg.info.synthetic {
-        vec!["synthetic samples from a seeded generator, not a measurement of this machine".to_string()]
-    } else {
-        grant.warnings.clone()
-    };
-    warnings.extend(shield_record.as_ref().and_then(|r| r.warning()));
-    if let Some(why) = breach_skipped.as_ref().and_then(|r| r.skipped.as_ref()) {
-        warnings.push(format!("--breach: the run goes untraced: {why}"));
-    }
-    if !cfg.info.synthetic {
-        for w in &warnings {
-            eprintln!("rtbench: WARNING: {w}");
-        }
-    }
-    let mut params = cfg.params();
-    params.shield = shield_record;
-    params.breach = breach_skipped;
-    let mut system = crate::sysinfo::snapshot();
-    system.cpu_dma_latency_held = Some(grant.dma_latency_held);
-    if !cfg.info.synthetic {
-        let mut cpus: Vec<usize> = cfg.threads.iter().filter_map(|t| t.cpu).collect();
-        cpus.sort_unstable();
-        cpus.dedup();
-        system.audit = Some(crate::audit::run(&cpus));
-    }
+    let setup = setup::set_up(cfg, &mut session)?;
     // Memory stays flat over a long run: the store holds the history, not the process.
     store.limit_page_cache(256);
-    let id = store.begin(&NewRun {
-        label: &cfg.label,
-        probe: cfg.info.name,
-        metric: cfg.info.metric,
-        params: &RunParams::Measured(params.clone()),
-        load: &load_header(cfg),
-        command_line: &cfg.command_line,
-        rt_priority: grant.rt_priority(),
-        warnings: &warnings,
-        system: &system,
-        envelope_ns: cfg.envelope_ns,
-    })?;
+    let header = header(cfg, &setup);
+    let id = store.begin(&header.new_run())?;
     let segments = extras.window.map(|_| Segments {
-        header: Header {
-            label: cfg.label.clone(),
-            probe: cfg.info.name,
-            metric: cfg.info.metric,
-            params: RunParams::Measured(params.clone()),
-            load: load_header(cfg),
-            command_line: cfg.command_line.clone(),
-            rt_priority: grant.rt_priority(),
-            warnings: warnings.clone(),
-            system: system.clone(),
-            envelope_ns: cfg.envelope_ns,
-        },
+        header,
         keep: extras.keep,
         threads: cfg.threads.clone(),
         watched: !cfg.info.synthetic,
@@ -169,22 +90,8 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     let windows = Windows { every: extras.window, segments, sinks: extras.sinks };
     // The segment being written: the one a failure marks.
     let current = std::cell::Cell::new(id);
-    let result = drive(
-        cfg,
-        &session,
-        store,
-        &current,
-        &grant,
-        warnings,
-        samples,
-        load,
-        shield_tasks,
-        params,
-        tracer.as_mut(),
-        windows,
-    );
+    let result = drive(cfg, &mut session, store, &current, setup, windows);
     // The session ends here: every system change it holds is put back.
-    drop(tracer);
     drop(session);
     match result {
         Ok(ended) => Ok(ended),
@@ -196,75 +103,73 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     }
 }
 
-/// Starts the threads, checkpoints into the sinks until the run ends, and saves the end.
-#[allow(clippy::too_many_arguments)]
+/// What the stored run begins with (and each window after it).
+fn header(cfg: &RunConfig, setup: &Setup) -> Header {
+    Header {
+        label: cfg.label.clone(),
+        probe: cfg.info.name,
+        metric: cfg.info.metric,
+        params: RunParams::Measured(setup.params.clone()),
+        load: load_header(cfg),
+        command_line: cfg.command_line.clone(),
+        rt_priority: setup.grant.rt_priority(),
+        warnings: setup.warnings.clone(),
+        system: setup.system.clone(),
+        envelope_ns: cfg.envelope_ns,
+    }
+}
+
+/// Measures: starts the threads, checkpoints until the run ends, stops the load and the
+/// threads, and saves the end.
 fn drive(
     cfg: &RunConfig,
-    session: &Session,
+    session: &mut Session,
     store: &mut Store,
     current: &std::cell::Cell<i64>,
-    grant: &rt::Grant,
-    mut warnings: Vec<String>,
-    samples: Option<SampleLogWriter>,
-    load: Option<LoadSession>,
-    shield: Option<(std::path::PathBuf, Vec<usize>)>,
-    mut params: crate::model::MeasuredParams,
-    mut tracer: Option<&mut crate::trace::Tracer>,
+    setup: Setup,
     windows: Windows,
 ) -> Result<(i64, Outcome)> {
-    let mut id = current.get();
+    let Setup { grant, mut warnings, mut params, samples, admit, .. } = setup;
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
-    let before = CpuSample::read();
     let start_ns = sys::now_ns();
     let started = Instant::now();
-    let mut totals = Vec::new();
-    let mut handles = Vec::new();
-    // Threads done measuring; they may still be handing over their last samples.
-    let ended = Arc::new(AtomicUsize::new(0));
-    for plan in &cfg.threads {
-        let raw = if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(sink::RAW_IN_STORE) };
-        let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
-        if let Some(t) = tracer.as_deref() {
-            rec.watch_breaches(t.threshold_ns(), t.sink(), plan.index as u32);
-        }
-        totals.push(ThreadTotals { index: plan.index, cpu: plan.cpu, stats: Stats::default(), last: 0, collector });
-        let stop = Arc::clone(&stop);
-        let ended = Arc::clone(&ended);
-        let probe = Arc::clone(&cfg.probe);
-        let (policy, priority, loops, plan) = (grant.policy, grant.priority, cfg.loops.unwrap_or(u64::MAX), *plan);
-        // A thread on a shielded CPU enters the shield's cpuset first: only there may it pin.
-        let admit =
-            shield.as_ref().filter(|(_, cpus)| plan.cpu.is_some_and(|c| cpus.contains(&c))).map(|s| s.0.clone());
-        handles.push(std::thread::Builder::new().name(format!("rtbench-{}", plan.index)).spawn(move || {
-            if let Some(Err(e)) = admit.map(|file| crate::shield::enter(&file)) {
-                let said = format!("thread {} measured nothing: it could not enter the shield: {e}", plan.index);
-                ended.fetch_add(1, Ordering::SeqCst);
-                sys::wake();
-                return (rec.finish(), Some(said));
-            }
-            let entered = rt::enter_thread(plan.cpu, policy, priority);
-            // A thread that cannot be on its CPU measures nothing rather than the wrong CPU;
-            // the run goes on with the others.
-            if let Some(why) = entered.unpinned {
-                let said = format!("thread {} measured nothing: {why}", plan.index);
-                ended.fetch_add(1, Ordering::SeqCst);
-                sys::wake();
-                return (rec.finish(), Some(said));
-            }
-            let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
-            probe.run(&mut ctx);
-            // The runner sleeps until something is due: an ended thread is.
-            ended.fetch_add(1, Ordering::SeqCst);
-            sys::wake();
-            (rec.finish(), entered.problem)
-        })?);
-    }
+    let start = threads::Start { grant: &grant, admit: admit.as_ref(), stop: &stop, start_ns };
+    let (threads, totals) = threads::spawn(cfg, session, &start)?;
     // The runner's own work (checkpoints, the store's fsync, reading /proc) happens off the
     // measured CPUs when there are others; the measuring threads were started before this.
     let _housekeeping = rt::Housekeeping::avoid(&cfg.threads.iter().map(|t| t.cpu).collect::<Vec<_>>());
+    let every = windows.every;
+    let (mut run, store_at) = flow(cfg, store, current.get(), samples, windows, totals, (started, start_ns));
+    let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, store_at, current })?;
+    stop.store(true, Ordering::SeqCst);
+    let load = end_load(session, &mut warnings);
+    join(&mut run, threads, &mut warnings)?;
+    // A breach of the last moments is still taken.
+    session.with(|t: &mut crate::trace::Tracer| {
+        run.take_breach(t, &|thread| cpu_of(cfg, thread));
+        params.breach = Some(t.record());
+    });
+    wind_up(&mut run, store_at)?;
+    warnings.extend(run.sinks.iter().filter_map(|s| s.warning()));
+    let watched = run.watch.is_some();
+    drop(run);
+    let end = End { id: current.get(), outcome, started, watched, load, params, warnings };
+    save(cfg, store, end)
+}
 
-    // The sample log is flushed before the store's checkpoint names the samples it holds.
+/// The sinks a run feeds, with the store's place among them: the sample log first (it is
+/// flushed before the store's checkpoint names the samples it holds), the store, the caller's,
+/// the live view.
+fn flow<'s>(
+    cfg: &RunConfig,
+    store: &'s mut Store,
+    id: i64,
+    samples: Option<SampleLogWriter>,
+    windows: Windows,
+    totals: Vec<ThreadTotals>,
+    (started, start_ns): (Instant, u64),
+) -> (Flow<'s>, usize) {
     let mut sinks: Vec<Fed> = Vec::new();
     if let (Some(log), Some(path)) = (samples, &cfg.samples) {
         sinks.push(Fed::new(SampleLogSink { log, path: path.clone() }));
@@ -274,7 +179,6 @@ fn drive(
     store_sink.segments = windows.segments;
     sinks.push(Fed::new(store_sink));
     sinks.extend(windows.sinks.into_iter().map(Fed::new));
-    let mut window_from = started;
     let live = live::Live::new(cfg.quiet);
     let collect_every = if live.is_some() { LIVE_EVERY } else { CHECKPOINT_EVERY };
     if let Some(live) = live {
@@ -283,44 +187,50 @@ fn drive(
     // Synthetic samples keep a clock of their own: nothing on a real CPU lines up with them.
     let cpus: Vec<u32> = cfg.threads.iter().filter_map(|t| t.cpu).map(|c| c as u32).collect();
     let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.envelope_ns));
-    let run_watching = watch.is_some();
-    let mut run = Flow {
-        totals,
-        sinks,
-        envelope: Vec::new(),
-        started,
-        duration: cfg.duration,
-        start_ns,
-        watch,
-        breaches: Vec::new(),
-    };
-    let mut last_collect = Instant::now();
-    let mut last_checkpoint = Instant::now();
+    let envelope = Vec::new();
+    let (duration, breaches) = (cfg.duration, Vec::new());
+    (Flow { totals, sinks, envelope, started, duration, start_ns, watch, breaches, collect_every }, store_at)
+}
+
+/// How the store's windows roll while a run measures.
+struct Rolls<'a> {
+    every: Option<Duration>,
+    store_at: usize,
+    /// The segment being written.
+    current: &'a std::cell::Cell<i64>,
+}
+
+/// The measuring part of the run: until its time, its loops or `--breach-stop` are done, or a
+/// stop signal comes, take breaches, drain samples, collect, checkpoint and roll windows.
+fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads, rolls: Rolls) -> Result<Outcome> {
+    let collect_every = run.collect_every;
+    let (mut last_collect, mut last_checkpoint, mut window_from) = (Instant::now(), Instant::now(), run.started);
+    let (watching, start_ns) = (run.watch.is_some(), run.start_ns);
     // Nothing is due between collections and the ends of envelope intervals (when the CPUs'
     // counters are read): the runner sleeps until then, or until a thread ends or a signal comes.
     let pace = || {
-        if run_watching {
+        if watching {
             envelope_pace(sys::now_ns().saturating_sub(start_ns), cfg.envelope_ns).min(collect_every)
         } else {
             collect_every
         }
     };
-    let cpu_of = |thread: u32| cfg.threads.iter().find(|t| t.index == thread as usize).and_then(|t| t.cpu);
     // `--breach-stop` ends the run once its window is stored.
     let breach_stop = std::cell::Cell::new(false);
-    let outcome = session.wait_paced(
+    let started = run.started;
+    session.wait_paced(
         started,
         cfg.duration,
         pace,
-        || ended.load(Ordering::SeqCst) == handles.len() || breach_stop.get(),
+        || threads.all_ended() || breach_stop.get(),
         || {
-            if let Some(t) = tracer.as_deref_mut() {
-                run.take_breach(t, &cpu_of);
+            session.with(|t: &mut crate::trace::Tracer| {
+                run.take_breach(t, &|thread| cpu_of(cfg, thread));
                 if t.stop && !breach_stop.replace(true) {
                     // Seen at the next wake, not a second from now.
                     sys::wake();
                 }
-            }
+            });
             run.watch_tick();
             run.drain_samples();
             if due(last_collect, collect_every) {
@@ -331,52 +241,60 @@ fn drive(
                 last_checkpoint = Instant::now();
                 run.checkpoint();
             }
-            // A window closes right after a checkpoint that reached every sink, so the segment
-            // it ends holds every sample collected; a store that could not take it or roll
-            // tries again next second.
-            if let Some(every) = windows.every.filter(|w| window_from.elapsed() >= *w) {
+            if let Some(every) = rolls.every.filter(|w| window_from.elapsed() >= *w) {
                 last_checkpoint = Instant::now();
-                run.checkpoint();
-                if run.sinks.iter().all(|s| s.current()) {
-                    if let Some(next) = run.close_window(store_at, true) {
-                        id = next;
-                        current.set(next);
-                        // On the grid from the start, to the slot holding now: a roll late by
-                        // more than a window leaves no empty window behind.
-                        while window_from.elapsed() >= every {
-                            window_from += every;
-                        }
+                if let Some(next) = roll(run, rolls.store_at) {
+                    rolls.current.set(next);
+                    // On the grid from the start, to the slot holding now: a roll late by more
+                    // than a window leaves no empty window behind.
+                    while window_from.elapsed() >= every {
+                        window_from += every;
                     }
                 }
             }
             Ok(())
         },
-    )?;
+    )
+}
 
-    stop.store(true, Ordering::SeqCst);
-    let after = CpuSample::read();
-    let mut load_report = None;
-    if let Some(session) = load {
-        let spec = session.spec.clone();
-        let generators = session.stop();
-        let (report, load_warnings) = crate::load::session_report(&spec, generators, &before, &after);
-        for w in &load_warnings {
-            eprintln!("rtbench: WARNING: {w}");
-        }
-        warnings.extend(load_warnings);
-        load_report = Some(LoadReport { settle_s: Some(cfg.settle.as_secs_f64()), ..report });
+/// Closes the window right after a checkpoint that reached every sink, so the segment it ends
+/// holds every sample collected; a store that could not take it or roll tries again next
+/// second (None).
+fn roll(run: &mut Flow, store_at: usize) -> Option<i64> {
+    run.checkpoint();
+    if !run.sinks.iter().all(|s| s.current()) {
+        return None;
     }
+    run.close_window(store_at, true)
+}
+
+/// The CPU of measuring thread `thread`.
+fn cpu_of(cfg: &RunConfig, thread: u32) -> Option<usize> {
+    cfg.threads.iter().find(|t| t.index == thread as usize).and_then(|t| t.cpu)
+}
+
+/// Stops the load the session holds and says what it did; None when measuring idle.
+fn end_load(session: &mut Session, warnings: &mut Vec<String>) -> Option<LoadReport> {
+    let (report, load_warnings) = stop_load(session)?;
+    for w in &load_warnings {
+        eprintln!("rtbench: WARNING: {w}");
+    }
+    warnings.extend(load_warnings);
+    Some(report)
+}
+
+/// Waits for every measuring thread, taking all it hands over; a thread's placement problem is
+/// a warning of the run.
+fn join(run: &mut Flow, threads: Threads, warnings: &mut Vec<String>) -> Result<()> {
     // A thread may be waiting to hand over raw samples: keep draining until every one is done.
-    while !handles.iter().all(|h| h.is_finished()) {
+    while !threads.handles.iter().all(|h| h.is_finished()) {
         run.drain_samples();
         std::thread::sleep(Duration::from_millis(1));
     }
-    for (i, h) in handles.into_iter().enumerate() {
+    for (i, h) in threads.handles.into_iter().enumerate() {
         let (last, problem) = h.join().map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?;
-        if let Some(p) = problem {
-            if !warnings.contains(&p) {
-                warnings.push(p);
-            }
+        if let Some(p) = problem.filter(|p| !warnings.contains(p)) {
+            warnings.push(p);
         }
         if let Some(buf) = run.totals[i].collector.drain() {
             run.merge(i, buf);
@@ -384,19 +302,18 @@ fn drive(
         run.merge(i, last);
     }
     run.progress();
-    // A breach of the last moments is still taken.
-    if let Some(t) = tracer {
-        run.take_breach(t, &cpu_of);
-        params.breach = Some(t.record());
-    }
+    Ok(())
+}
+
+/// The last checkpoint, which holds the whole run: a store that is full or locked gets time
+/// to take it before the run gives up on it. Then the last window closes.
+fn wind_up(run: &mut Flow, store_at: usize) -> Result<()> {
     // The threads have ended: the interval of their last samples closes now.
     run.watch_tick();
     if let Some(w) = run.watch.as_mut() {
         w.finish();
     }
     run.checkpoint();
-    // The last checkpoint holds the whole run: a store that is full or locked gets time to
-    // take it before the run gives up on it.
     let deadline = Instant::now() + FINAL_CHECKPOINT_WAIT;
     while !run.sinks.iter().all(|s| s.current()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(250));
@@ -406,9 +323,25 @@ fn drive(
         anyhow::bail!("{}", run.sinks.iter().filter_map(|s| s.warning()).collect::<Vec<_>>().join("; "));
     }
     run.close_window(store_at, false);
-    warnings.extend(run.sinks.iter().filter_map(|s| s.warning()));
-    let watched = run.watch.is_some();
-    drop(run);
+    Ok(())
+}
+
+/// What the end of a run stores besides its last checkpoint.
+struct End {
+    id: i64,
+    outcome: Outcome,
+    started: Instant,
+    /// Whether the CPUs' activity was recorded, to line steal time up with the latencies.
+    watched: bool,
+    load: Option<LoadReport>,
+    params: crate::model::MeasuredParams,
+    warnings: Vec<String>,
+}
+
+/// Stores the end of the run: what the hypervisor took, what the load did, the probe's
+/// findings, and how it ended.
+fn save(cfg: &RunConfig, store: &mut Store, end: End) -> Result<(i64, Outcome)> {
+    let End { id, outcome, started, watched, load, mut params, mut warnings } = end;
     if watched {
         match steal(store, id, &cfg.threads) {
             Ok(findings) => {
@@ -421,7 +354,7 @@ fn drive(
             Err(e) => warnings.push(format!("steal time could not be lined up with the latencies: {e:#}")),
         }
     }
-    if let Some(report) = load_report {
+    if let Some(report) = load {
         store.set_load(id, &LoadRecord::Measured(report))?;
     }
     let findings = cfg.probe.findings();
@@ -475,19 +408,6 @@ fn envelope_pace(t_ns: u64, interval_ns: u64) -> Duration {
     const LATE_NS: u64 = 1_000_000;
     let interval = interval_ns.max(1);
     Duration::from_nanos(interval - t_ns % interval + LATE_NS)
-}
-
-/// Starts the configured load and lets it settle; `None` when measuring idle.
-fn start_load(cfg: &RunConfig) -> Result<Option<LoadSession>> {
-    let Some(spec) = &cfg.load else { return Ok(None) };
-    // Bounded: every load process ends by itself a minute after the run was due to end.
-    let deadline = cfg.duration.map_or(0, |d| (d + cfg.settle).as_secs() + 60);
-    let session = LoadSession::start(spec, &cfg.tmpdir, deadline)?;
-    if !cfg.quiet {
-        eprintln!("rtbench: load '{}' started; settling for {:.0} s", spec.profile, cfg.settle.as_secs_f64());
-    }
-    std::thread::sleep(cfg.settle);
-    Ok(Some(session))
 }
 
 /// What is stored about the load when the run begins; replaced by what it did at the end.

@@ -148,6 +148,36 @@ pub struct Entered {
     pub problem: Option<String>,
 }
 
+/// The calling thread (and the processes it forks) on one CPU alone, as the seeds ran
+/// LMbench; its affinity comes back when dropped, on the thread that pinned it (a session's
+/// guards drop on the thread that holds the session).
+pub struct Pinned {
+    previous: Option<Vec<usize>>,
+    _on_this_thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Pinned {
+    pub fn to(cpu: usize) -> std::io::Result<Pinned> {
+        let previous = sys::affinity().ok();
+        sys::set_affinity(&[cpu])?;
+        Ok(Pinned { previous, _on_this_thread: std::marker::PhantomData })
+    }
+}
+
+impl Guard for Pinned {
+    fn name(&self) -> &'static str {
+        "CPU pinning"
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if let Some(cpus) = self.previous.take() {
+            let _ = sys::set_affinity(&cpus);
+        }
+    }
+}
+
 /// The runner's thread kept off the measured CPUs, as rtla's housekeeping CPUs: its system
 /// calls would otherwise hold up a measuring thread on a kernel that is not fully preemptible.
 /// Its old affinity comes back on drop; nothing changes when every CPU is measured or a thread
@@ -207,6 +237,16 @@ pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entere
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pinned_thread_gets_its_cpus_back_when_the_guard_drops() {
+        let before = sys::affinity().unwrap();
+        let cpu = *before.last().unwrap();
+        let held = Pinned::to(cpu).unwrap();
+        assert_eq!(sys::affinity().unwrap(), [cpu]);
+        drop(held);
+        assert_eq!(sys::affinity().unwrap(), before);
+    }
 
     #[test]
     fn the_runner_leaves_the_measured_cpus_and_comes_back() {

@@ -2,6 +2,8 @@
 //! signal handling, the system changes (guards, restored in reverse order when it ends, however
 //! it ends) and the wait for the end (a duration, a signal, or the work being done).
 
+use std::any::Any;
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -10,7 +12,9 @@ use super::{signals, Outcome};
 use crate::restore::Guard;
 
 pub struct Session {
-    guards: Vec<Box<dyn Guard>>,
+    /// Held changes, oldest first. In a cell so a step of the wait (which borrows the session)
+    /// can reach one it holds, such as the tracer.
+    guards: RefCell<Vec<Box<dyn Guard>>>,
     started: Instant,
 }
 
@@ -18,24 +22,52 @@ impl Session {
     /// Starts a session: from here on the first Ctrl-C asks it to stop.
     pub fn start() -> Result<Session> {
         let signals = signals::Installed::new().context("could not install signal handlers")?;
-        let mut session = Session { guards: Vec::new(), started: Instant::now() };
+        let mut session = Session { guards: RefCell::new(Vec::new()), started: Instant::now() };
         session.hold(signals);
         Ok(session)
     }
 
     /// Keeps a system change until the session ends. Returns true, for `&&` chains.
     pub fn hold(&mut self, guard: impl Guard + 'static) -> bool {
-        self.guards.push(Box::new(guard));
+        self.guards.get_mut().push(Box::new(guard));
         true
     }
 
     /// What the session holds, oldest first.
     pub fn held(&self) -> Vec<&'static str> {
-        self.guards.iter().map(|g| g.name()).collect()
+        self.guards.borrow().iter().map(|g| g.name()).collect()
+    }
+
+    /// Calls `f` with the newest change of type `T` the session holds; None when it holds none.
+    ///
+    /// # Panics
+    /// When `f` itself asks the session for a held change (the cell is already borrowed).
+    pub fn with<T: Guard, R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+        let mut guards = self.guards.borrow_mut();
+        let found = guards.iter_mut().rev().find_map(|g| (g.as_mut() as &mut dyn Any).downcast_mut::<T>());
+        found.map(f)
+    }
+
+    /// Takes the newest change of type `T` back from the session, to end it before the session
+    /// does (a load stopped to report what it did); None when it holds none.
+    pub fn release<T: Guard>(&mut self) -> Option<T> {
+        let guards = self.guards.get_mut();
+        let at = guards.iter().rposition(|g| (g.as_ref() as &dyn Any).is::<T>())?;
+        let taken: Box<dyn Any> = guards.remove(at);
+        taken.downcast::<T>().ok().map(|b| *b)
     }
 
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// Sleeps for `d`, or until a stop signal comes: the caller sees the signal.
+    pub fn pause(&self, d: Duration) {
+        let from = Instant::now();
+        while self.signal().is_none() {
+            let Some(left) = d.checked_sub(from.elapsed()).filter(|l| !l.is_zero()) else { return };
+            crate::sys::wait_wake(left);
+        }
     }
 
     /// The first stop signal so far.
@@ -85,7 +117,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        while let Some(guard) = self.guards.pop() {
+        while let Some(guard) = self.guards.get_mut().pop() {
             drop(guard);
         }
     }
@@ -120,6 +152,33 @@ mod tests {
             assert_eq!(s.held(), ["signal handlers", "first", "second"]);
         }
         assert_eq!(*log.lock().unwrap(), ["second", "first"]);
+    }
+
+    struct Count(u32);
+
+    impl Guard for Count {
+        fn name(&self) -> &'static str {
+            "count"
+        }
+    }
+
+    #[test]
+    fn a_held_change_can_be_reached_and_released_by_its_type() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut s = Session::start().unwrap();
+        assert_eq!(s.with(|c: &mut Count| c.0), None, "none held yet");
+        s.hold(Count(1));
+        s.hold(Mark("mark", Arc::clone(&log)));
+        s.hold(Count(2));
+        assert_eq!(s.with(|c: &mut Count| std::mem::replace(&mut c.0, 20)), Some(2), "the newest of its type");
+        let released = s.release::<Count>().map(|c| c.0);
+        assert_eq!(released, Some(20), "the change made through with() is the one released");
+        assert_eq!(s.with(|c: &mut Count| c.0), Some(1));
+        let mark = s.release::<Mark>().expect("held");
+        assert!(log.lock().unwrap().is_empty(), "a released change is the caller's to end");
+        assert_eq!(s.held(), ["signal handlers", "count"]);
+        drop(mark);
+        assert_eq!(*log.lock().unwrap(), ["mark"]);
     }
 
     #[test]

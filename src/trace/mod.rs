@@ -202,6 +202,12 @@ impl Tracer {
     }
 }
 
+impl crate::restore::Guard for Tracer {
+    fn name(&self) -> &'static str {
+        "breach tracer"
+    }
+}
+
 impl Drop for Tracer {
     fn drop(&mut self) {
         // The marker must be closed before the kernel lets the instance go.

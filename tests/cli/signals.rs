@@ -117,3 +117,84 @@ fn a_second_sigint_aborts_at_once() {
     let runs = lab.runs();
     assert_eq!(runs[0]["status"], "aborted", "the next command finds the abandoned run");
 }
+
+/// Waits up to `limit` for `child` to end; its exit code, or a failure naming what it waited for.
+fn ends_within(child: &mut std::process::Child, limit: Duration, what: &str) -> Option<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code();
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("{what}: still running {limit:?} after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The pids of load supervisors started by rtbench process `parent`.
+fn load_supervisors_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains("__load-supervisor") && text.contains(&format!("rtbench-load-{parent}-")) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_first_signal_cuts_a_loads_settling_short_and_stops_the_load() {
+    let lab = Lab::new();
+    let mut child = lab
+        .cmd(&["timer", "-t", "1", "-D", "30s", "-q", "--load", "cpu", "--settle", "60s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let until = Instant::now() + Duration::from_secs(10);
+    while load_supervisors_of(pid).is_empty() {
+        assert!(Instant::now() < until, "the load never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(pid, "-INT");
+    // The settling had 58 s to go: a sleep that no signal cuts short would still be in it.
+    let code = ends_within(&mut child, Duration::from_secs(10), "a run settling its load");
+    assert_eq!(code, Some(130));
+    assert!(load_supervisors_of(pid).is_empty(), "the load outlived the run");
+    let doc = lab.export_json(lab.last_run());
+    assert_eq!(doc["run"]["status"], "interrupted");
+}
+
+#[test]
+fn a_first_signal_ends_sysbench_after_the_operation_it_interrupted_keeping_those_measured() {
+    let lab = Lab::new();
+    let mut child = lab
+        .cmd(&["sysbench", "--load", "cpu", "--settle", "1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    lab.wait_for_runs(2, Duration::from_secs(60));
+    signal(pid, "-INT");
+    // Without a session of its own, sysbench died of the signal (no exit code) and took its load
+    // supervisor's word for the rest.
+    let code = ends_within(&mut child, Duration::from_secs(10), "sysbench");
+    assert_eq!(code, Some(130));
+    let mut said = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut said).unwrap();
+    assert!(said.contains("interrupted by signal 2"), "{said}");
+    assert!(load_supervisors_of(pid).is_empty(), "the load outlived sysbench");
+    let runs = lab.runs();
+    let runs = runs.as_array().unwrap();
+    let all = std::process::Command::new(env!("CARGO_BIN_EXE_rtbench")).args(["sysbench", "--list"]).output().unwrap();
+    let listed = text(&all.stdout).lines().filter(|l| l.starts_with("  ")).count();
+    assert!(runs.len() >= 2 && runs.len() < listed, "{} of {listed} operations stored", runs.len());
+    assert!(runs.iter().all(|r| r["status"] == "complete"), "each stored operation is whole: {runs:?}");
+}

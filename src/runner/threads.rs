@@ -1,0 +1,95 @@
+//! The measuring threads: each enters the shield if its CPU is shielded, pins itself, takes its
+//! real-time policy, and runs the probe into its own recorder until the stop flag or its loop
+//! count; the runner collects from each through its collector, never stopping it.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use anyhow::Result;
+
+use super::flow::ThreadTotals;
+use super::setup::Admit;
+use super::{rt, sink, Session};
+use crate::config::{RunConfig, ThreadPlan};
+use crate::model::Policy;
+use crate::probe::ThreadCtx;
+use crate::recorder::{self, Buffer};
+use crate::stats::Stats;
+use crate::sys;
+use crate::trace::Tracer;
+
+/// A thread's last samples and what went wrong with its placement, if anything.
+type Ended = (Box<Buffer>, Option<String>);
+
+/// The running measuring threads.
+pub(super) struct Threads {
+    pub(super) handles: Vec<JoinHandle<Ended>>,
+    /// How many are done measuring; they may still be handing over their last samples.
+    pub(super) ended: Arc<AtomicUsize>,
+}
+
+impl Threads {
+    pub(super) fn all_ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst) == self.handles.len()
+    }
+}
+
+/// What every thread is started with.
+pub(super) struct Start<'a> {
+    pub(super) grant: &'a rt::Grant,
+    pub(super) admit: Option<&'a Admit>,
+    pub(super) stop: &'a Arc<AtomicBool>,
+    /// CLOCK_MONOTONIC ns the threads' time offsets count from.
+    pub(super) start_ns: u64,
+}
+
+/// Starts one measuring thread per plan; returns them and the runner's totals of each.
+pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(Threads, Vec<ThreadTotals>)> {
+    let ended = Arc::new(AtomicUsize::new(0));
+    let mut totals = Vec::new();
+    let mut handles = Vec::new();
+    for plan in &cfg.threads {
+        let raw = if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(sink::RAW_IN_STORE) };
+        let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
+        session.with(|t: &mut Tracer| rec.watch_breaches(t.threshold_ns(), t.sink(), plan.index as u32));
+        totals.push(ThreadTotals { index: plan.index, cpu: plan.cpu, stats: Stats::default(), last: 0, collector });
+        // A thread on a shielded CPU enters the shield's cpuset first: only there may it pin.
+        let admit = how.admit.filter(|a| plan.cpu.is_some_and(|c| a.cpus.contains(&c))).map(|a| a.tasks.clone());
+        let (plan, stop, ended) = (*plan, Arc::clone(how.stop), Arc::clone(&ended));
+        let (probe, loops) = (Arc::clone(&cfg.probe), cfg.loops.unwrap_or(u64::MAX));
+        let (policy, priority, start_ns) = (how.grant.policy, how.grant.priority, how.start_ns);
+        let body = move || {
+            let problem = match place(plan, admit, policy, priority) {
+                // The policy's guard is held until the thread has measured.
+                Ok(entered) => {
+                    let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
+                    probe.run(&mut ctx);
+                    entered.problem
+                }
+                Err(said) => Some(said),
+            };
+            // The runner sleeps until something is due: an ended thread is.
+            ended.fetch_add(1, Ordering::SeqCst);
+            sys::wake();
+            (rec.finish(), problem)
+        };
+        handles.push(std::thread::Builder::new().name(format!("rtbench-{}", plan.index)).spawn(body)?);
+    }
+    Ok((Threads { handles, ended }, totals))
+}
+
+/// Puts the calling thread where its plan says. Err: it must measure nothing (it could not be
+/// on its CPU, and the wrong CPU's numbers would be worse than none); the run goes on with the
+/// others.
+fn place(plan: ThreadPlan, admit: Option<PathBuf>, policy: Policy, priority: i32) -> Result<rt::Entered, String> {
+    if let Some(Err(e)) = admit.map(|file| crate::shield::enter(&file)) {
+        return Err(format!("thread {} measured nothing: it could not enter the shield: {e}", plan.index));
+    }
+    let entered = rt::enter_thread(plan.cpu, policy, priority);
+    if let Some(why) = entered.unpinned {
+        return Err(format!("thread {} measured nothing: {why}", plan.index));
+    }
+    Ok(entered)
+}

@@ -232,13 +232,45 @@ fn stable(c: &[Candidate]) -> Result<usize, usize> {
 }
 
 pub fn estimate(input: &Input) -> Estimate {
+    let b = buckets(input.hist);
+    let mut e = begin(input);
+    let ts = thresholds(&b, e.samples);
+    if ts.is_empty() {
+        e.notes.push(format!(
+            "{} samples leave fewer than {MIN_EXCEEDANCES} above the 90th percentile: too few to say anything about the tail",
+            e.samples
+        ));
+        return e;
+    }
+    // Raw exceedances over the lowest candidate, in each series' order.
+    let raw: Option<Vec<(u32, u64, u64)>> = input.raw.map(|visit| {
+        let mut v = Vec::new();
+        visit(ts[0].0, &mut |s, i, x| v.push((s, i, x)));
+        v
+    });
+    screen(&mut e, &b, &ts, raw.as_deref());
+    let u = choose(&mut e);
+    let data = exceedances_over(&mut e, &b, u, raw.as_deref());
+    if data.count() < MIN_EXCEEDANCES {
+        e.notes.push(format!(
+            "{} clusters of exceedances above {u} ns: fewer than {MIN_EXCEEDANCES}, too few to fit a tail",
+            data.count()
+        ));
+        return e;
+    }
+    let f = fit_tail(&mut e, &data, u);
+    levels(&mut e, input, &data, &f, u);
+    e
+}
+
+/// An estimate with nothing fitted yet: what the input is, and the notes its checks, load and
+/// steal call for.
+fn begin(input: &Input) -> Estimate {
     let hist = input.hist;
-    let n = hist.len();
-    let b = buckets(hist);
     let mut e = Estimate {
         verdict: Verdict::TooFew,
         from: if input.raw.is_some() { "samples" } else { "histogram" },
-        samples: n,
+        samples: hist.len(),
         observed_max_ns: hist.max(),
         candidates: Vec::new(),
         chosen: None,
@@ -275,23 +307,16 @@ pub fn estimate(input: &Input) -> Estimate {
             input.steal_ns as f64 / 1e6
         ));
     }
-    let ts = thresholds(&b, n);
-    if ts.is_empty() {
-        e.notes.push(format!(
-            "{n} samples leave fewer than {MIN_EXCEEDANCES} above the 90th percentile: too few to say anything about the tail"
-        ));
-        return e;
-    }
-    // Raw exceedances over the lowest candidate, in each series' order.
-    let raw: Option<Vec<(u32, u64, u64)>> = input.raw.map(|visit| {
-        let mut v = Vec::new();
-        visit(ts[0].0, &mut |s, i, x| v.push((s, i, x)));
-        v
-    });
-    for &(u, k) in &ts {
-        let data = match &raw {
+    e
+}
+
+/// Fits the shape above every candidate threshold `ts` (from the exact exceedances when the
+/// raw samples are there, else from bucket midpoints).
+fn screen(e: &mut Estimate, b: &[(u64, u64, u64)], ts: &[(u64, u64)], raw: Option<&[(u32, u64, u64)]>) {
+    for &(u, k) in ts {
+        let data = match raw {
             Some(r) => Exceedances::Exact(r.iter().filter(|x| x.2 >= u).map(|x| (x.2 - u) as f64).collect()),
-            None => midpoints(&b, u),
+            None => midpoints(b, u),
         };
         let f = gpd::fit(&data);
         let k = if raw.is_some() { data.count() } else { k };
@@ -303,6 +328,10 @@ pub fn estimate(input: &Input) -> Estimate {
             sigma_ns: f.sigma,
         });
     }
+}
+
+/// Chooses the threshold where the shape is stable (or the fallback, with a note); returns it.
+fn choose(e: &mut Estimate) -> u64 {
     e.stable = stable(&e.candidates).is_ok();
     let j = stable(&e.candidates).unwrap_or_else(|fallback| {
         e.notes.push(
@@ -316,7 +345,13 @@ pub fn estimate(input: &Input) -> Estimate {
     e.chosen = Some(j);
     e.threshold_ns = Some(u);
     e.exceedances = e.candidates[j].exceedances;
-    let data = match &raw {
+    u
+}
+
+/// The exceedances of `u` the tail is fitted to: cluster maxima from the raw samples, else the
+/// histogram's bins (with a note that bursts then count as independent).
+fn exceedances_over(e: &mut Estimate, b: &[(u64, u64, u64)], u: u64, raw: Option<&[(u32, u64, u64)]>) -> Exceedances {
+    match raw {
         Some(r) => {
             let over: Vec<(u32, u64, u64)> = r.iter().copied().filter(|x| x.2 >= u).collect();
             let d = decluster::decluster(&over);
@@ -330,31 +365,35 @@ pub fn estimate(input: &Input) -> Estimate {
                  latencies count as independent (record --samples for the exact estimate)"
                     .into(),
             );
-            binned(&b, u)
+            binned(b, u)
         }
-    };
-    if data.count() < MIN_EXCEEDANCES {
-        e.notes.push(format!(
-            "{} clusters of exceedances above {u} ns: fewer than {MIN_EXCEEDANCES}, too few to fit a tail",
-            data.count()
-        ));
-        return e;
     }
-    let f = gpd::fit(&data);
+}
+
+/// Fits the tail above `u` and says what its shape means.
+fn fit_tail(e: &mut Estimate, data: &Exceedances, u: u64) -> gpd::Fit {
+    let f = gpd::fit(data);
     let se = (1.0 + f.xi).max(0.05) / (data.count() as f64).sqrt();
+    let (lo, hi) = (f.xi - 1.96 * se, f.xi + 1.96 * se);
     e.xi = Some(f.xi);
-    e.xi_lo = Some(f.xi - 1.96 * se);
-    e.xi_hi = Some(f.xi + 1.96 * se);
+    e.xi_lo = Some(lo);
+    e.xi_hi = Some(hi);
     e.sigma_ns = Some(f.sigma);
     e.verdict = if f.xi > 0.0 { Verdict::HeavyTail } else { Verdict::BoundedTail };
     if f.xi < 0.0 {
         e.endpoint_ns = Some(u as f64 + f.sigma / -f.xi);
     }
-    if e.xi_lo.unwrap() < 0.0 && e.xi_hi.unwrap() > 0.0 {
+    if lo < 0.0 && hi > 0.0 {
         e.notes.push("ξ's 95 % interval includes 0: the data cannot tell a bounded tail from a heavy one".into());
     }
+    f
+}
+
+/// The latency exceeded with each probability (and once per period, when the sample rate is
+/// known), with its interval; inside the samples, what was observed.
+fn levels(e: &mut Estimate, input: &Input, data: &Exceedances, f: &gpd::Fit, u: u64) {
     // Exceedance rate per sample at the threshold: every exceedance counts, clustered or not.
-    let zeta = e.exceedances as f64 / n as f64;
+    let zeta = e.exceedances as f64 / e.samples as f64;
     let mut wanted: Vec<(String, f64)> = PROBABILITIES.iter().map(|(name, p)| (name.to_string(), *p)).collect();
     if let Some(rate) = input.rate {
         wanted.extend(PERIODS.iter().map(|(name, secs)| (name.to_string(), 1.0 / (rate * secs))));
@@ -362,12 +401,11 @@ pub fn estimate(input: &Input) -> Estimate {
     for (name, p) in wanted {
         let s = p / zeta;
         if s >= 1.0 {
-            // Inside the samples: what was observed, not an extrapolation.
-            let seen = hist.value_at_quantile(1.0 - p) as f64;
+            let seen = input.hist.value_at_quantile(1.0 - p) as f64;
             e.levels.push(Level { name, probability: p, ns: seen, lo_ns: seen, hi_ns: Some(seen) });
             continue;
         }
-        let l = gpd::level(&data, &f, s);
+        let l = gpd::level(data, f, s);
         e.levels.push(Level {
             name,
             probability: p,
@@ -376,7 +414,6 @@ pub fn estimate(input: &Input) -> Estimate {
             hi_ns: l.hi.is_finite().then_some(u as f64 + l.hi),
         });
     }
-    e
 }
 
 #[cfg(test)]

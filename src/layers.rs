@@ -77,6 +77,32 @@ fn forking_is_an_unsafe_fn_called_only_by_the_child_tasks_of_sys() {
     assert_eq!(callers, ["sys/child.rs", "sys/proc.rs"], "where fork_child is declared and called");
 }
 
+/// Which files under `dir` name which other top-level modules than `allowed`.
+fn imports_beyond(dir: &str, allowed: &[&str]) -> Vec<String> {
+    sources(&src().join(dir))
+        .into_iter()
+        .flat_map(|(path, text)| {
+            let name = path.strip_prefix(src()).unwrap().display().to_string();
+            crate_modules(&code(&text))
+                .into_iter()
+                .filter(|m| !allowed.contains(&m.as_str()))
+                .map(move |m| format!("{name}: crate::{m}"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_model_depends_on_stats_and_units_only() {
+    let found = imports_beyond("model", &["model", "stats", "units"]);
+    assert!(found.is_empty(), "the model imports {found:?}");
+}
+
+#[test]
+fn sys_depends_on_nothing_else_of_the_crate() {
+    let found = imports_beyond("sys", &["sys"]);
+    assert!(found.is_empty(), "sys imports {found:?}");
+}
+
 #[test]
 fn crate_paths_are_read_in_both_forms() {
     let text = "use crate::model::Run;\nuse crate::{stats::Stats, units};\nlet x = crate::sysinfo::read(p);";

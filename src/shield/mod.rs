@@ -14,7 +14,8 @@ use anyhow::{anyhow, Result};
 
 use crate::model::ShieldRecord;
 use crate::runner::Guard;
-use crate::sysinfo::{format_cpu_list, online_cpus, parse_cpu_list};
+use crate::sysinfo::{online_cpus, parse_cpu_list};
+use crate::units::format_cpu_list;
 pub use journal::{abandoned, state_dir, write_atomically, Journal};
 
 const SYSTEM: &str = "rtbench-system";

@@ -1,6 +1,7 @@
 //! The layering the crate promises, checked on its source: `unsafe` only in `sys`, every forked
 //! child's code in `sys` behind an `unsafe fn`, `sys` at the bottom, the model on `stats` and
-//! `units` alone. The compiler's `deny(unsafe_code)` can be lifted by one `allow`; these cannot.
+//! `units` alone, no test hooks. The compiler's `deny(unsafe_code)` can be lifted by one
+//! `allow`; these cannot.
 
 use std::path::{Path, PathBuf};
 
@@ -101,6 +102,19 @@ fn the_model_depends_on_stats_and_units_only() {
 fn sys_depends_on_nothing_else_of_the_crate() {
     let found = imports_beyond("sys", &["sys"]);
     assert!(found.is_empty(), "sys imports {found:?}");
+}
+
+#[test]
+fn production_code_has_no_test_hooks() {
+    // A hook such as a variable that makes `rtbench load` panic is a way to break a user's run;
+    // tests provoke what they need through real inputs.
+    let hook = concat!("RTBENCH", "_TEST");
+    let found: Vec<String> = sources(&src())
+        .into_iter()
+        .filter(|(_, text)| code(text).contains(hook))
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    assert!(found.is_empty(), "{hook}_* read in {found:?}");
 }
 
 #[test]

@@ -21,9 +21,6 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
     let deadline = a.duration.as_secs() + 60;
     let session = Session::start()?;
     let load = LoadSession::start(&spec, &tmp, deadline)?;
-    if std::env::var_os("RTBENCH_TEST_PANIC_WITH_LOAD").is_some() {
-        panic!("test hook: panic while a load runs");
-    }
     let before = CpuSample::read();
     let started = Instant::now();
     let mut view = LoadView::new(a.quiet);

@@ -103,7 +103,8 @@ impl Tally {
     }
 }
 
-fn log_reason(e: LogError) -> String {
+/// Why a sample log cannot be read, as the end of "sample log 'PATH' …".
+pub(crate) fn log_reason(e: LogError) -> String {
     match e {
         LogError::Io(e) => format!("cannot be read: {e}"),
         other => other.to_string(),

@@ -13,6 +13,8 @@ pub mod config;
 pub mod error;
 pub mod evt;
 pub mod import;
+#[cfg(test)]
+mod layers;
 pub mod load;
 pub mod model;
 pub mod net;

@@ -31,24 +31,6 @@ pub fn cpu_mask(cpus: &[usize]) -> String {
     words.iter().rev().map(|w| format!("{w:08x}")).collect::<Vec<_>>().join(",")
 }
 
-/// Writes CPUs as a kernel CPU list, "0-3,6": the inverse of [`parse_cpu_list`].
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let mut j = i;
-        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j { sorted[i].to_string() } else { format!("{}-{}", sorted[i], sorted[j]) });
-        i = j + 1;
-    }
-    parts.join(",")
-}
-
 /// Whether the process `pid` that started at `start` (see [`process_start`]) still runs: a
 /// reused pid is another process.
 pub fn same_process(pid: u32, start: &str) -> bool {
@@ -70,7 +52,8 @@ pub fn irq_affinities() -> Vec<(u32, String)> {
 const MAX_CPU: usize = 8191;
 
 /// Parses a CPU list such as "0-3,6,8-9". Numbers past any kernel's CPUs are no list: a range
-/// to a trillion must not allocate a trillion entries (found by fuzzing).
+/// to a trillion must not allocate a trillion entries (found by fuzzing). The inverse of
+/// [`crate::units::format_cpu_list`].
 pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     let mut out = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
@@ -199,6 +182,7 @@ pub fn kernel_release() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::format_cpu_list;
 
     #[test]
     fn masks_are_written_as_the_kernel_reads_them() {

@@ -1,4 +1,5 @@
-//! How numbers read: latencies in µs (the seeds' unit) and durations, one formatter per use.
+//! How numbers read: latencies in µs (the seeds' unit), durations and CPU lists, one formatter
+//! per use.
 
 use std::time::Duration;
 
@@ -47,6 +48,25 @@ fn thousands(n: i64) -> String {
     } else {
         out
     }
+}
+
+/// Writes CPUs as a kernel CPU list, "0-3,6": the inverse of
+/// [`crate::sysinfo::parse_cpu_list`].
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j { sorted[i].to_string() } else { format!("{}-{}", sorted[i], sorted[j]) });
+        i = j + 1;
+    }
+    parts.join(",")
 }
 
 /// A clock reading of a duration: `1:02:05`.

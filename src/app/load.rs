@@ -27,9 +27,6 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
         quiet: true,
     };
     crate::runner::start_load(&mut session, &how)?;
-    if std::env::var_os("RTBENCH_TEST_PANIC_WITH_LOAD").is_some() {
-        panic!("test hook: panic while a load runs");
-    }
     let started = Instant::now();
     let mut view = LoadView::new(a.quiet);
     let outcome = session.wait(

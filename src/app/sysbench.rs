@@ -78,10 +78,9 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
 fn pick_cpu(given: Option<usize>) -> Result<usize> {
     let online = crate::sysinfo::online_cpus();
     match given {
-        Some(c) if !online.contains(&c) => Err(crate::invalid!(
-            "--cpu {c} is not an online CPU (online: {})",
-            crate::sysinfo::format_cpu_list(&online)
-        )),
+        Some(c) if !online.contains(&c) => {
+            Err(crate::invalid!("--cpu {c} is not an online CPU (online: {})", crate::units::format_cpu_list(&online)))
+        }
         Some(c) => Ok(c),
         None => Ok(default_cpu()),
     }

@@ -1,13 +1,16 @@
 //! `rtbench wcet RUN`: the extreme-value estimate of a stored run's worst case.
 
+use std::cell::RefCell;
 use std::path::Path;
 
 use anyhow::Result;
 
+use crate::analyze::log_reason;
 use crate::cli::WcetArgs;
+use crate::error::InputError;
 use crate::evt::{self, Estimate, Verdict};
 use crate::model::{EnvPoint, Run};
-use crate::recorder::samplelog;
+use crate::recorder::samplelog::{self, LogError};
 use crate::store::{self, Store};
 use crate::units::fmt_ns_as_us;
 
@@ -23,17 +26,7 @@ pub fn run(a: WcetArgs) -> Result<i32> {
     let log = log.filter(|p: &std::path::PathBuf| p.exists() || a.samples.is_some());
     let input = evt::Input { rate, maxima, steal_ns, load: evt::load_of(&run), ..evt::Input::new(&run.total.hist) };
     let estimate = match &log {
-        Some(path) => {
-            let index = samplelog::scan(path).map_err(|e| crate::invalid!("sample log '{}' {e}", path.display()))?;
-            let visit = |u: u64, out: &mut dyn FnMut(u32, u64, u64)| {
-                let _ = samplelog::read_blocks(path, index.step_ns, &index.blocks, |thread, t, lat| {
-                    if lat >= u {
-                        out(thread, t / index.step_ns.max(1), lat);
-                    }
-                });
-            };
-            evt::estimate(&evt::Input { raw: Some(&visit), ..input })
-        }
+        Some(path) => from_log(path, input)?,
         None => evt::estimate(&input),
     };
     if a.json {
@@ -42,6 +35,30 @@ pub fn run(a: WcetArgs) -> Result<i32> {
         print!("{}", render(a.run, &estimate, log.as_deref()));
     }
     Ok(0)
+}
+
+/// The estimate with the exceedances read from the sample log at `path`. A log that cannot be
+/// read to its last complete block is an error: a fit on the part before a bad block would
+/// pass for the run's.
+fn from_log(path: &Path, input: evt::Input) -> Result<Estimate> {
+    let refuse = |e: LogError| InputError::SampleLog { path: path.display().to_string(), reason: log_reason(e) };
+    let index = samplelog::scan(path).map_err(refuse)?;
+    let failed = RefCell::new(None);
+    let visit = |u: u64, out: &mut dyn FnMut(u32, u64, u64)| {
+        let read = samplelog::read_blocks(path, index.step_ns, &index.blocks, |thread, t, lat| {
+            if lat >= u {
+                out(thread, t / index.step_ns.max(1), lat);
+            }
+        });
+        if let Err(e) = read {
+            failed.borrow_mut().get_or_insert(e);
+        }
+    };
+    let estimate = evt::estimate(&evt::Input { raw: Some(&visit), ..input });
+    match failed.into_inner() {
+        Some(e) => Err(refuse(e).into()),
+        None => Ok(estimate),
+    }
 }
 
 /// Each thread's interval maxima in time order.

@@ -1,6 +1,7 @@
 //! The typed run model: what a run is, as the runner writes it and the store, the report and
 //! the exports read it. Nothing here measures, parses flags or touches SQLite, so every side
-//! of the data path can depend on it and on nothing of each other.
+//! of the data path can depend on it and on nothing of each other. It depends on `stats` and
+//! `units` alone (a test in `layers.rs` holds it to that).
 
 mod audit;
 mod breach;

@@ -54,7 +54,7 @@ pub struct ShieldRecord {
 impl ShieldRecord {
     /// The run's warning when the shield is not complete.
     pub fn warning(&self) -> Option<String> {
-        let cpus = crate::sysinfo::format_cpu_list(&self.cpus);
+        let cpus = crate::units::format_cpu_list(&self.cpus);
         let mut what = Vec::new();
         if !self.stuck.is_empty() {
             let more = self.stuck.len().saturating_sub(5);

@@ -110,9 +110,18 @@ pub fn acquire(session: &mut Session, policy: Policy, priority: i32, mlock: bool
     Grant { policy, priority, memory_locked, dma_latency_held, warnings }
 }
 
+/// The kernel's number for a policy.
+fn sched_policy(policy: Policy) -> libc::c_int {
+    match policy {
+        Policy::Fifo => libc::SCHED_FIFO,
+        Policy::RoundRobin => libc::SCHED_RR,
+        Policy::Other => libc::SCHED_OTHER,
+    }
+}
+
 /// Tries the policy on a throwaway thread, so the caller's own scheduling is never changed.
 fn try_policy(policy: Policy, priority: i32) -> std::io::Result<()> {
-    std::thread::spawn(move || sys::set_scheduler(policy, priority))
+    std::thread::spawn(move || sys::set_scheduler(sched_policy(policy), priority))
         .join()
         .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")))
 }
@@ -227,7 +236,7 @@ pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entere
         }
     }
     let previous = sys::current_scheduling();
-    match sys::set_scheduler(policy, priority) {
+    match sys::set_scheduler(sched_policy(policy), priority) {
         Ok(()) => entered.guard.previous = previous.ok(),
         Err(e) => entered.problem = Some(format!("could not set {policy:?} on a thread: {e}")),
     }
@@ -277,7 +286,7 @@ mod tests {
     fn a_thread_gets_its_policy_back_when_the_guard_drops() {
         std::thread::spawn(|| {
             let before = sys::current_scheduling().unwrap();
-            if let Err(e) = sys::set_scheduler(Policy::Fifo, 1) {
+            if let Err(e) = sys::set_scheduler(libc::SCHED_FIFO, 1) {
                 // CI runs as root: there, no privilege is a failure, not a skip.
                 assert!(std::env::var("CI").map_or(true, |v| v != "true"), "SCHED_FIFO refused on CI: {e}");
                 eprintln!("skipped: SCHED_FIFO is not allowed here ({e})");

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::restore::Change;
-use crate::sysinfo::format_cpu_list;
+use crate::units::format_cpu_list;
 
 /// One shield's changes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,8 @@ use anyhow::{anyhow, Result};
 
 use crate::model::ShieldRecord;
 use crate::restore::{Guard, Journal, Written};
-use crate::sysinfo::{format_cpu_list, online_cpus, parse_cpu_list};
+use crate::sysinfo::{online_cpus, parse_cpu_list};
+use crate::units::format_cpu_list;
 pub use journal::Shielded;
 
 const SYSTEM: &str = "rtbench-system";

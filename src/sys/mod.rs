@@ -3,6 +3,8 @@
 //!
 //! Every function returns `io::Result` or a plain value; callers never see a raw pointer.
 
+#[allow(unsafe_code)]
+mod child;
 mod cpu;
 #[allow(unsafe_code)]
 mod fs;
@@ -23,6 +25,7 @@ mod time;
 
 use std::io;
 
+pub use child::*;
 pub use cpu::*;
 pub use fs::*;
 pub use net::*;

@@ -60,10 +60,17 @@ pub fn parent_pid() -> u32 {
 }
 
 /// Forks the calling process. Returns the child's pid in the parent and 0 in the child, which
-/// gets `death_signal` when its parent dies. The child must make only async-signal-safe calls
-/// (read, write, `exit_now`): other threads' locks are not copied in a usable state.
-pub fn fork_child(death_signal: i32) -> io::Result<u32> {
-    // SAFETY: the caller keeps the child to async-signal-safe calls.
+/// gets `death_signal` when the thread that forked it ends. Only [`super::fork_task`] calls it,
+/// so that every line a forked child runs lives in `sys`.
+///
+/// # Safety
+///
+/// In the child (the `Ok(0)` return) the caller must make only async-signal-safe calls (read,
+/// write, close, `exit_now` …) until the process ends: no allocation, no lock, no printing, no
+/// unwinding. The fork copies only the calling thread, so a lock another thread held at that
+/// moment (the allocator's, stdout's) stays held in the child for ever.
+pub(super) unsafe fn fork_child(death_signal: i32) -> io::Result<u32> {
+    // SAFETY: the caller keeps the child to async-signal-safe calls (this function's contract).
     let pid = unsafe { libc::fork() };
     match pid {
         -1 => Err(io::Error::last_os_error()),

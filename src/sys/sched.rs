@@ -3,18 +3,14 @@
 use std::io;
 
 use super::check;
-use crate::model::Policy;
 
-/// Sets the calling thread's policy and priority (priority is ignored for `Other`).
-pub fn set_scheduler(policy: Policy, priority: i32) -> io::Result<()> {
-    let (pol, prio) = match policy {
-        Policy::Fifo => (libc::SCHED_FIFO, priority),
-        Policy::RoundRobin => (libc::SCHED_RR, priority),
-        Policy::Other => (libc::SCHED_OTHER, 0),
-    };
+/// Sets the calling thread's policy (`libc::SCHED_FIFO`, `SCHED_RR`, `SCHED_OTHER` …) and
+/// priority; the priority counts only for the real-time policies, the others get 0.
+pub fn set_scheduler(policy: libc::c_int, priority: i32) -> io::Result<()> {
+    let prio = if matches!(policy, libc::SCHED_FIFO | libc::SCHED_RR) { priority } else { 0 };
     let param = libc::sched_param { sched_priority: prio };
     // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
-    check(unsafe { libc::sched_setscheduler(0, pol, &param) })
+    check(unsafe { libc::sched_setscheduler(0, policy, &param) })
 }
 
 /// A thread's scheduling as the kernel holds it, whatever the policy (batch and idle included).

@@ -75,19 +75,11 @@ fn tcp_pair() -> io::Result<(TcpStream, TcpStream)> {
     Ok((mine, theirs))
 }
 
-/// Forks a partner that runs `body` on its fds and exits; the parent closes the partner's fds.
+/// Forks a partner that runs `task` on its fds and exits; the parent closes the partner's fds.
 /// The partner is killed with rtbench.
-fn partner(theirs: &[RawFd], mine: &[RawFd], body: impl FnOnce()) -> io::Result<u32> {
-    let pid = sys::fork_child(libc::SIGKILL)?;
-    if pid == 0 {
-        for &fd in mine {
-            if !theirs.contains(&fd) {
-                sys::close_fd(fd);
-            }
-        }
-        body();
-        sys::exit_now(0);
-    }
+fn partner(task: sys::ChildTask, theirs: &[RawFd], mine: &[RawFd]) -> io::Result<u32> {
+    let close: Vec<RawFd> = mine.iter().filter(|fd| !theirs.contains(fd)).copied().collect();
+    let pid = sys::fork_task(task, &close)?;
     for &fd in theirs {
         if !mine.contains(&fd) {
             sys::close_fd(fd);
@@ -106,14 +98,8 @@ struct Echo {
 impl Echo {
     /// `theirs`: the partner's (read, write) fds; `mine`: ours.
     fn start(theirs: (RawFd, RawFd), mine: (RawFd, RawFd)) -> io::Result<Box<dyn Bench>> {
-        let pid = partner(&[theirs.0, theirs.1], &[mine.0, mine.1], || {
-            let mut b = [0u8; 1];
-            while matches!(sys::read_fd(theirs.0, &mut b), Ok(1)) {
-                if sys::write_fd(theirs.1, &b).is_err() {
-                    break;
-                }
-            }
-        })?;
+        let task = sys::ChildTask::Echo { read: theirs.0, write: theirs.1 };
+        let pid = partner(task, &[theirs.0, theirs.1], &[mine.0, mine.1])?;
         Ok(Box::new(Echo { read: mine.0, write: mine.1, pid }))
     }
 }
@@ -158,7 +144,7 @@ struct Stream {
 impl Stream {
     fn start(mine: RawFd, theirs: RawFd) -> io::Result<Box<dyn Bench>> {
         let block = vec![0x5au8; BLOCK];
-        let pid = partner(&[theirs], &[mine], || while sys::write_fd(theirs, &block).is_ok_and(|n| n > 0) {})?;
+        let pid = partner(sys::ChildTask::Stream { write: theirs, block: &block }, &[theirs], &[mine])?;
         Ok(Box::new(Stream { read: mine, pid, buf: vec![0; BLOCK] }))
     }
 }
@@ -202,11 +188,6 @@ struct Ring {
     own: (RawFd, RawFd),
 }
 
-/// Reads every word of the working set (what a process does with its data between switches).
-fn touch(work: &[u64]) -> u64 {
-    work.iter().fold(0u64, |a, &w| a.wrapping_add(w))
-}
-
 impl Ring {
     fn make(procs: usize, kb: usize) -> io::Result<Box<dyn Bench>> {
         let pipes: Vec<(RawFd, RawFd)> = (0..procs).map(|_| pipe()).collect::<io::Result<_>>()?;
@@ -216,24 +197,9 @@ impl Ring {
         // Process i reads pipe i and writes pipe i + 1; we are process 0.
         for i in 1..procs {
             let (read, write) = (pipes[i].0, pipes[(i + 1) % procs].1);
-            let pid = sys::fork_child(libc::SIGKILL)?;
-            if pid == 0 {
-                for &fd in all.iter().filter(|&&fd| fd != read && fd != write) {
-                    sys::close_fd(fd);
-                }
-                // Its own copy of the working set (written once, so no longer shared).
-                for w in work.iter_mut() {
-                    *w = i as u64;
-                }
-                let mut b = [0u8; 1];
-                while matches!(sys::read_fd(read, &mut b), Ok(1)) {
-                    std::hint::black_box(touch(&work));
-                    if sys::write_fd(write, &b).is_err() {
-                        break;
-                    }
-                }
-                sys::exit_now(0);
-            }
+            let close: Vec<RawFd> = all.iter().filter(|&&fd| fd != read && fd != write).copied().collect();
+            let task = sys::ChildTask::Relay { read, write, work: &mut work, fill: i as u64 };
+            let pid = sys::fork_task(task, &close)?;
             pids.push(pid);
         }
         let (read, write) = (pipes[0].0, pipes[1 % procs].1);
@@ -251,7 +217,7 @@ impl Ring {
         if sys::read_fd(read, b)? != 1 {
             return Err(io::Error::other("the ring broke"));
         }
-        std::hint::black_box(touch(&self.work));
+        std::hint::black_box(sys::touch(&self.work));
         Ok(())
     }
 }

@@ -90,10 +90,7 @@ pub fn ops() -> Vec<Op> {
         }),
         op("fork-exit", "fork a process that exits at once, and wait for it", || {
             each(|| {
-                let pid = sys::fork_child(libc::SIGKILL)?;
-                if pid == 0 {
-                    sys::exit_now(0);
-                }
+                let pid = sys::fork_task(sys::ChildTask::Exit, &[])?;
                 sys::wait_pid(pid).map(drop)
             })
         }),

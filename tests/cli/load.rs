@@ -109,11 +109,33 @@ fn nothing_is_left_after_sigkill() {
     case(Some("-KILL"), None, "kill");
 }
 
+/// A panic while a load runs, provoked as a user would: rtbench's stderr is a pipe whose reader
+/// has gone (`rtbench timer … 2>&1 | head -1`), so the first message after the load is up, the
+/// `--policy other` warning once the settling ends, panics in `eprintln!`.
 #[test]
 fn nothing_is_left_after_a_panic() {
+    use std::io::BufRead;
     let lab = Lab::new();
     let mark = format!("panic-{}", std::process::id());
-    let mut child = start(&lab, &mark, &[("RTBENCH_TEST_PANIC_WITH_LOAD", "1")]);
+    let tmp = lab.dir.path().to_str().unwrap();
+    let mut child = lab
+        .cmd(&["timer", "-D", "60s", "--policy", "other", "--load", LOAD, "--settle", "8s", "--tmpdir", tmp])
+        .args(["--hackbench-groups", "2"])
+        .env("RTBENCH_TEST_MARK", &mark)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(first.contains("settling"), "the load started: {first}");
+    let until = Instant::now() + Duration::from_secs(6);
+    while marked(&mark).len() < 4 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(marked(&mark).len() >= 4, "the load's processes run: {:?}", marked(&mark));
+    drop(stderr);
     assert_eq!(wait(&mut child), Some(101), "a panic exits with 101");
     assert_clean_within_2s(&lab, &mark);
 }

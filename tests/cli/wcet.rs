@@ -75,3 +75,25 @@ fn wcet_rejects_what_is_not_there() {
     assert_rejected(&lab.run(&["wcet", "1", "--samples", not_a_log.to_str().unwrap()]), "not an rtbench sample log");
     assert_rejected(&lab.run(&["wcet", "1", "--samples", "/nonexistent/log"]), "/nonexistent/log");
 }
+
+#[test]
+fn a_corrupt_sample_log_is_refused_not_fitted_in_part() {
+    let lab = Lab::new();
+    let log = lab.path("s.log");
+    let log_arg = log.to_str().unwrap();
+    lab.ok(&["synthetic", "-l", "300000", "-q", "--samples", log_arg]);
+    let id = lab.last_run().to_string();
+    let whole = wcet_json(&lab, lab.last_run(), &["--samples", log_arg]);
+    assert_eq!(whole["from"], "samples", "the intact log is read: {whole}");
+    // One byte in the middle of the file: inside a block's payload, so only its checksum sees it.
+    let mut bytes = std::fs::read(&log).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&log, &bytes).unwrap();
+    let out = lab.run(&["wcet", &id, "--samples", log_arg]);
+    assert_rejected(&out, "is corrupt: bad block at byte");
+    assert!(text(&out.stderr).contains(log_arg), "names the file: {}", text(&out.stderr));
+    assert!(text(&out.stdout).is_empty(), "no estimate is printed: {}", text(&out.stdout));
+    // The run's own log (no --samples) is read the same way.
+    assert_rejected(&lab.run(&["wcet", &id]), "is corrupt");
+}

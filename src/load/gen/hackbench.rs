@@ -2,13 +2,13 @@
 //! receivers (processes) over socketpairs; every sender writes 100 messages of 100 bytes to
 //! every receiver. One round is one iteration.
 
-use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
 use anyhow::Result;
 
 use crate::load::{GeneratorInfo, LoadOptions, WorkerCtx};
-use crate::sys;
+use crate::sys::{self, ChildTask};
 
 pub const INFO: GeneratorInfo = GeneratorInfo {
     name: "hackbench",
@@ -27,21 +27,20 @@ const MSG: usize = 100;
 
 fn work(ctx: &WorkerCtx) -> Result<()> {
     let groups = if ctx.opts.hackbench_groups == 0 { 30 } else { ctx.opts.hackbench_groups };
-    // The children only read, write and _exit, which is safe after fork in a threaded process.
+    let msg = [0x5Au8; MSG];
     while ctx.keep_going() {
         let mut children = 0;
         for _ in 0..groups {
             let pairs: Vec<(UnixStream, UnixStream)> = (0..FDS).filter_map(|_| UnixStream::pair().ok()).collect();
+            let writes: Vec<RawFd> = pairs.iter().map(|(tx, _)| tx.as_raw_fd()).collect();
+            // Every receiver hears from each of the FDS senders.
+            let bytes = FDS * LOOPS * MSG;
             for (_, rx) in &pairs {
-                if sys::fork_child(libc::SIGKILL)? == 0 {
-                    receive(rx);
-                }
+                sys::fork_task(ChildTask::Drain { read: rx.as_raw_fd(), bytes, chunk: MSG }, &[])?;
                 children += 1;
             }
             for _ in 0..FDS {
-                if sys::fork_child(libc::SIGKILL)? == 0 {
-                    send(&pairs);
-                }
+                sys::fork_task(ChildTask::Send { writes: &writes, msg: &msg, rounds: LOOPS }, &[])?;
                 children += 1;
             }
         }
@@ -53,30 +52,4 @@ fn work(ctx: &WorkerCtx) -> Result<()> {
         ctx.iteration();
     }
     Ok(())
-}
-
-/// A receiver: reads every sender's messages, then exits.
-fn receive(mut rx: &UnixStream) -> ! {
-    let mut buf = [0u8; MSG];
-    let mut left = FDS * LOOPS * MSG;
-    while left > 0 {
-        match rx.read(&mut buf[..MSG.min(left)]) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => left -= n,
-        }
-    }
-    sys::exit_now(0)
-}
-
-/// A sender: writes LOOPS messages to every receiver, then exits.
-fn send(pairs: &[(UnixStream, UnixStream)]) -> ! {
-    let msg = [0x5Au8; MSG];
-    for _ in 0..LOOPS {
-        for (mut tx, _) in pairs.iter().map(|(t, r)| (t, r)) {
-            if tx.write_all(&msg).is_err() {
-                sys::exit_now(1);
-            }
-        }
-    }
-    sys::exit_now(0)
 }

@@ -1,0 +1,127 @@
+//! The layering the crate promises, checked on its source: `unsafe` only in `sys`, every forked
+//! child's code in `sys` behind an `unsafe fn`, `sys` at the bottom, the model on `stats` and
+//! `units` alone, no test hooks. The compiler's `deny(unsafe_code)` can be lifted by one
+//! `allow`; these cannot.
+
+use std::path::{Path, PathBuf};
+
+/// Spelled in two halves, so this file does not match its own scans.
+const UNSAFE: &str = concat!("un", "safe");
+const FORK_CHILD_CALL: &str = concat!("fork", "_child(");
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every .rs file under `dir`, with its text.
+fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push((path.clone(), std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+    out
+}
+
+/// The code of `text`: each line up to its `//` comment (doc comments included).
+fn code(text: &str) -> String {
+    text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
+/// The identifiers of `text`, in order.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
+}
+
+/// The top-level modules `text` names as `crate::x` or `crate::{x, y::z}`.
+fn crate_modules(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("crate::") {
+        let rest = &text[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            out.extend(group.split(',').filter_map(|p| words(p).next()).map(str::to_string));
+        } else {
+            out.extend(words(rest).next().map(str::to_string));
+        }
+    }
+    out
+}
+
+#[test]
+fn unsafe_code_appears_only_in_sys() {
+    let sys = src().join("sys");
+    let found: Vec<String> = sources(&src())
+        .into_iter()
+        .filter(|(path, _)| !path.starts_with(&sys))
+        .filter(|(_, text)| words(&code(text)).any(|w| w == UNSAFE))
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    assert!(found.is_empty(), "`{UNSAFE}` outside src/sys: {found:?}");
+}
+
+#[test]
+fn forking_is_an_unsafe_fn_called_only_by_the_child_tasks_of_sys() {
+    let proc = std::fs::read_to_string(src().join("sys/proc.rs")).unwrap();
+    let declared = format!("{UNSAFE} fn {FORK_CHILD_CALL}");
+    assert!(code(&proc).contains(&declared), "fork_child is declared `{UNSAFE} fn`");
+    let mut callers: Vec<String> = sources(&src())
+        .into_iter()
+        .filter(|(_, text)| code(text).contains(FORK_CHILD_CALL))
+        .map(|(path, _)| path.strip_prefix(src()).unwrap().display().to_string())
+        .collect();
+    callers.sort();
+    assert_eq!(callers, ["sys/child.rs", "sys/proc.rs"], "where fork_child is declared and called");
+}
+
+/// Which files under `dir` name which other top-level modules than `allowed`.
+fn imports_beyond(dir: &str, allowed: &[&str]) -> Vec<String> {
+    sources(&src().join(dir))
+        .into_iter()
+        .flat_map(|(path, text)| {
+            let name = path.strip_prefix(src()).unwrap().display().to_string();
+            crate_modules(&code(&text))
+                .into_iter()
+                .filter(|m| !allowed.contains(&m.as_str()))
+                .map(move |m| format!("{name}: crate::{m}"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_model_depends_on_stats_and_units_only() {
+    let found = imports_beyond("model", &["model", "stats", "units"]);
+    assert!(found.is_empty(), "the model imports {found:?}");
+}
+
+#[test]
+fn sys_depends_on_nothing_else_of_the_crate() {
+    let found = imports_beyond("sys", &["sys"]);
+    assert!(found.is_empty(), "sys imports {found:?}");
+}
+
+#[test]
+fn production_code_has_no_test_hooks() {
+    // A hook such as a variable that makes `rtbench load` panic is a way to break a user's run;
+    // tests provoke what they need through real inputs.
+    let hook = concat!("RTBENCH", "_TEST");
+    let found: Vec<String> = sources(&src())
+        .into_iter()
+        .filter(|(_, text)| code(text).contains(hook))
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    assert!(found.is_empty(), "{hook}_* read in {found:?}");
+}
+
+#[test]
+fn crate_paths_are_read_in_both_forms() {
+    let text = "use crate::model::Run;\nuse crate::{stats::Stats, units};\nlet x = crate::sysinfo::read(p);";
+    assert_eq!(crate_modules(text), ["model", "stats", "units", "sysinfo"]);
+    let commented = format!("let a = 1; // {UNSAFE}");
+    assert_eq!(words(&code(&commented)).filter(|w| *w == UNSAFE).count(), 0);
+    assert_eq!(words(&format!("{UNSAFE} {{ f() }}")).filter(|w| *w == UNSAFE).count(), 1);
+}

@@ -1,8 +1,10 @@
 //! The layering the crate promises, checked on its source: `unsafe` only in `sys`, every forked
 //! child's code in `sys` behind an `unsafe fn`, `sys` at the bottom, the model on `stats` and
-//! `units` alone, no test hooks. The compiler's `deny(unsafe_code)` can be lifted by one
-//! `allow`; these cannot.
+//! `units` alone, no test hooks, and no two top-level modules importing each other, directly or
+//! through others (`sys`, `model` and `restore` at the bottom; `app` and `cli` at the top).
+//! The compiler's `deny(unsafe_code)` can be lifted by one `allow`; these cannot.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Spelled in two halves, so this file does not match its own scans.
@@ -124,4 +126,58 @@ fn crate_paths_are_read_in_both_forms() {
     let commented = format!("let a = 1; // {UNSAFE}");
     assert_eq!(words(&code(&commented)).filter(|w| *w == UNSAFE).count(), 0);
     assert_eq!(words(&format!("{UNSAFE} {{ f() }}")).filter(|w| *w == UNSAFE).count(), 1);
+}
+
+/// Which top-level module imports which, from the source under `src`.
+fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut g = BTreeMap::new();
+    for entry in std::fs::read_dir(src).unwrap().flatten() {
+        let path = entry.path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if name == "lib" || name == "main" || name == "layers" {
+            continue;
+        }
+        let texts =
+            if path.is_dir() { sources(&path) } else { vec![(path.clone(), std::fs::read_to_string(&path).unwrap())] };
+        let mut deps: BTreeSet<String> = texts.iter().flat_map(|(_, t)| crate_modules(&code(t))).collect();
+        deps.remove(&name);
+        g.insert(name, deps);
+    }
+    g
+}
+
+/// A cycle through `from`, if any: the modules on it, in order.
+fn cycle_through(g: &BTreeMap<String, BTreeSet<String>>, from: &str) -> Option<Vec<String>> {
+    let mut stack = vec![(from.to_string(), vec![from.to_string()])];
+    let mut seen = BTreeSet::new();
+    while let Some((at, path)) = stack.pop() {
+        for next in g.get(&at).into_iter().flatten() {
+            if next == from {
+                return Some(path.iter().cloned().chain([from.to_string()]).collect());
+            }
+            if seen.insert(next.clone()) {
+                stack.push((next.clone(), path.iter().cloned().chain([next.clone()]).collect()));
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_two_top_level_modules_import_each_other() {
+    let g = graph(&src());
+    assert!(g.contains_key("runner") && g["runner"].contains("restore"), "the graph is read: {g:?}");
+    let cycles: Vec<String> = g.keys().filter_map(|m| cycle_through(&g, m)).map(|c| c.join(" -> ")).collect();
+    assert!(cycles.is_empty(), "import cycles among top-level modules:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn a_cycle_is_found_where_there_is_one() {
+    let g: BTreeMap<String, BTreeSet<String>> =
+        [("a", vec!["b"]), ("b", vec!["c"]), ("c", vec!["a"]), ("d", vec!["a"])]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+            .collect();
+    assert_eq!(cycle_through(&g, "a").unwrap(), ["a", "b", "c", "a"]);
+    assert_eq!(cycle_through(&g, "d"), None, "d leads into a cycle but is not on one");
 }

@@ -71,7 +71,7 @@ fn command(cmd: Command) -> Result<i32> {
         Command::Load(a) => load::run(a),
         Command::Study(a) => study::run(a),
         Command::Audit(a) => {
-            let cpus = crate::config::cpu_list(a.cpus.as_deref(), "--cpus")?;
+            let cpus = crate::parse::cpu_list(a.cpus.as_deref(), "--cpus")?;
             let findings = crate::audit::run(&cpus);
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&json!({ "cpus": cpus, "findings": findings }))?);

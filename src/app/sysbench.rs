@@ -31,7 +31,7 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
     if a.baseline.is_some() {
         return Err(crate::invalid!("--baseline is for --total's % row; compare labels with rtbench compare"));
     }
-    let cpu = pick_cpu(a.cpu)?;
+    let cpu = pick_cpu(a.cpu.as_deref())?;
     let flags = a.load.load_args.flags();
     let spec = LoadSpec::parse(&a.load.load, crate::config::load_options(&flags))?;
     let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
@@ -69,16 +69,8 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
 }
 
 /// `--cpu`, checked, or the last online CPU.
-fn pick_cpu(given: Option<usize>) -> Result<usize> {
-    let online = crate::sysinfo::online_cpus();
-    match given {
-        Some(c) if !online.contains(&c) => Err(crate::invalid!(
-            "--cpu {c} is not an online CPU (online: {})",
-            crate::sysinfo::format_cpu_list(&online)
-        )),
-        Some(c) => Ok(c),
-        None => Ok(default_cpu()),
-    }
+fn pick_cpu(given: Option<&str>) -> Result<usize> {
+    given.map_or_else(|| Ok(default_cpu()), |c| crate::parse::one_cpu(c, "--cpu"))
 }
 
 /// Starts `spec` and lets it settle; `None` when it is no load. Bounded: the load ends by
@@ -174,7 +166,7 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
         }
         loads.push((item.to_string(), LoadSpec::parse(&item.replace('+', ","), crate::config::load_options(&flags))?));
     }
-    let cpu = pick_cpu(a.cpu)?;
+    let cpu = pick_cpu(a.cpu.as_deref())?;
     let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
     let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
     let method = if a.quick { Method::QUICK } else { Method::FULL };

@@ -39,7 +39,7 @@ pub struct MonitorArgs {
     /// Answer only requests carrying `Authorization: Bearer TOKEN`
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
-    /// Count samples over these latencies, e.g. 100us,1ms
+    /// Count samples over these latencies, e.g. 100us,1ms (a bare number is seconds)
     #[arg(long, default_value = "100us,1ms", value_name = "LIST")]
     pub threshold: String,
     /// Stop after this long [default: until SIGTERM or Ctrl-C]

@@ -66,13 +66,9 @@ fn thresholds(list: &str) -> Result<Vec<u64>> {
     list.split(',')
         .map(|item| {
             let item = item.trim();
-            let ns = match item.strip_suffix("us") {
-                Some(us) => us.parse::<f64>().ok().map(|v| v * 1e3),
-                None => crate::parse::duration(item).ok().map(|d| d.as_nanos() as f64),
-            };
-            ns.filter(|v| v.is_finite() && *v >= 1.0)
-                .map(|v| v as u64)
-                .ok_or_else(|| crate::invalid!("--threshold: '{item}' is not a latency; use e.g. 100us,1ms"))
+            // A bare number was read as a duration, in seconds; it still is.
+            crate::parse::latency_ns(item, "s")
+                .map_err(|_| crate::invalid!("--threshold: '{item}' is not a latency; use e.g. 100us,1ms"))
         })
         .collect()
 }

@@ -1,5 +1,9 @@
 //! Validated settings of one measuring run: what the runner sees instead of flags.
 
+mod commands;
+
+pub use commands::*;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

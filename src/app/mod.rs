@@ -99,7 +99,7 @@ fn command(cmd: Command) -> Result<i32> {
             );
             Ok(0)
         }
-        Command::Compare(a) => compare::run(a),
+        Command::Compare(a) => compare::run(a.config()?),
         Command::Import(a) => {
             let mut store = writable_store(&store::default_path(a.db.db.as_deref()))?;
             let id = crate::import::import(&mut store, &a.file, &a.label, &a.load)?;

@@ -3,6 +3,7 @@
 
 mod monitor;
 mod probes;
+mod validate;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,0 +1,22 @@
+//! From flags to the validated settings the rest of rtbench sees (ripgrep's low and high
+//! arguments): every range, conflict and parse is checked here, once, and a bad value is one
+//! line naming its flag (exit 2). Nothing below `cli` sees the flag structs.
+
+use anyhow::Result;
+
+use super::CompareArgs;
+use crate::config::CompareConfig;
+use crate::store;
+
+impl CompareArgs {
+    pub fn config(self) -> Result<CompareConfig> {
+        // The condition is checked first: a typo must not wait for the store.
+        let conditions = self.fail_if.as_deref().map(crate::report::compare::parse_conditions).transpose()?;
+        Ok(CompareConfig {
+            baseline: self.baseline,
+            label: self.label,
+            conditions: conditions.unwrap_or_default(),
+            db: store::default_path(self.db.db.as_deref()),
+        })
+    }
+}

@@ -1,0 +1,17 @@
+//! The validated settings of every command besides the probes' runs ([`super::RunConfig`]):
+//! what `app` sees instead of flags. The command line builds them (`cli::validate`) and checks
+//! everything there, once; nothing here knows clap.
+
+use std::path::PathBuf;
+
+use crate::report::compare::Condition;
+
+/// `rtbench compare`: one label against a baseline.
+#[derive(Debug)]
+pub struct CompareConfig {
+    pub baseline: String,
+    pub label: String,
+    /// `--fail-if`, parsed; empty when not given.
+    pub conditions: Vec<Condition>,
+    pub db: PathBuf,
+}

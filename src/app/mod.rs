@@ -185,7 +185,7 @@ fn command(cmd: Command) -> Result<i32> {
             }
             Ok(0)
         }
-        Command::Wcet(a) => wcet::run(a),
+        Command::Wcet(a) => wcet::run(a.config()),
         Command::Sysbench(a) => sysbench::run(a),
         Command::Monitor(a) => monitor::run(a),
         Command::Show(a) => {

@@ -4,8 +4,8 @@
 
 use anyhow::Result;
 
-use super::CompareArgs;
-use crate::config::CompareConfig;
+use super::{CompareArgs, WcetArgs};
+use crate::config::{CompareConfig, WcetConfig};
 use crate::store;
 
 impl CompareArgs {
@@ -18,5 +18,16 @@ impl CompareArgs {
             conditions: conditions.unwrap_or_default(),
             db: store::default_path(self.db.db.as_deref()),
         })
+    }
+}
+
+impl WcetArgs {
+    pub fn config(self) -> WcetConfig {
+        WcetConfig {
+            run: self.run,
+            samples: self.samples,
+            json: self.json,
+            db: store::default_path(self.db.db.as_deref()),
+        }
     }
 }

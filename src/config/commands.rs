@@ -15,3 +15,13 @@ pub struct CompareConfig {
     pub conditions: Vec<Condition>,
     pub db: PathBuf,
 }
+
+/// `rtbench wcet RUN`: the worst-case estimate of one stored run.
+#[derive(Debug)]
+pub struct WcetConfig {
+    pub run: i64,
+    /// `--samples`: the run's raw sample log, given by hand.
+    pub samples: Option<PathBuf>,
+    pub json: bool,
+    pub db: PathBuf,
+}

@@ -4,23 +4,22 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::LoadCmdArgs;
-use crate::load::{self, CpuSample, LoadSession, LoadSpec};
+use crate::config::LoadConfig;
+use crate::load::{self, CpuSample, LoadSession};
 use crate::runner::{LoadView, Session};
 
-pub fn run(a: LoadCmdArgs) -> Result<i32> {
-    if a.list {
-        print!("{}", list());
-        return Ok(0);
-    }
-    let Some(profile) = &a.profile else {
-        return Err(crate::invalid!("name a load profile or generators, or --list them"));
+pub fn run(a: LoadConfig) -> Result<i32> {
+    let a = match a {
+        LoadConfig::List => {
+            print!("{}", list());
+            return Ok(0);
+        }
+        LoadConfig::Run(run) => run,
     };
-    let spec = LoadSpec::parse(profile, crate::config::load_options(&a.load.flags()))?;
-    let tmp = crate::config::tmp_dir(&a.load.flags())?;
+    let (spec, tmp) = (&a.spec, &a.tmpdir);
     let deadline = a.duration.as_secs() + 60;
     let session = Session::start()?;
-    let load = LoadSession::start(&spec, &tmp, deadline)?;
+    let load = LoadSession::start(spec, tmp, deadline)?;
     if std::env::var_os("RTBENCH_TEST_PANIC_WITH_LOAD").is_some() {
         panic!("test hook: panic while a load runs");
     }
@@ -42,7 +41,7 @@ pub fn run(a: LoadCmdArgs) -> Result<i32> {
     let after = CpuSample::read();
     let generators = load.stop();
     drop(session);
-    let (report, warnings) = load::session_report(&spec, generators, &before, &after);
+    let (report, warnings) = load::session_report(spec, generators, &before, &after);
     println!("load '{}' for {:.1} s", report.profile, started.elapsed().as_secs_f64());
     for g in &report.generators {
         let variant = g.variant.as_deref().map(|v| format!(" ({v})")).unwrap_or_default();

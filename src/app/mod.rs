@@ -68,7 +68,7 @@ fn command(cmd: Command) -> Result<i32> {
         crate::sys::default_sigpipe();
     }
     match cmd {
-        Command::Load(a) => load::run(a),
+        Command::Load(a) => load::run(a.config()?),
         Command::Study(a) => study::run(a),
         Command::Audit(a) => {
             let cpus = crate::parse::cpu_list(a.cpus.as_deref(), "--cpus")?;

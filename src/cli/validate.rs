@@ -4,8 +4,9 @@
 
 use anyhow::Result;
 
-use super::{CompareArgs, WcetArgs};
-use crate::config::{CompareConfig, WcetConfig};
+use super::{CompareArgs, LoadCmdArgs, WcetArgs};
+use crate::config::{CompareConfig, LoadConfig, LoadRun, WcetConfig};
+use crate::load::LoadSpec;
 use crate::store;
 
 impl CompareArgs {
@@ -29,5 +30,20 @@ impl WcetArgs {
             json: self.json,
             db: store::default_path(self.db.db.as_deref()),
         }
+    }
+}
+
+impl LoadCmdArgs {
+    pub fn config(self) -> Result<LoadConfig> {
+        if self.list {
+            return Ok(LoadConfig::List);
+        }
+        let Some(profile) = &self.profile else {
+            return Err(crate::invalid!("name a load profile or generators, or --list them"));
+        };
+        let flags = self.load.flags();
+        let spec = LoadSpec::parse(profile, crate::config::load_options(&flags))?;
+        let tmpdir = crate::config::tmp_dir(&flags)?;
+        Ok(LoadConfig::Run(LoadRun { spec, tmpdir, duration: self.duration, quiet: self.quiet }))
     }
 }

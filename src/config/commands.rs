@@ -3,7 +3,9 @@
 //! everything there, once; nothing here knows clap.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use crate::load::LoadSpec;
 use crate::report::compare::Condition;
 
 /// `rtbench compare`: one label against a baseline.
@@ -24,4 +26,21 @@ pub struct WcetConfig {
     pub samples: Option<PathBuf>,
     pub json: bool,
     pub db: PathBuf,
+}
+
+/// `rtbench load`: list the loads, or run one by itself.
+#[derive(Debug)]
+pub enum LoadConfig {
+    List,
+    Run(LoadRun),
+}
+
+/// A load run by itself for a while.
+#[derive(Debug)]
+pub struct LoadRun {
+    pub spec: LoadSpec,
+    /// Where its generators keep their files, checked writable.
+    pub tmpdir: PathBuf,
+    pub duration: Duration,
+    pub quiet: bool,
 }

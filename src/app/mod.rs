@@ -187,7 +187,7 @@ fn command(cmd: Command) -> Result<i32> {
         }
         Command::Wcet(a) => wcet::run(a.config()),
         Command::Sysbench(a) => sysbench::run(a),
-        Command::Monitor(a) => monitor::run(a),
+        Command::Monitor(a) => monitor::run(a.config()?),
         Command::Show(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
             let run = store.run(a.run)?;

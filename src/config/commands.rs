@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::RunConfig;
 use crate::load::LoadSpec;
 use crate::report::compare::Condition;
 
@@ -43,4 +44,19 @@ pub struct LoadRun {
     pub tmpdir: PathBuf,
     pub duration: Duration,
     pub quiet: bool,
+}
+
+/// `rtbench monitor`: the probe's run, checked, and what the monitor adds to it.
+pub struct MonitorConfig {
+    /// The timer (or noise) probe's run on the watched CPUs.
+    pub run: RunConfig,
+    /// `--threshold`, in ns.
+    pub thresholds: Vec<u64>,
+    pub window: Duration,
+    pub keep: Duration,
+    /// `--listen`; `None` for "off".
+    pub listen: Option<String>,
+    pub token: Option<String>,
+    pub linger: Option<Duration>,
+    pub hlog: Option<PathBuf>,
 }

@@ -186,7 +186,7 @@ fn command(cmd: Command) -> Result<i32> {
             Ok(0)
         }
         Command::Wcet(a) => wcet::run(a.config()),
-        Command::Sysbench(a) => sysbench::run(a),
+        Command::Sysbench(a) => sysbench::run(a.config()?),
         Command::Monitor(a) => monitor::run(a.config()?),
         Command::Show(a) => {
             let store = Store::open(&store::default_path(a.db.db.as_deref()))?;

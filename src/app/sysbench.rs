@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::SysbenchArgs;
+use crate::config::{SysbenchConfig, SysbenchMode, SysbenchRun};
 use crate::load::{LoadSession, LoadSpec};
 use crate::model::{LoadPlan, LoadRecord, LoadReport, MeasuredParams, Policy, RunParams, RunStatus, ThreadResult};
 use crate::stats::Stats;
-use crate::store::{self, NewRun};
+use crate::store::NewRun;
 use crate::sysbench::{self as sb, Group, Method, Op};
 
 /// The probe name of an operation's runs.
@@ -18,43 +18,43 @@ pub fn probe_name(op: &str) -> String {
     format!("sysbench.{op}")
 }
 
-pub fn run(a: SysbenchArgs) -> Result<i32> {
+pub fn run(a: SysbenchConfig) -> Result<i32> {
     let all = sb::ops();
-    if a.list {
-        print!("{}", list(&all));
-        return Ok(0);
-    }
-    let chosen = choose(&all, a.only.as_deref())?;
-    if a.total {
-        return total(&a, &chosen);
-    }
-    if a.baseline.is_some() {
-        return Err(crate::invalid!("--baseline is for --total's % row; compare labels with rtbench compare"));
-    }
-    let cpu = pick_cpu(a.cpu.as_deref())?;
-    let flags = a.load.load_args.flags();
-    let spec = LoadSpec::parse(&a.load.load, crate::config::load_options(&flags))?;
-    let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
-    let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
+    let a = match a {
+        SysbenchConfig::List => {
+            print!("{}", list(&all));
+            return Ok(0);
+        }
+        SysbenchConfig::Measure(a) => a,
+    };
+    let chosen: Vec<&Op> = all.iter().filter(|o| a.ops.contains(&o.name)).collect();
+    let spec = match &a.mode {
+        SysbenchMode::Total { baseline, loads } => return total(&a, baseline, loads, &chosen),
+        SysbenchMode::Once { load } => load,
+    };
+    let cpu = a.cpu;
+    let flags = &a.load_flags;
+    let mut store = super::writable_store(&a.db)?;
+    let label = a.label.clone();
     let method = if a.quick { Method::QUICK } else { Method::FULL };
     // What the load does is read over the measurement only, after its settling.
-    let load = start_load(&spec, &flags, a.load.settle)?.map(|s| (s, crate::load::CpuSample::read()));
+    let load = start_load(spec, flags, a.settle)?.map(|s| (s, crate::load::CpuSample::read()));
     let load_record = match &load {
         None => LoadRecord::idle(),
         Some(_) => LoadRecord::Planned(LoadPlan {
             profile: spec.profile.clone(),
             generators: spec.generators.iter().map(|g| g.name.clone()).collect(),
-            settle_s: a.load.settle.as_secs_f64(),
+            settle_s: a.settle.as_secs_f64(),
         }),
     };
     let done = measure_into(&mut store, &chosen, method, cpu, &label, &load_record, None)?;
     if let Some((session, before)) = load {
         let after = crate::load::CpuSample::read();
-        let (report, warnings) = crate::load::session_report(&spec, session.stop(), &before, &after);
+        let (report, warnings) = crate::load::session_report(spec, session.stop(), &before, &after);
         for w in &warnings {
             eprintln!("rtbench: WARNING: {w}");
         }
-        let report = LoadReport { settle_s: Some(a.load.settle.as_secs_f64()), ..report };
+        let report = LoadReport { settle_s: Some(a.settle.as_secs_f64()), ..report };
         for id in &done.ids {
             store.set_load(*id, &LoadRecord::Measured(report.clone()))?;
         }
@@ -66,11 +66,6 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
     } else {
         Err(anyhow::anyhow!("{} could not be measured: {}", done.failed.len(), done.failed.join(", ")))
     }
-}
-
-/// `--cpu`, checked, or the last online CPU.
-fn pick_cpu(given: Option<&str>) -> Result<usize> {
-    given.map_or_else(|| Ok(default_cpu()), |c| crate::parse::one_cpu(c, "--cpu"))
 }
 
 /// Starts `spec` and lets it settle; `None` when it is no load. Bounded: the load ends by
@@ -154,25 +149,15 @@ fn store_run(
 pub const TOTAL: &str = "sysbench.total";
 
 /// `--total`: every chosen operation once per load, the wall time of each pass stored.
-fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
-    let baseline = a.baseline.clone().ok_or_else(|| {
-        crate::invalid!("--total needs --baseline LABEL: the label its % row compares against (this label itself on a first kernel)")
-    })?;
-    let flags = a.load.load_args.flags();
-    let mut loads = Vec::new();
-    for item in a.loads.split(',').map(str::trim) {
-        if item.is_empty() {
-            return Err(crate::invalid!("--loads '{}' has an empty entry", a.loads));
-        }
-        loads.push((item.to_string(), LoadSpec::parse(&item.replace('+', ","), crate::config::load_options(&flags))?));
-    }
-    let cpu = pick_cpu(a.cpu.as_deref())?;
-    let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
-    let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
+fn total(a: &SysbenchRun, baseline: &str, loads: &[(String, LoadSpec)], chosen: &[&Op]) -> Result<i32> {
+    let flags = &a.load_flags;
+    let cpu = a.cpu;
+    let mut store = super::writable_store(&a.db)?;
+    let label = a.label.clone();
     let method = if a.quick { Method::QUICK } else { Method::FULL };
     // The same work in every pass and on every kernel, or the times say nothing: the baseline's
     // iteration counts when it has a --total of its own, else those sized now.
-    let work = match baseline_work(&store, &baseline)? {
+    let work = match baseline_work(&store, baseline)? {
         Some(w) => {
             println!("the work of each pass: the iteration counts of {baseline}'s --total");
             w
@@ -189,8 +174,8 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
     };
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();
-    for (item, spec) in &loads {
-        let session = start_load(spec, &flags, a.load.settle)?;
+    for (item, spec) in loads {
+        let session = start_load(spec, flags, a.settle)?;
         let record = if spec.is_none() { LoadRecord::idle() } else { LoadRecord::named(item) };
         println!("== sysbench under load {item}");
         let started = std::time::Instant::now();
@@ -202,7 +187,7 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
         let counts: Iterations = done.results.iter().map(|(op, m)| (op.name.to_string(), m.iterations)).collect();
         let mut own = serde_json::Map::new();
         own.insert("load_item".into(), item.clone().into());
-        own.insert("baseline".into(), baseline.clone().into());
+        own.insert("baseline".into(), baseline.into());
         own.insert("operations".into(), done.results.len().into());
         own.insert("iterations".into(), serde_json::to_value(&counts)?);
         let system = crate::sysinfo::snapshot();
@@ -226,10 +211,7 @@ fn baseline_work(store: &crate::store::Store, label: &str) -> Result<Option<Iter
     Ok(counts.and_then(|c| serde_json::from_value(c).ok()))
 }
 
-/// The CPU sysbench pins to unless told: the last online one.
-pub fn default_cpu() -> usize {
-    *crate::sysinfo::online_cpus().last().unwrap_or(&0)
-}
+pub use crate::sysbench::default_cpu;
 
 /// Iterations per repetition of each operation, by name.
 pub type Iterations = std::collections::BTreeMap<String, u64>;
@@ -277,24 +259,6 @@ pub fn measure_into<'o>(
         }
         Ok(done)
     })
-}
-
-/// The operations `--only` names (groups or operations), in table order.
-fn choose<'a>(all: &'a [Op], only: Option<&str>) -> Result<Vec<&'a Op>> {
-    let Some(only) = only else { return Ok(all.iter().collect()) };
-    let mut names: Vec<&str> = only.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-    names.dedup();
-    if names.is_empty() {
-        return Err(crate::invalid!("--only '{only}' names nothing; try --list"));
-    }
-    for n in &names {
-        if !all.iter().any(|o| o.name == *n || o.group.name() == *n) {
-            return Err(crate::invalid!(
-                "--only: unknown group or operation '{n}'; rtbench sysbench --list names them"
-            ));
-        }
-    }
-    Ok(all.iter().filter(|o| names.iter().any(|n| o.name == *n || o.group.name() == *n)).collect())
 }
 
 fn list(all: &[Op]) -> String {

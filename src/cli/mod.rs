@@ -3,6 +3,7 @@
 
 mod monitor;
 mod probes;
+mod sysbench;
 mod validate;
 
 use std::path::PathBuf;

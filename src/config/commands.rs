@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::RunConfig;
+use super::{LoadFlags, RunConfig};
 use crate::load::LoadSpec;
 use crate::report::compare::Condition;
 
@@ -59,4 +59,30 @@ pub struct MonitorConfig {
     pub token: Option<String>,
     pub linger: Option<Duration>,
     pub hlog: Option<PathBuf>,
+}
+
+/// `rtbench sysbench`: list the operations, or measure some.
+pub enum SysbenchConfig {
+    List,
+    Measure(Box<SysbenchRun>),
+}
+
+/// The operations to measure and how.
+pub struct SysbenchRun {
+    /// The operations asked for, by name (every one named exists).
+    pub ops: Vec<&'static str>,
+    pub quick: bool,
+    /// The CPU every process of the measurement is pinned to, online.
+    pub cpu: usize,
+    pub label: String,
+    pub db: PathBuf,
+    pub settle: Duration,
+    pub load_flags: LoadFlags,
+    pub mode: SysbenchMode,
+}
+
+/// One pass under one load, or `--total`: one pass per load, timed.
+pub enum SysbenchMode {
+    Once { load: LoadSpec },
+    Total { baseline: String, loads: Vec<(String, LoadSpec)> },
 }

@@ -69,7 +69,7 @@ fn command(cmd: Command) -> Result<i32> {
     }
     match cmd {
         Command::Load(a) => load::run(a.config()?),
-        Command::Study(a) => study::run(a),
+        Command::Study(a) => study::run(a.config()?),
         Command::Audit(a) => {
             let cpus = crate::parse::cpu_list(a.cpus.as_deref(), "--cpus")?;
             let findings = crate::audit::run(&cpus);

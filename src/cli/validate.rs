@@ -4,8 +4,8 @@
 
 use anyhow::Result;
 
-use super::{CompareArgs, LoadCmdArgs, WcetArgs};
-use crate::config::{CompareConfig, LoadConfig, LoadRun, WcetConfig};
+use super::{CompareArgs, LoadCmdArgs, StudyArgs, WcetArgs};
+use crate::config::{CompareConfig, LoadConfig, LoadRun, StudyConfig, WcetConfig};
 use crate::load::LoadSpec;
 use crate::store;
 
@@ -46,4 +46,36 @@ impl LoadCmdArgs {
         let tmpdir = crate::config::tmp_dir(&flags)?;
         Ok(LoadConfig::Run(LoadRun { spec, tmpdir, duration: self.duration, quiet: self.quiet }))
     }
+}
+
+impl StudyArgs {
+    pub fn config(self) -> Result<StudyConfig> {
+        Ok(StudyConfig {
+            preempt: preempt_models(self.preempt.as_deref())?,
+            duration: self.duration,
+            extended: self.extended,
+            load: self.load,
+            settle: self.settle,
+            label: self.label.unwrap_or_else(crate::sysinfo::kernel_release),
+            output: self.output,
+            shield: self.shield,
+            breach: self.breach.options(),
+            peer: self.peer,
+            quiet: self.quiet,
+            no_sysbench: self.no_sysbench,
+            load_flags: self.load_args.flags(),
+            db: store::default_path(self.db.db.as_deref()),
+        })
+    }
+}
+
+/// The models of `--preempt`, checked.
+fn preempt_models(given: Option<&str>) -> Result<Option<Vec<String>>> {
+    use crate::runner::preempt::MODELS;
+    let Some(list) = given else { return Ok(None) };
+    let models: Vec<String> = list.split(',').map(|m| m.trim().to_string()).collect();
+    if let Some(bad) = models.iter().find(|m| !MODELS.contains(&m.as_str())) {
+        return Err(crate::invalid!("--preempt: '{bad}' is not a preemption model; use {}", MODELS.join(", ")));
+    }
+    Ok(Some(models))
 }

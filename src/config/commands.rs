@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{LoadFlags, RunConfig};
+use super::{BreachOptions, LoadFlags, RunConfig};
 use crate::load::LoadSpec;
 use crate::report::compare::Condition;
 
@@ -85,4 +85,25 @@ pub struct SysbenchRun {
 pub enum SysbenchMode {
     Once { load: LoadSpec },
     Total { baseline: String, loads: Vec<(String, LoadSpec)> },
+}
+
+/// `rtbench study`: every probe idle and loaded, then the report. Each cell's own run is
+/// checked by [`RunConfig::new`] from these, before the first cell runs.
+pub struct StudyConfig {
+    pub duration: Duration,
+    pub extended: Option<Duration>,
+    /// The load of the loaded cells: a profile or generators; "none" for idle cells only.
+    pub load: String,
+    pub settle: Duration,
+    pub label: String,
+    pub output: PathBuf,
+    /// `--preempt`: known preemption models, in the order given.
+    pub preempt: Option<Vec<String>>,
+    pub shield: Option<String>,
+    pub breach: Option<BreachOptions>,
+    pub peer: Option<String>,
+    pub quiet: bool,
+    pub no_sysbench: bool,
+    pub load_flags: LoadFlags,
+    pub db: PathBuf,
 }

@@ -17,6 +17,7 @@ use crate::report::export::Format;
 
 pub use monitor::MonitorArgs;
 pub use probes::{parse_from, Invocation, ProbeCall};
+pub use validate::validate;
 
 #[derive(Parser, Debug)]
 #[command(name = "rtbench", version, about = "A real-time latency laboratory for Linux")]

@@ -4,10 +4,56 @@
 
 use anyhow::Result;
 
-use super::{CompareArgs, LoadCmdArgs, StudyArgs, WcetArgs};
-use crate::config::{CompareConfig, LoadConfig, LoadRun, StudyConfig, WcetConfig};
+use super::{Command, CompareArgs, Invocation, LoadCmdArgs, StudyArgs, WcetArgs};
+use crate::config::*;
 use crate::load::LoadSpec;
 use crate::store;
+
+/// The settings a command line asks for, checked: what `app` runs.
+pub fn validate(invocation: Invocation) -> Result<Task> {
+    let cmd = match invocation {
+        Invocation::Probe(call) => {
+            let opts = call.run.options();
+            return Ok(Task::Probe(ProbeTask { info: call.info, args: call.args, opts }));
+        }
+        Invocation::Command(cmd) => cmd,
+    };
+    let db = |d: super::DbArg| store::default_path(d.db.as_deref());
+    Ok(match cmd {
+        Command::Study(a) => Task::Study(a.config()?),
+        Command::Audit(a) => Task::Audit(AuditConfig {
+            cpus: crate::parse::cpu_list(a.cpus.as_deref(), "--cpus")?,
+            json: a.json,
+            strict: a.strict,
+        }),
+        Command::Report(a) => {
+            Task::Report(ReportConfig { labels: a.labels, runs: a.runs, output: a.output, db: db(a.db) })
+        }
+        Command::Compare(a) => Task::Compare(a.config()?),
+        Command::Import(a) => Task::Import(ImportConfig { file: a.file, label: a.label, load: a.load, db: db(a.db) }),
+        Command::Merge(a) => Task::Merge(MergeConfig { other: a.other, db: db(a.db) }),
+        Command::Load(a) => Task::Load(a.config()?),
+        Command::Analyze(a) => Task::Analyze(AnalyzeConfig { file: a.file, salvage: a.salvage, json: a.json }),
+        Command::Runs(a) => Task::Runs(RunsConfig { json: a.json, db: db(a.db) }),
+        Command::Show(a) => Task::Show(ShowConfig { run: a.run, db: db(a.db) }),
+        Command::Export(a) => Task::Export(ExportConfig {
+            run: a.run,
+            format: a.format,
+            output: a.output,
+            buckets: a.buckets,
+            db: db(a.db),
+        }),
+        Command::Wcet(a) => Task::Wcet(a.config()),
+        Command::Sysbench(a) => Task::Sysbench(a.config()?),
+        Command::Monitor(a) => Task::Monitor(a.config()?),
+        Command::LoadSupervisor { dir, deadline_s, spec } => {
+            Task::LoadChild(LoadChild { dir, worker: None, deadline_s, spec: serde_json::from_str(&spec)? })
+        }
+        Command::LoadWorker { dir, index, deadline_s, spec } => {
+            Task::LoadChild(LoadChild { dir, worker: Some(index), deadline_s, spec: serde_json::from_str(&spec)? })
+        }
+    })
+}
 
 impl CompareArgs {
     pub fn config(self) -> Result<CompareConfig> {
@@ -78,4 +124,41 @@ fn preempt_models(given: Option<&str>) -> Result<Option<Vec<String>>> {
         return Err(crate::invalid!("--preempt: '{bad}' is not a preemption model; use {}", MODELS.join(", ")));
     }
     Ok(Some(models))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every `.rs` file under `dir`.
+    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_below_the_command_line_sees_its_flags() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        let below: Vec<_> =
+            files.iter().filter(|f| !f.starts_with(src.join("cli")) && !f.ends_with("main.rs")).collect();
+        assert!(below.iter().any(|f| f.ends_with("app/study.rs")), "the walk finds app/");
+        for file in below {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                assert!(
+                    !code.contains("crate::cli") && !code.contains("clap::"),
+                    "{}:{}: {line}",
+                    file.display(),
+                    n + 1
+                );
+            }
+        }
+    }
 }

@@ -5,9 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{BreachOptions, LoadFlags, RunConfig};
+use super::{BreachOptions, LoadFlags, RunConfig, RunOptions};
 use crate::load::LoadSpec;
+use crate::probe::{ProbeArgs, ProbeInfo};
 use crate::report::compare::Condition;
+use crate::report::export::Format;
 
 /// `rtbench compare`: one label against a baseline.
 #[derive(Debug)]
@@ -106,4 +108,102 @@ pub struct StudyConfig {
     pub no_sysbench: bool,
     pub load_flags: LoadFlags,
     pub db: PathBuf,
+}
+
+/// A probe's subcommand: its flags and run settings, read; checked by [`RunConfig::new`] (or
+/// by the server) once the probe is known to run here.
+pub struct ProbeTask {
+    pub info: &'static ProbeInfo,
+    pub args: ProbeArgs,
+    pub opts: RunOptions,
+}
+
+/// `rtbench audit`.
+pub struct AuditConfig {
+    /// The CPUs that will measure, online.
+    pub cpus: Vec<usize>,
+    pub json: bool,
+    pub strict: bool,
+}
+
+/// `rtbench report`.
+pub struct ReportConfig {
+    pub labels: Vec<String>,
+    pub runs: Vec<i64>,
+    pub output: PathBuf,
+    pub db: PathBuf,
+}
+
+/// `rtbench import`.
+pub struct ImportConfig {
+    pub file: PathBuf,
+    pub label: String,
+    pub load: String,
+    pub db: PathBuf,
+}
+
+/// `rtbench merge`.
+pub struct MergeConfig {
+    pub other: PathBuf,
+    pub db: PathBuf,
+}
+
+/// `rtbench analyze`.
+pub struct AnalyzeConfig {
+    pub file: PathBuf,
+    pub salvage: bool,
+    pub json: bool,
+}
+
+/// `rtbench runs`.
+pub struct RunsConfig {
+    pub json: bool,
+    pub db: PathBuf,
+}
+
+/// `rtbench show RUN`.
+pub struct ShowConfig {
+    pub run: i64,
+    pub db: PathBuf,
+}
+
+/// `rtbench export RUN`.
+pub struct ExportConfig {
+    pub run: i64,
+    pub format: Format,
+    pub output: Option<PathBuf>,
+    /// Buckets of the cyclictest histogram formats, 1 µs each.
+    pub buckets: u64,
+    pub db: PathBuf,
+}
+
+/// The hidden commands a load runs as: its supervisor, or one of its generators.
+pub struct LoadChild {
+    pub dir: PathBuf,
+    /// `None`: the supervisor.
+    pub worker: Option<usize>,
+    pub deadline_s: u64,
+    pub spec: LoadSpec,
+}
+
+/// What the command line asks for, checked: the one thing `app` runs.
+// Built once per process.
+#[allow(clippy::large_enum_variant)]
+pub enum Task {
+    Probe(ProbeTask),
+    Study(StudyConfig),
+    Audit(AuditConfig),
+    Report(ReportConfig),
+    Compare(CompareConfig),
+    Import(ImportConfig),
+    Merge(MergeConfig),
+    Load(LoadConfig),
+    LoadChild(LoadChild),
+    Analyze(AnalyzeConfig),
+    Runs(RunsConfig),
+    Show(ShowConfig),
+    Export(ExportConfig),
+    Wcet(WcetConfig),
+    Sysbench(SysbenchConfig),
+    Monitor(MonitorConfig),
 }

@@ -1,6 +1,10 @@
 //! Validated settings of one measuring run: what the runner sees instead of flags.
 
+mod commands;
+
 pub use crate::trace::BreachOptions;
+pub use commands::*;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +15,7 @@ use crate::error::InputError;
 use crate::invalid;
 use crate::load::LoadOptions;
 use crate::model::{MeasuredParams, Policy};
+use crate::parse::cpu_list;
 use crate::probe::{DefaultThreads, Probe, ProbeArgs, ProbeInfo, Shape};
 
 /// Real-time priority of the measuring threads unless `-p` says otherwise.
@@ -217,19 +222,6 @@ fn shield_cpus(given: Option<&str>) -> Result<Option<Vec<usize>>> {
         return Err(invalid!("--shield {list} names every online CPU; leave at least one for the rest of the system"));
     }
     Ok(Some(cpus))
-}
-
-/// The CPUs a `flag` names, all online ones when it is not given; each must be online.
-pub fn cpu_list(given: Option<&str>, flag: &str) -> Result<Vec<usize>> {
-    let online = crate::sysinfo::online_cpus();
-    let Some(list) = given else { return Ok(online) };
-    let cpus = crate::sysinfo::parse_cpu_list(list)
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| invalid!("{flag} '{list}' is not a CPU list; use e.g. 0-3,6"))?;
-    if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
-        return Err(invalid!("{flag}: CPU {bad} is not online; online CPUs are {online:?}"));
-    }
-    Ok(cpus)
 }
 
 /// The load options a user gave, with their defaults filled in.

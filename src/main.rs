@@ -35,7 +35,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    match rtbench::app::run(invocation) {
+    rtbench::app::put_back_abandoned();
+    match rtbench::cli::validate(invocation).and_then(rtbench::app::run) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("Error: {e:#}");

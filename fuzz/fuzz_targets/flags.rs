@@ -7,6 +7,7 @@ fuzz_target!(|data: &[u8]| {
     let s = String::from_utf8_lossy(data);
     let _ = rtbench::parse::duration(&s);
     let _ = rtbench::parse::positive_us(&s);
+    let _ = rtbench::parse::latency_ns(&s, "us");
     let _ = rtbench::parse::message_size(&s);
     let _ = rtbench::sysinfo::parse_cpu_list(&s);
     for info in rtbench::probe::REGISTRY {

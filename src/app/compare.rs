@@ -2,19 +2,17 @@
 
 use anyhow::Result;
 
-use crate::cli::CompareArgs;
-use crate::report::compare::{compare, parse_conditions};
-use crate::store::{self, Store};
+use crate::config::CompareConfig;
+use crate::report::compare::compare;
+use crate::store::Store;
 
-pub fn run(a: CompareArgs) -> Result<i32> {
-    // The condition is checked first: a typo must not wait for the store.
-    let conditions = a.fail_if.as_deref().map(parse_conditions).transpose()?.unwrap_or_default();
-    let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+pub fn run(a: CompareConfig) -> Result<i32> {
+    let store = Store::open(&a.db)?;
     let runs = crate::report::select::runs(&store, &[a.baseline.clone(), a.label.clone()], &[], &super::catalog())?;
-    let result = compare(&runs, &a.baseline, &a.label, &conditions)?;
+    let result = compare(&runs, &a.baseline, &a.label, &a.conditions)?;
     print!("(µs)\n{}", result.table);
     if result.failures.is_empty() {
-        if !conditions.is_empty() {
+        if !a.conditions.is_empty() {
             println!("no --fail-if condition holds");
         }
         return Ok(0);

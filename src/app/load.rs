@@ -4,28 +4,21 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::LoadCmdArgs;
-use crate::load::{self, LoadSpec};
+use crate::config::LoadConfig;
+use crate::load;
 use crate::runner::{LoadStart, LoadView, Session};
 
-pub fn run(a: LoadCmdArgs) -> Result<i32> {
-    if a.list {
-        print!("{}", list());
-        return Ok(0);
-    }
-    let Some(profile) = &a.profile else {
-        return Err(crate::invalid!("name a load profile or generators, or --list them"));
+pub fn run(a: LoadConfig) -> Result<i32> {
+    let a = match a {
+        LoadConfig::List => {
+            print!("{}", list());
+            return Ok(0);
+        }
+        LoadConfig::Run(run) => run,
     };
-    let spec = LoadSpec::parse(profile, crate::config::load_options(&a.load.flags()))?;
-    let tmp = crate::config::tmp_dir(&a.load.flags())?;
     let mut session = Session::start()?;
-    let how = LoadStart {
-        spec: &spec,
-        tmp: &tmp,
-        deadline_s: a.duration.as_secs() + 60,
-        settle: Duration::ZERO,
-        quiet: true,
-    };
+    let deadline_s = a.duration.as_secs() + 60;
+    let how = LoadStart { spec: &a.spec, tmp: &a.tmpdir, deadline_s, settle: Duration::ZERO, quiet: true };
     crate::runner::start_load(&mut session, &how)?;
     let started = Instant::now();
     let mut view = LoadView::new(a.quiet);

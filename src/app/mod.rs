@@ -1,4 +1,5 @@
-//! Turns a parsed command line into work. Each arm: validate into config, run, print.
+//! Runs the checked settings of a command line (`cli::validate` builds them): each arm runs and
+//! prints. Nothing here sees a flag.
 
 mod compare;
 mod load;
@@ -13,12 +14,11 @@ use std::io::Write;
 use anyhow::Result;
 use serde_json::json;
 
-use crate::cli::{Command, Invocation, ProbeCall};
-use crate::config::RunConfig;
+use crate::config::*;
 use crate::report::export::{self, ExportOptions, Format};
 use crate::report::{show, ProbeNote, Run};
 use crate::stats::Stats;
-use crate::store::{self, Store};
+use crate::store::Store;
 
 /// Every kind of system change a killed rtbench can leave behind, each put back by the next
 /// command: one line per kind (its [`crate::restore::Change`] says how).
@@ -28,192 +28,208 @@ const REPLAY: &[fn() -> Vec<String>] = &[
     crate::restore::replay::<crate::runner::preempt::Switched>,
 ];
 
-/// Runs what the command line asks; returns the process exit code.
-pub fn run(invocation: Invocation) -> Result<i32> {
-    // A run that was killed while it held a system change left the system changed: put it
-    // back before anything else.
+/// Puts back what a killed rtbench left changed: every command does this first, before its
+/// flags are checked, as it always did.
+pub fn put_back_abandoned() {
     for replay in REPLAY {
         for said in replay() {
             eprintln!("rtbench: {said}");
         }
     }
-    match invocation {
-        Invocation::Probe(call) => probe(call),
-        Invocation::Command(cmd) => command(cmd),
-    }
 }
 
 /// A probe's subcommand: its server, when its flags ask for one, else a measuring run.
-fn probe(call: ProbeCall) -> Result<i32> {
+fn probe(call: ProbeTask) -> Result<i32> {
     let info = call.info;
     (info.supported)().map_err(|why| crate::invalid!("{} cannot run here: {why}", info.name))?;
-    let opts = call.run.options();
+    let opts = call.opts;
     if let Some(spec) = info.serve.map(|serve| serve(&call.args)).transpose()?.flatten() {
         return net::serve(&spec, &opts);
     }
     measure(RunConfig::new(info, &call.args, &opts)?)
 }
 
-fn command(cmd: Command) -> Result<i32> {
+/// Runs what the command line asks, checked; returns the process exit code.
+pub fn run(cmd: Task) -> Result<i32> {
     // Commands that read the store and print (no sockets, no measurement) end quietly when the
     // reader of their output goes away, like any Unix filter; the others keep ignoring SIGPIPE
     // so a closed socket is an error to handle, not death.
     if matches!(
         cmd,
-        Command::Runs(_)
-            | Command::Show(_)
-            | Command::Export(_)
-            | Command::Wcet(_)
-            | Command::Analyze(_)
-            | Command::Audit(_)
-            | Command::Compare(_)
+        Task::Runs(_)
+            | Task::Show(_)
+            | Task::Export(_)
+            | Task::Wcet(_)
+            | Task::Analyze(_)
+            | Task::Audit(_)
+            | Task::Compare(_)
     ) {
         crate::sys::default_sigpipe();
     }
     match cmd {
-        Command::Load(a) => load::run(a),
-        Command::Study(a) => study::run(a),
-        Command::Audit(a) => {
-            let cpus = crate::config::cpu_list(a.cpus.as_deref(), "--cpus")?;
-            let findings = crate::audit::run(&cpus);
-            if a.json {
-                println!("{}", serde_json::to_string_pretty(&json!({ "cpus": cpus, "findings": findings }))?);
-            } else {
-                print!("{}", crate::audit::render(&findings));
-            }
-            let bad = findings.iter().any(|f| f.severity == crate::model::Severity::Bad);
-            Ok(if a.strict && bad { 1 } else { 0 })
-        }
-        Command::Report(a) => {
-            let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
-            let started = std::time::Instant::now();
-            let runs = crate::report::select::runs(&store, &a.labels, &a.runs, &catalog())?;
-            let count = runs.len();
-            let (latency, costs) = crate::report::select::split(runs);
-            let monitors = crate::report::select::monitors(&store, &a.labels, &a.runs)?;
-            let files = crate::report::build::write(&a.output, &latency, &costs, &monitors, &catalog())?;
-            println!(
-                "report: {} ({} runs, {} figures, index.html {} KB, {:.2} s)",
-                files.index.display(),
-                count,
-                files.figures,
-                files.html_bytes / 1024,
-                started.elapsed().as_secs_f64()
-            );
-            Ok(0)
-        }
-        Command::Compare(a) => compare::run(a),
-        Command::Import(a) => {
-            let mut store = writable_store(&store::default_path(a.db.db.as_deref()))?;
-            let id = crate::import::import(&mut store, &a.file, &a.label, &a.load)?;
-            println!("imported '{}' as run {id}", a.file.display());
-            Ok(0)
-        }
-        Command::Merge(a) => {
-            let mut store = writable_store(&store::default_path(a.db.db.as_deref()))?;
-            let (added, skipped) = store.merge(&a.other)?;
-            println!("merged {added} runs from '{}' ({skipped} already here)", a.other.display());
-            Ok(0)
-        }
-        Command::LoadSupervisor { dir, deadline_s, spec } => {
-            let spec: crate::load::LoadSpec = serde_json::from_str(&spec)?;
-            crate::load::supervisor::run(&dir, &spec, deadline_s)?;
-            Ok(0)
-        }
-        Command::LoadWorker { dir, index, deadline_s, spec } => {
-            let spec: crate::load::LoadSpec = serde_json::from_str(&spec)?;
-            crate::load::run_worker(&dir, &spec, index, deadline_s)?;
-            Ok(0)
-        }
-        Command::Analyze(a) => {
-            let result = crate::analyze::analyze(&a.file, a.salvage)?;
-            if let Some(at) = result.truncated_at {
-                eprintln!(
-                    "rtbench: WARNING: the log is cut off at byte {at}; only the complete blocks before it were read"
-                );
-            }
-            let mut total = Stats::default();
-            for s in result.threads.values() {
-                total.merge(s);
-            }
-            if a.json {
-                let threads: Vec<_> = result
-                    .threads
-                    .iter()
-                    .map(|(t, s)| {
-                        let mut v = serde_json::to_value(s.summary()).unwrap_or_default();
-                        v["thread"] = (*t).into();
-                        v
-                    })
-                    .collect();
-                let doc = json!({ "threads": threads, "total": total.summary() });
-                println!("{}", serde_json::to_string_pretty(&doc)?);
-            } else {
-                let run = Run {
-                    header: analyzed_header(&a.file),
-                    threads: result
-                        .threads
-                        .into_iter()
-                        .map(|(thread, stats)| crate::model::ThreadResult { thread, cpu: None, stats })
-                        .collect(),
-                    total,
-                    breaches: Vec::new(),
-                };
-                print!("{}", show::percentile_table(&run));
-            }
-            Ok(0)
-        }
-        Command::Runs(a) => {
-            let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
-            let runs = store.runs()?;
-            let counts: Vec<u64> = runs
-                .iter()
-                .map(|r| store.threads(r.id).map(|t| t.iter().map(|x| x.stats.count).sum()).unwrap_or(0))
-                .collect();
-            if a.json {
-                let list: Vec<_> = runs
-                    .iter()
-                    .zip(&counts)
-                    .map(|(r, n)| {
-                        let mut v = serde_json::to_value(r).unwrap_or_default();
-                        v["samples"] = (*n).into();
-                        v
-                    })
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&list)?);
-            } else if runs.is_empty() {
-                println!("no runs in {}", store.path().display());
-            } else {
-                print!("{}", show::runs_table(&runs, &counts));
-            }
-            Ok(0)
-        }
-        Command::Wcet(a) => wcet::run(a),
-        Command::Sysbench(a) => sysbench::run(a),
-        Command::Monitor(a) => monitor::run(a),
-        Command::Show(a) => {
-            let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
-            let run = store.run(a.run)?;
-            print!("{}", show::summary(&run));
-            let envelope = store.envelope(a.run)?;
-            print!("{}", show::worst_intervals_table(&run, &envelope, &store.cpu_activity(a.run)?));
-            print!("{}", wcet::brief(&run, &envelope));
-            print!("{}", show::breaches(&run));
-            Ok(0)
-        }
-        Command::Export(a) => {
-            let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
-            let run = store.run(a.run)?;
-            let format = a.format;
-            let raw = if format == Format::Samples { store.raw_samples(a.run)? } else { Vec::new() };
-            let text = export::render(&run, format, &ExportOptions { buckets: a.buckets, raw })?;
-            match &a.output {
-                Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
-                None => std::io::stdout().write_all(text.as_bytes())?,
-            }
-            Ok(0)
-        }
+        Task::Probe(call) => probe(call),
+        Task::Load(a) => load::run(a),
+        Task::Study(a) => study::run(a),
+        Task::Audit(a) => audit(a),
+        Task::Report(a) => report(a),
+        Task::Compare(a) => compare::run(a),
+        Task::Import(a) => import(a),
+        Task::Merge(a) => merge(a),
+        Task::LoadChild(c) => load_child(c),
+        Task::Analyze(a) => analyze(a),
+        Task::Runs(a) => runs(a),
+        Task::Wcet(a) => wcet::run(a),
+        Task::Sysbench(a) => sysbench::run(a),
+        Task::Monitor(a) => monitor::run(a),
+        Task::Show(a) => show_run(a),
+        Task::Export(a) => export_run(a),
     }
+}
+
+/// `rtbench audit`: the findings, as a table or JSON; 1 under --strict when one is bad.
+fn audit(a: AuditConfig) -> Result<i32> {
+    let findings = crate::audit::run(&a.cpus);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "cpus": a.cpus, "findings": findings }))?);
+    } else {
+        print!("{}", crate::audit::render(&findings));
+    }
+    let bad = findings.iter().any(|f| f.severity == crate::model::Severity::Bad);
+    Ok(if a.strict && bad { 1 } else { 0 })
+}
+
+/// `rtbench report`: figures, tables and index.html from the store.
+fn report(a: ReportConfig) -> Result<i32> {
+    let store = Store::open(&a.db)?;
+    let started = std::time::Instant::now();
+    let runs = crate::report::select::runs(&store, &a.labels, &a.runs, &catalog())?;
+    let count = runs.len();
+    let (latency, costs) = crate::report::select::split(runs);
+    let monitors = crate::report::select::monitors(&store, &a.labels, &a.runs)?;
+    let files = crate::report::build::write(&a.output, &latency, &costs, &monitors, &catalog())?;
+    println!(
+        "report: {} ({} runs, {} figures, index.html {} KB, {:.2} s)",
+        files.index.display(),
+        count,
+        files.figures,
+        files.html_bytes / 1024,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(0)
+}
+
+/// `rtbench import`: a cyclictest file as a stored run.
+fn import(a: ImportConfig) -> Result<i32> {
+    let mut store = writable_store(&a.db)?;
+    let id = crate::import::import(&mut store, &a.file, &a.label, &a.load)?;
+    println!("imported '{}' as run {id}", a.file.display());
+    Ok(0)
+}
+
+/// `rtbench merge`: the runs of another store.
+fn merge(a: MergeConfig) -> Result<i32> {
+    let mut store = writable_store(&a.db)?;
+    let (added, skipped) = store.merge(&a.other)?;
+    println!("merged {added} runs from '{}' ({skipped} already here)", a.other.display());
+    Ok(0)
+}
+
+/// The hidden commands a load runs as.
+fn load_child(c: LoadChild) -> Result<i32> {
+    match c.worker {
+        None => crate::load::supervisor::run(&c.dir, &c.spec, c.deadline_s)?,
+        Some(index) => crate::load::run_worker(&c.dir, &c.spec, index, c.deadline_s)?,
+    }
+    Ok(0)
+}
+
+/// `rtbench analyze`: statistics of a raw sample log.
+fn analyze(a: AnalyzeConfig) -> Result<i32> {
+    let result = crate::analyze::analyze(&a.file, a.salvage)?;
+    if let Some(at) = result.truncated_at {
+        eprintln!("rtbench: WARNING: the log is cut off at byte {at}; only the complete blocks before it were read");
+    }
+    let mut total = Stats::default();
+    for s in result.threads.values() {
+        total.merge(s);
+    }
+    if a.json {
+        let threads: Vec<_> = result
+            .threads
+            .iter()
+            .map(|(t, s)| {
+                let mut v = serde_json::to_value(s.summary()).unwrap_or_default();
+                v["thread"] = (*t).into();
+                v
+            })
+            .collect();
+        let doc = json!({ "threads": threads, "total": total.summary() });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        let run = Run {
+            header: analyzed_header(&a.file),
+            threads: result
+                .threads
+                .into_iter()
+                .map(|(thread, stats)| crate::model::ThreadResult { thread, cpu: None, stats })
+                .collect(),
+            total,
+            breaches: Vec::new(),
+        };
+        print!("{}", show::percentile_table(&run));
+    }
+    Ok(0)
+}
+
+/// `rtbench runs`: the stored runs.
+fn runs(a: RunsConfig) -> Result<i32> {
+    let store = Store::open(&a.db)?;
+    let runs = store.runs()?;
+    let counts: Vec<u64> =
+        runs.iter().map(|r| store.threads(r.id).map(|t| t.iter().map(|x| x.stats.count).sum()).unwrap_or(0)).collect();
+    if a.json {
+        let list: Vec<_> = runs
+            .iter()
+            .zip(&counts)
+            .map(|(r, n)| {
+                let mut v = serde_json::to_value(r).unwrap_or_default();
+                v["samples"] = (*n).into();
+                v
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+    } else if runs.is_empty() {
+        println!("no runs in {}", store.path().display());
+    } else {
+        print!("{}", show::runs_table(&runs, &counts));
+    }
+    Ok(0)
+}
+
+/// `rtbench show RUN`: summary, worst intervals, worst case and breaches of one run.
+fn show_run(a: ShowConfig) -> Result<i32> {
+    let store = Store::open(&a.db)?;
+    let run = store.run(a.run)?;
+    print!("{}", show::summary(&run));
+    let envelope = store.envelope(a.run)?;
+    print!("{}", show::worst_intervals_table(&run, &envelope, &store.cpu_activity(a.run)?));
+    print!("{}", wcet::brief(&run, &envelope));
+    print!("{}", show::breaches(&run));
+    Ok(0)
+}
+
+/// `rtbench export RUN`: one run in another format.
+fn export_run(a: ExportConfig) -> Result<i32> {
+    let store = Store::open(&a.db)?;
+    let run = store.run(a.run)?;
+    let format = a.format;
+    let raw = if format == Format::Samples { store.raw_samples(a.run)? } else { Vec::new() };
+    let text = export::render(&run, format, &ExportOptions { buckets: a.buckets, raw })?;
+    match &a.output {
+        Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
+        None => std::io::stdout().write_all(text.as_bytes())?,
+    }
+    Ok(0)
 }
 
 /// What reports say about the probes, in registry order.

@@ -14,6 +14,10 @@ use crate::runner::Session;
 
 /// Runs an echo server in the foreground until a signal or `serve_for`.
 pub fn serve(spec: &ServeSpec, opts: &RunOptions) -> Result<i32> {
+    let cpu = match &opts.affinity {
+        Some(list) => crate::parse::cpu_list(Some(list), "--affinity")?.first().copied(),
+        None => None,
+    };
     let server = Server::bind(spec.transport, &spec.addr, spec.token)?;
     let counters = Arc::clone(&server.counters);
     let mut session = Session::start()?;
@@ -21,13 +25,6 @@ pub fn serve(spec: &ServeSpec, opts: &RunOptions) -> Result<i32> {
     for w in &rt.warnings {
         eprintln!("rtbench: WARNING: {w}");
     }
-    let cpu = match &opts.affinity {
-        Some(list) => crate::sysinfo::parse_cpu_list(list)
-            .and_then(|c| c.first().copied())
-            .ok_or_else(|| crate::invalid!("--affinity '{list}' is not a CPU list"))
-            .map(Some)?,
-        None => None,
-    };
     let (policy, priority) = (rt.policy, rt.priority);
     let enter = move || -> Box<dyn std::any::Any> {
         let entered = crate::runner::rt::enter_thread(cpu, policy, priority);

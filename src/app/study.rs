@@ -5,12 +5,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::StudyArgs;
-use crate::config::{RunConfig, RunOptions};
+use crate::config::{RunConfig, RunOptions, StudyConfig};
 use crate::net::transport::Transport;
 use crate::probe::{ProbeInfo, StudyEnv};
 use crate::report::select;
-use crate::runner::preempt::{PreemptSwitch, MODELS};
+use crate::runner::preempt::PreemptSwitch;
 use crate::runner::{Outcome, Session};
 use crate::units::clock as hms;
 
@@ -35,7 +34,7 @@ fn study_probes() -> (Vec<&'static ProbeInfo>, Vec<(&'static str, String)>) {
     (run, skipped)
 }
 
-fn cells(a: &StudyArgs, probes: &[&'static ProbeInfo]) -> Vec<Cell> {
+fn cells(a: &StudyConfig, probes: &[&'static ProbeInfo]) -> Vec<Cell> {
     let mut out = Vec::new();
     let loaded = a.load.trim() != "none";
     for &info in probes {
@@ -58,7 +57,7 @@ fn cell_name(c: &Cell) -> String {
 }
 
 /// The settings of one cell: the run defaults, the cell's length and load, the study's label.
-fn cell_options(a: &StudyArgs, cell: &Cell, label: &str) -> RunOptions {
+fn cell_options(a: &StudyConfig, cell: &Cell, label: &str) -> RunOptions {
     RunOptions {
         duration: Some(cell.duration),
         quiet: a.quiet,
@@ -66,23 +65,23 @@ fn cell_options(a: &StudyArgs, cell: &Cell, label: &str) -> RunOptions {
         envelope_interval: (cell.duration / 600).clamp(Duration::from_millis(10), Duration::from_secs(1)),
         load: cell.load.clone(),
         settle: a.settle,
-        load_flags: a.load_args.flags(),
+        load_flags: a.load_flags.clone(),
         label: Some(label.to_string()),
-        db: a.db.db.clone(),
+        db: Some(a.db.clone()),
         shield: a.shield.clone(),
-        breach: a.breach.options(),
+        breach: a.breach,
         ..RunOptions::default()
     }
 }
 
-pub fn run(a: StudyArgs) -> Result<i32> {
-    let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
+pub fn run(a: StudyConfig) -> Result<i32> {
+    let label = a.label.clone();
     let (probes, skipped) = study_probes();
     for (name, why) in &skipped {
         println!("study: skipping {name}: {why}");
     }
     let cells = cells(&a, &probes);
-    let models = preempt_models(a.preempt.as_deref())?;
+    let models = a.preempt.clone();
     // One session for the whole study: a Ctrl-C between two cells stops it as cleanly as one
     // during a cell (each cell's run joins this session's signal handling).
     let mut session = Session::start()?;
@@ -144,18 +143,8 @@ fn switch_model(session: &Session, model: &str) -> Result<()> {
     switched.unwrap_or(Ok(())).map_err(|e| anyhow::anyhow!("could not switch the preemption model: {e}"))
 }
 
-/// The models of `--preempt`, checked.
-fn preempt_models(given: Option<&str>) -> Result<Option<Vec<String>>> {
-    let Some(list) = given else { return Ok(None) };
-    let models: Vec<String> = list.split(',').map(|m| m.trim().to_string()).collect();
-    if let Some(bad) = models.iter().find(|m| !MODELS.contains(&m.as_str())) {
-        return Err(crate::invalid!("--preempt: '{bad}' is not a preemption model; use {}", MODELS.join(", ")));
-    }
-    Ok(Some(models))
-}
-
 fn run_cells(
-    a: &StudyArgs,
+    a: &StudyConfig,
     session: &mut Session,
     pass_cells: &[Cell],
     passes: &[(String, Option<String>)],
@@ -176,8 +165,7 @@ fn run_cells(
         }
     }
     crate::config::check_writable(&a.output.with_extension("check"))?;
-    let db = crate::store::default_path(a.db.db.as_deref());
-    let mut store = super::writable_store(&db)?;
+    let mut store = super::writable_store(&a.db)?;
     let per_cell_extra = a.settle + Duration::from_secs(1);
     let mut done = Vec::new();
     let mut code = 0;

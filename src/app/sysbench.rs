@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::SysbenchArgs;
+use crate::config::{SysbenchConfig, SysbenchMode, SysbenchRun};
 use crate::load::LoadSpec;
 use crate::model::{LoadPlan, LoadRecord, MeasuredParams, Policy, RunParams, RunStatus, ThreadResult};
 use crate::runner::rt::Pinned;
 use crate::runner::{LoadStart, Session};
 use crate::stats::Stats;
-use crate::store::{self, NewRun};
+use crate::store::NewRun;
 use crate::sysbench::{self as sb, Group, Method, Op};
 
 /// The probe name of an operation's runs.
@@ -20,24 +20,24 @@ pub fn probe_name(op: &str) -> String {
     format!("sysbench.{op}")
 }
 
-pub fn run(a: SysbenchArgs) -> Result<i32> {
+pub fn run(a: SysbenchConfig) -> Result<i32> {
     let all = sb::ops();
-    if a.list {
-        print!("{}", list(&all));
-        return Ok(0);
-    }
-    let chosen = choose(&all, a.only.as_deref())?;
-    if a.total {
-        return total(&a, &chosen);
-    }
-    if a.baseline.is_some() {
-        return Err(crate::invalid!("--baseline is for --total's % row; compare labels with rtbench compare"));
-    }
-    let cpu = pick_cpu(a.cpu)?;
-    let flags = a.load.load_args.flags();
-    let spec = LoadSpec::parse(&a.load.load, crate::config::load_options(&flags))?;
-    let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
-    let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
+    let a = match a {
+        SysbenchConfig::List => {
+            print!("{}", list(&all));
+            return Ok(0);
+        }
+        SysbenchConfig::Measure(a) => a,
+    };
+    let chosen: Vec<&Op> = all.iter().filter(|o| a.ops.contains(&o.name)).collect();
+    let spec = match &a.mode {
+        SysbenchMode::Total { baseline, loads } => return total(&a, baseline, loads, &chosen),
+        SysbenchMode::Once { load } => load,
+    };
+    let cpu = a.cpu;
+    let flags = &a.load_flags;
+    let mut store = super::writable_store(&a.db)?;
+    let label = a.label.clone();
     let method = if a.quick { Method::QUICK } else { Method::FULL };
     // The load, the pinning and the signals are the session's: a Ctrl-C stops between two
     // operations and keeps those measured.
@@ -45,11 +45,11 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
     let load_record = if spec.is_none() {
         LoadRecord::idle()
     } else {
-        start_load(&mut session, &spec, &flags, a.load.settle)?;
+        start_load(&mut session, spec, flags, a.settle)?;
         LoadRecord::Planned(LoadPlan {
             profile: spec.profile.clone(),
             generators: spec.generators.iter().map(|g| g.name.clone()).collect(),
-            settle_s: a.load.settle.as_secs_f64(),
+            settle_s: a.settle.as_secs_f64(),
         })
     };
     let pass = Pass { method, cpu, label: &label, load: &load_record, fixed: None };
@@ -71,18 +71,6 @@ pub fn run(a: SysbenchArgs) -> Result<i32> {
         Ok(0)
     } else {
         Err(anyhow::anyhow!("{} could not be measured: {}", done.failed.len(), done.failed.join(", ")))
-    }
-}
-
-/// `--cpu`, checked, or the last online CPU.
-fn pick_cpu(given: Option<usize>) -> Result<usize> {
-    let online = crate::sysinfo::online_cpus();
-    match given {
-        Some(c) if !online.contains(&c) => {
-            Err(crate::invalid!("--cpu {c} is not an online CPU (online: {})", crate::units::format_cpu_list(&online)))
-        }
-        Some(c) => Ok(c),
-        None => Ok(default_cpu()),
     }
 }
 
@@ -164,26 +152,16 @@ fn store_run(
 pub const TOTAL: &str = "sysbench.total";
 
 /// `--total`: every chosen operation once per load, the wall time of each pass stored.
-fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
-    let baseline = a.baseline.clone().ok_or_else(|| {
-        crate::invalid!("--total needs --baseline LABEL: the label its % row compares against (this label itself on a first kernel)")
-    })?;
-    let flags = a.load.load_args.flags();
-    let mut loads = Vec::new();
-    for item in a.loads.split(',').map(str::trim) {
-        if item.is_empty() {
-            return Err(crate::invalid!("--loads '{}' has an empty entry", a.loads));
-        }
-        loads.push((item.to_string(), LoadSpec::parse(&item.replace('+', ","), crate::config::load_options(&flags))?));
-    }
-    let cpu = pick_cpu(a.cpu)?;
-    let mut store = super::writable_store(&store::default_path(a.db.db.as_deref()))?;
-    let label = a.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
+fn total(a: &SysbenchRun, baseline: &str, loads: &[(String, LoadSpec)], chosen: &[&Op]) -> Result<i32> {
+    let flags = &a.load_flags;
+    let cpu = a.cpu;
+    let mut store = super::writable_store(&a.db)?;
+    let label = a.label.clone();
     let method = if a.quick { Method::QUICK } else { Method::FULL };
     let mut session = Session::start()?;
     // The same work in every pass and on every kernel, or the times say nothing: the baseline's
     // iteration counts when it has a --total of its own, else those sized now.
-    let work = match baseline_work(&store, &baseline)? {
+    let work = match baseline_work(&store, baseline)? {
         Some(w) => {
             println!("the work of each pass: the iteration counts of {baseline}'s --total");
             w
@@ -199,9 +177,9 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
     };
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();
-    for (item, spec) in &loads {
+    for (item, spec) in loads {
         if !spec.is_none() {
-            start_load(&mut session, spec, &flags, a.load.settle)?;
+            start_load(&mut session, spec, flags, a.settle)?;
         }
         let record = if spec.is_none() { LoadRecord::idle() } else { LoadRecord::named(item) };
         println!("== sysbench under load {item}");
@@ -218,7 +196,7 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
         let counts: Iterations = done.results.iter().map(|(op, m)| (op.name.to_string(), m.iterations)).collect();
         let mut own = serde_json::Map::new();
         own.insert("load_item".into(), item.clone().into());
-        own.insert("baseline".into(), baseline.clone().into());
+        own.insert("baseline".into(), baseline.into());
         own.insert("operations".into(), done.results.len().into());
         own.insert("iterations".into(), serde_json::to_value(&counts)?);
         let system = crate::sysinfo::snapshot();
@@ -242,10 +220,7 @@ fn baseline_work(store: &crate::store::Store, label: &str) -> Result<Option<Iter
     Ok(counts.and_then(|c| serde_json::from_value(c).ok()))
 }
 
-/// The CPU sysbench pins to unless told: the last online one.
-pub fn default_cpu() -> usize {
-    *crate::sysinfo::online_cpus().last().unwrap_or(&0)
-}
+pub use crate::sysbench::default_cpu;
 
 /// Iterations per repetition of each operation, by name.
 pub type Iterations = std::collections::BTreeMap<String, u64>;
@@ -305,24 +280,6 @@ pub fn measure_into<'o>(
     }
     session.release::<Pinned>();
     Ok(done)
-}
-
-/// The operations `--only` names (groups or operations), in table order.
-fn choose<'a>(all: &'a [Op], only: Option<&str>) -> Result<Vec<&'a Op>> {
-    let Some(only) = only else { return Ok(all.iter().collect()) };
-    let mut names: Vec<&str> = only.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-    names.dedup();
-    if names.is_empty() {
-        return Err(crate::invalid!("--only '{only}' names nothing; try --list"));
-    }
-    for n in &names {
-        if !all.iter().any(|o| o.name == *n || o.group.name() == *n) {
-            return Err(crate::invalid!(
-                "--only: unknown group or operation '{n}'; rtbench sysbench --list names them"
-            ));
-        }
-    }
-    Ok(all.iter().filter(|o| names.iter().any(|n| o.name == *n || o.group.name() == *n)).collect())
 }
 
 fn list(all: &[Op]) -> String {

@@ -6,16 +6,16 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::analyze::log_reason;
-use crate::cli::WcetArgs;
+use crate::config::WcetConfig;
 use crate::error::InputError;
 use crate::evt::{self, Estimate, Verdict};
 use crate::model::{EnvPoint, Run};
 use crate::recorder::samplelog::{self, LogError};
-use crate::store::{self, Store};
+use crate::store::Store;
 use crate::units::fmt_ns_as_us;
 
-pub fn run(a: WcetArgs) -> Result<i32> {
-    let store = Store::open(&store::default_path(a.db.db.as_deref()))?;
+pub fn run(a: WcetConfig) -> Result<i32> {
+    let store = Store::open(&a.db)?;
     let run = store.run(a.run)?;
     let measured = run.header.params.measured();
     let envelope = store.envelope(a.run)?;

@@ -3,6 +3,8 @@
 
 mod monitor;
 mod probes;
+mod sysbench;
+mod validate;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,6 +17,7 @@ use crate::report::export::Format;
 
 pub use monitor::MonitorArgs;
 pub use probes::{parse_from, Invocation, ProbeCall};
+pub use validate::validate;
 
 #[derive(Parser, Debug)]
 #[command(name = "rtbench", version, about = "A real-time latency laboratory for Linux")]
@@ -164,7 +167,7 @@ pub struct SysbenchArgs {
     pub baseline: Option<String>,
     /// The CPU every process of the measurement is pinned to [default: the last online CPU]
     #[arg(long, value_name = "CPU")]
-    pub cpu: Option<usize>,
+    pub cpu: Option<String>,
     #[command(flatten)]
     pub load: LoadChoice,
     /// Label to store the runs under [default: uname -r]
@@ -341,9 +344,10 @@ impl RunArgs {
 /// `--breach`: trace the system and name what delayed a sample over a threshold.
 #[derive(Args, Debug, Clone)]
 pub struct BreachArgs {
-    /// Trace the measured CPUs with ftrace and, for every sample over US microseconds, store the
-    /// window around it and name what delayed the thread (needs root; measuring goes on)
-    #[arg(long, value_parser = crate::parse::positive_us, value_name = "US")]
+    /// Trace the measured CPUs with ftrace and, for every sample over this latency (a bare
+    /// number is µs), store the window around it and name what delayed the thread (needs root;
+    /// measuring goes on)
+    #[arg(long, value_parser = |s: &str| crate::parse::latency_ns(s, "us"), value_name = "US")]
     pub breach: Option<u64>,
     /// The most breach windows stored per run
     #[arg(long, value_parser = crate::parse::positive, default_value = "10", value_name = "N", requires = "breach")]
@@ -355,8 +359,8 @@ pub struct BreachArgs {
 
 impl BreachArgs {
     pub fn options(&self) -> Option<BreachOptions> {
-        self.breach.map(|us| BreachOptions {
-            threshold_ns: us * 1000,
+        self.breach.map(|threshold_ns| BreachOptions {
+            threshold_ns,
             max: self.breach_max.min(u32::MAX as u64) as u32,
             stop: self.breach_stop,
         })

@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Result;
 use clap::Args;
 
 use super::DbArg;
+use crate::config::{MonitorConfig, RunConfig, RunOptions};
 
 #[derive(Args, Debug)]
 pub struct MonitorArgs {
@@ -39,7 +41,7 @@ pub struct MonitorArgs {
     /// Answer only requests carrying `Authorization: Bearer TOKEN`
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
-    /// Count samples over these latencies, e.g. 100us,1ms
+    /// Count samples over these latencies, e.g. 100us,1ms (a bare number is seconds)
     #[arg(long, default_value = "100us,1ms", value_name = "LIST")]
     pub threshold: String,
     /// Stop after this long [default: until SIGTERM or Ctrl-C]
@@ -57,4 +59,62 @@ pub struct MonitorArgs {
     pub hlog: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArg,
+}
+
+impl MonitorArgs {
+    pub fn config(self) -> Result<MonitorConfig> {
+        let probe = if self.noise { "noise" } else { "timer" };
+        let info = crate::probe::info(probe).expect("the monitor's probes are registered");
+        (info.supported)().map_err(|why| crate::invalid!("the monitor cannot run here: {why}"))?;
+        let thresholds = thresholds(&self.threshold)?;
+        let mut args = info.defaults();
+        match self.noise {
+            // The busy loop has no interval: what it counts is set by its threshold.
+            true => args.set("threshold", crate::probe::FlagValue::Number(self.noise_threshold)),
+            false => args.set("interval", crate::probe::FlagValue::Number(self.interval)),
+        }
+        let opts = RunOptions {
+            affinity: self.affinity,
+            priority: self.priority,
+            duration: self.duration,
+            quiet: true,
+            label: self.label,
+            db: self.db.db,
+            ..RunOptions::default()
+        };
+        Ok(MonitorConfig {
+            run: RunConfig::new(info, &args, &opts)?,
+            thresholds,
+            window: self.window,
+            keep: self.keep,
+            listen: (self.listen != "off").then_some(self.listen),
+            token: self.token,
+            linger: self.linger,
+            hlog: self.hlog,
+        })
+    }
+}
+
+/// `--threshold 100us,1ms`: latencies in ns.
+fn thresholds(list: &str) -> Result<Vec<u64>> {
+    list.split(',')
+        .map(|item| {
+            let item = item.trim();
+            // A bare number was read as a duration, in seconds; it still is.
+            crate::parse::latency_ns(item, "s")
+                .map_err(|_| crate::invalid!("--threshold: '{item}' is not a latency; use e.g. 100us,1ms"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thresholds_take_microseconds_and_durations_and_refuse_the_rest() {
+        assert_eq!(super::thresholds("100us, 1ms,2s").unwrap(), vec![100_000, 1_000_000, 2_000_000_000]);
+        for bad in ["", "fast", "0us", "-5us"] {
+            let e = super::thresholds(bad).unwrap_err();
+            assert!(e.to_string().contains("--threshold"), "{bad}: {e}");
+        }
+    }
 }

@@ -61,24 +61,21 @@ pub fn parse_conditions(expr: &str) -> Result<Vec<Condition>> {
             return Err(bad(part, &format!("unknown statistic '{stat}'")));
         }
         let val = val.trim().to_lowercase();
-        let (num, ratio, scale) = if let Some(n) = val.strip_suffix('x') {
-            (n, true, 1.0)
-        } else if let Some(n) = val.strip_suffix("ns") {
-            (n, false, 1.0)
-        } else if let Some(n) = val.strip_suffix("us").or_else(|| val.strip_suffix("µs")) {
-            (n, false, 1e3)
-        } else if let Some(n) = val.strip_suffix("ms") {
-            (n, false, 1e6)
-        } else if let Some(n) = val.strip_suffix('s') {
-            (n, false, 1e9)
-        } else {
-            return Err(bad(part, "the value needs a unit: x for a ratio, or ns, us, ms, s"));
+        // A ratio, or a latency in the grammar of every latency flag; a bare number is neither.
+        let (threshold, ratio) = match val.strip_suffix('x') {
+            Some(n) => (n.trim().parse::<f64>().map_err(|_| bad(part, &format!("'{n}' is not a number")))?, true),
+            None if val.parse::<f64>().is_ok() => {
+                return Err(bad(part, "the value needs a unit: x for a ratio, or ns, us, ms, s"))
+            }
+            None => (
+                crate::parse::time_ns(&val, None).ok_or_else(|| bad(part, &format!("'{val}' is not a latency")))?,
+                false,
+            ),
         };
-        let n: f64 = num.trim().parse().map_err(|_| bad(part, &format!("'{num}' is not a number")))?;
-        if !n.is_finite() || n < 0.0 {
+        if !threshold.is_finite() || threshold < 0.0 {
             return Err(bad(part, "the value must be a non-negative number"));
         }
-        out.push(Condition { stat, op: op.to_string(), threshold: n * scale, ratio });
+        out.push(Condition { stat, op: op.to_string(), threshold, ratio });
     }
     Ok(out)
 }

@@ -191,6 +191,11 @@ fn since(t: Instant) -> u64 {
     t.elapsed().as_nanos() as u64
 }
 
+/// The CPU sysbench pins to unless told: the last online one.
+pub fn default_cpu() -> usize {
+    *crate::sysinfo::online_cpus().last().unwrap_or(&0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

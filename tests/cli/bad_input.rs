@@ -21,7 +21,7 @@ fn invalid_flag_values_are_rejected_by_name() {
         (&["gtod", "-n", "0"], "at least 1"),
         (&["timer", "--bogus"], "--bogus"),
         (&["timer", "--breach", "0"], "--breach"),
-        (&["timer", "--breach", "1ms"], "--breach"),
+        (&["timer", "--breach", "10x"], "--breach"),
         (&["timer", "--breach-max", "3"], "--breach"),
         (&["timer", "--breach", "100", "--breach-max", "0"], "--breach-max"),
         (&["synthetic", "--breach", "100", "-l", "10"], "--breach"),
@@ -131,4 +131,87 @@ fn a_reader_that_goes_away_ends_a_printing_command_quietly() {
         assert!(!err.contains("panicked"), "rtbench {args:?}: {err}");
         assert_ne!(out.status.code(), Some(101), "rtbench {args:?} did not panic: {err}");
     }
+}
+
+/// Each latency flag, with what it must say once its value is accepted: a later check fails on
+/// purpose (`-a 4095` is no online CPU), so nothing measures.
+const LATENCY_FLAGS: &[(&[&str], &str)] = &[
+    (&["timer", "-a", "4095", "--interval"], "not online"),
+    (&["timer", "-a", "4095", "--distance"], "not online"),
+    (&["timer", "-a", "4095", "-h"], "not online"),
+    (&["timer", "-a", "4095", "--breach"], "not online"),
+    (&["noise", "-a", "4095", "--threshold"], "not online"),
+    (&["monitor", "-a", "4095", "--interval"], "not online"),
+    (&["monitor", "-a", "4095", "--noise", "--noise-threshold"], "not online"),
+    (&["monitor", "-a", "4095", "--threshold"], "not online"),
+    (&["export", "1", "--buckets"], "no run with id 1"),
+];
+
+#[test]
+fn every_latency_flag_reads_the_same_latencies() {
+    let lab = Lab::new();
+    for value in ["2ms", "250us", "250µs", "0.5ms"] {
+        for (args, said) in LATENCY_FLAGS {
+            let out = lab.run(&[args, &[value][..]].concat());
+            assert_rejected(&out, said);
+        }
+        let condition = format!("max > {value}");
+        let out = lab.run(&["compare", "--baseline", "a", "b", "--fail-if", &condition]);
+        assert_rejected(&out, "holds no runs");
+    }
+    for value in ["2 fortnights", "1e3us", "ms"] {
+        for (args, _) in LATENCY_FLAGS {
+            let flag = args.last().unwrap();
+            assert_rejected(&lab.run(&[args, &[value][..]].concat()), flag);
+        }
+        let condition = format!("max > {value}");
+        assert_rejected(&lab.run(&["compare", "--baseline", "a", "b", "--fail-if", &condition]), "--fail-if");
+    }
+}
+
+#[test]
+fn every_duration_flag_reads_the_same_durations() {
+    let lab = Lab::new();
+    let flags: &[&[&str]] = &[
+        &["timer", "-a", "4095", "-D"],
+        &["timer", "-a", "4095", "--settle"],
+        &["timer", "-a", "4095", "--envelope-interval"],
+        &["response", "-a", "4095", "--period"],
+        &["monitor", "-a", "4095", "--window"],
+        &["monitor", "-a", "4095", "--keep"],
+        &["monitor", "-a", "4095", "-D", "1s", "--linger"],
+    ];
+    for value in ["1500ms", "1.5s", "90", "2m", "250us"] {
+        for args in flags {
+            assert_rejected(&lab.run(&[args, &[value][..]].concat()), "not online");
+        }
+    }
+    for value in ["soon", "0s", "10y"] {
+        for args in flags {
+            let out = lab.run(&[args, &[value][..]].concat());
+            assert_rejected(&out, args.last().unwrap());
+            assert_rejected(&out, "duration");
+        }
+    }
+}
+
+#[test]
+fn a_bad_cpu_list_is_refused_the_same_way_by_every_flag() {
+    let lab = Lab::new();
+    let flags: &[(&[&str], &str)] = &[
+        (&["timer", "-l", "10", "-a"], "--affinity"),
+        (&["timer", "-l", "10", "--shield"], "--shield"),
+        (&["study", "-D", "1s", "--no-sysbench", "--shield"], "--shield"),
+        (&["audit", "--cpus"], "--cpus"),
+        (&["monitor", "-D", "1s", "-a"], "--affinity"),
+        (&["sysbench", "--only", "null-call", "--cpu"], "--cpu"),
+        (&["pingpong", "--serve", "127.0.0.1:0", "--serve-for", "1s", "-a"], "--affinity"),
+    ];
+    for (args, flag) in flags {
+        let out = lab.run(&[args, &["1-x"][..]].concat());
+        assert_rejected(&out, &format!("{flag} '1-x' is not a CPU list; use e.g. 0-3,6"));
+        let out = lab.run(&[args, &["4095"][..]].concat());
+        assert_rejected(&out, &format!("{flag} 4095: CPU 4095 is not online; online CPUs are "));
+    }
+    assert_rejected(&lab.run(&["sysbench", "--cpu", "0-1"]), "--cpu '0-1' names more than one CPU");
 }

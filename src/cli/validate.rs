@@ -1,0 +1,164 @@
+//! From flags to the validated settings the rest of rtbench sees (ripgrep's low and high
+//! arguments): every range, conflict and parse is checked here, once, and a bad value is one
+//! line naming its flag (exit 2). Nothing below `cli` sees the flag structs.
+
+use anyhow::Result;
+
+use super::{Command, CompareArgs, Invocation, LoadCmdArgs, StudyArgs, WcetArgs};
+use crate::config::*;
+use crate::load::LoadSpec;
+use crate::store;
+
+/// The settings a command line asks for, checked: what `app` runs.
+pub fn validate(invocation: Invocation) -> Result<Task> {
+    let cmd = match invocation {
+        Invocation::Probe(call) => {
+            let opts = call.run.options();
+            return Ok(Task::Probe(ProbeTask { info: call.info, args: call.args, opts }));
+        }
+        Invocation::Command(cmd) => cmd,
+    };
+    let db = |d: super::DbArg| store::default_path(d.db.as_deref());
+    Ok(match cmd {
+        Command::Study(a) => Task::Study(a.config()?),
+        Command::Audit(a) => Task::Audit(AuditConfig {
+            cpus: crate::parse::cpu_list(a.cpus.as_deref(), "--cpus")?,
+            json: a.json,
+            strict: a.strict,
+        }),
+        Command::Report(a) => {
+            Task::Report(ReportConfig { labels: a.labels, runs: a.runs, output: a.output, db: db(a.db) })
+        }
+        Command::Compare(a) => Task::Compare(a.config()?),
+        Command::Import(a) => Task::Import(ImportConfig { file: a.file, label: a.label, load: a.load, db: db(a.db) }),
+        Command::Merge(a) => Task::Merge(MergeConfig { other: a.other, db: db(a.db) }),
+        Command::Load(a) => Task::Load(a.config()?),
+        Command::Analyze(a) => Task::Analyze(AnalyzeConfig { file: a.file, salvage: a.salvage, json: a.json }),
+        Command::Runs(a) => Task::Runs(RunsConfig { json: a.json, db: db(a.db) }),
+        Command::Show(a) => Task::Show(ShowConfig { run: a.run, db: db(a.db) }),
+        Command::Export(a) => Task::Export(ExportConfig {
+            run: a.run,
+            format: a.format,
+            output: a.output,
+            buckets: a.buckets,
+            db: db(a.db),
+        }),
+        Command::Wcet(a) => Task::Wcet(a.config()),
+        Command::Sysbench(a) => Task::Sysbench(a.config()?),
+        Command::Monitor(a) => Task::Monitor(a.config()?),
+        Command::LoadSupervisor { dir, deadline_s, spec } => {
+            Task::LoadChild(LoadChild { dir, worker: None, deadline_s, spec: serde_json::from_str(&spec)? })
+        }
+        Command::LoadWorker { dir, index, deadline_s, spec } => {
+            Task::LoadChild(LoadChild { dir, worker: Some(index), deadline_s, spec: serde_json::from_str(&spec)? })
+        }
+    })
+}
+
+impl CompareArgs {
+    pub fn config(self) -> Result<CompareConfig> {
+        // The condition is checked first: a typo must not wait for the store.
+        let conditions = self.fail_if.as_deref().map(crate::report::compare::parse_conditions).transpose()?;
+        Ok(CompareConfig {
+            baseline: self.baseline,
+            label: self.label,
+            conditions: conditions.unwrap_or_default(),
+            db: store::default_path(self.db.db.as_deref()),
+        })
+    }
+}
+
+impl WcetArgs {
+    pub fn config(self) -> WcetConfig {
+        WcetConfig {
+            run: self.run,
+            samples: self.samples,
+            json: self.json,
+            db: store::default_path(self.db.db.as_deref()),
+        }
+    }
+}
+
+impl LoadCmdArgs {
+    pub fn config(self) -> Result<LoadConfig> {
+        if self.list {
+            return Ok(LoadConfig::List);
+        }
+        let Some(profile) = &self.profile else {
+            return Err(crate::invalid!("name a load profile or generators, or --list them"));
+        };
+        let flags = self.load.flags();
+        let spec = LoadSpec::parse(profile, crate::config::load_options(&flags))?;
+        let tmpdir = crate::config::tmp_dir(&flags)?;
+        Ok(LoadConfig::Run(LoadRun { spec, tmpdir, duration: self.duration, quiet: self.quiet }))
+    }
+}
+
+impl StudyArgs {
+    pub fn config(self) -> Result<StudyConfig> {
+        Ok(StudyConfig {
+            preempt: preempt_models(self.preempt.as_deref())?,
+            duration: self.duration,
+            extended: self.extended,
+            load: self.load,
+            settle: self.settle,
+            label: self.label.unwrap_or_else(crate::sysinfo::kernel_release),
+            output: self.output,
+            shield: self.shield,
+            breach: self.breach.options(),
+            peer: self.peer,
+            quiet: self.quiet,
+            no_sysbench: self.no_sysbench,
+            load_flags: self.load_args.flags(),
+            db: store::default_path(self.db.db.as_deref()),
+        })
+    }
+}
+
+/// The models of `--preempt`, checked.
+fn preempt_models(given: Option<&str>) -> Result<Option<Vec<String>>> {
+    use crate::runner::preempt::MODELS;
+    let Some(list) = given else { return Ok(None) };
+    let models: Vec<String> = list.split(',').map(|m| m.trim().to_string()).collect();
+    if let Some(bad) = models.iter().find(|m| !MODELS.contains(&m.as_str())) {
+        return Err(crate::invalid!("--preempt: '{bad}' is not a preemption model; use {}", MODELS.join(", ")));
+    }
+    Ok(Some(models))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every `.rs` file under `dir`.
+    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_below_the_command_line_sees_its_flags() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        let below: Vec<_> =
+            files.iter().filter(|f| !f.starts_with(src.join("cli")) && !f.ends_with("main.rs")).collect();
+        assert!(below.iter().any(|f| f.ends_with("app/study.rs")), "the walk finds app/");
+        for file in below {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                assert!(
+                    !code.contains("crate::cli") && !code.contains("clap::"),
+                    "{}:{}: {line}",
+                    file.display(),
+                    n + 1
+                );
+            }
+        }
+    }
+}

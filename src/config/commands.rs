@@ -1,0 +1,209 @@
+//! The validated settings of every command besides the probes' runs ([`super::RunConfig`]):
+//! what `app` sees instead of flags. The command line builds them (`cli::validate`) and checks
+//! everything there, once; nothing here knows clap.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{BreachOptions, LoadFlags, RunConfig, RunOptions};
+use crate::load::LoadSpec;
+use crate::probe::{ProbeArgs, ProbeInfo};
+use crate::report::compare::Condition;
+use crate::report::export::Format;
+
+/// `rtbench compare`: one label against a baseline.
+#[derive(Debug)]
+pub struct CompareConfig {
+    pub baseline: String,
+    pub label: String,
+    /// `--fail-if`, parsed; empty when not given.
+    pub conditions: Vec<Condition>,
+    pub db: PathBuf,
+}
+
+/// `rtbench wcet RUN`: the worst-case estimate of one stored run.
+#[derive(Debug)]
+pub struct WcetConfig {
+    pub run: i64,
+    /// `--samples`: the run's raw sample log, given by hand.
+    pub samples: Option<PathBuf>,
+    pub json: bool,
+    pub db: PathBuf,
+}
+
+/// `rtbench load`: list the loads, or run one by itself.
+#[derive(Debug)]
+pub enum LoadConfig {
+    List,
+    Run(LoadRun),
+}
+
+/// A load run by itself for a while.
+#[derive(Debug)]
+pub struct LoadRun {
+    pub spec: LoadSpec,
+    /// Where its generators keep their files, checked writable.
+    pub tmpdir: PathBuf,
+    pub duration: Duration,
+    pub quiet: bool,
+}
+
+/// `rtbench monitor`: the probe's run, checked, and what the monitor adds to it.
+pub struct MonitorConfig {
+    /// The timer (or noise) probe's run on the watched CPUs.
+    pub run: RunConfig,
+    /// `--threshold`, in ns.
+    pub thresholds: Vec<u64>,
+    pub window: Duration,
+    pub keep: Duration,
+    /// `--listen`; `None` for "off".
+    pub listen: Option<String>,
+    pub token: Option<String>,
+    pub linger: Option<Duration>,
+    pub hlog: Option<PathBuf>,
+}
+
+/// `rtbench sysbench`: list the operations, or measure some.
+pub enum SysbenchConfig {
+    List,
+    Measure(Box<SysbenchRun>),
+}
+
+/// The operations to measure and how.
+pub struct SysbenchRun {
+    /// The operations asked for, by name (every one named exists).
+    pub ops: Vec<&'static str>,
+    pub quick: bool,
+    /// The CPU every process of the measurement is pinned to, online.
+    pub cpu: usize,
+    pub label: String,
+    pub db: PathBuf,
+    pub settle: Duration,
+    pub load_flags: LoadFlags,
+    pub mode: SysbenchMode,
+}
+
+/// One pass under one load, or `--total`: one pass per load, timed.
+pub enum SysbenchMode {
+    Once { load: LoadSpec },
+    Total { baseline: String, loads: Vec<(String, LoadSpec)> },
+}
+
+/// `rtbench study`: every probe idle and loaded, then the report. Each cell's own run is
+/// checked by [`RunConfig::new`] from these, before the first cell runs.
+pub struct StudyConfig {
+    pub duration: Duration,
+    pub extended: Option<Duration>,
+    /// The load of the loaded cells: a profile or generators; "none" for idle cells only.
+    pub load: String,
+    pub settle: Duration,
+    pub label: String,
+    pub output: PathBuf,
+    /// `--preempt`: known preemption models, in the order given.
+    pub preempt: Option<Vec<String>>,
+    pub shield: Option<String>,
+    pub breach: Option<BreachOptions>,
+    pub peer: Option<String>,
+    pub quiet: bool,
+    pub no_sysbench: bool,
+    pub load_flags: LoadFlags,
+    pub db: PathBuf,
+}
+
+/// A probe's subcommand: its flags and run settings, read; checked by [`RunConfig::new`] (or
+/// by the server) once the probe is known to run here.
+pub struct ProbeTask {
+    pub info: &'static ProbeInfo,
+    pub args: ProbeArgs,
+    pub opts: RunOptions,
+}
+
+/// `rtbench audit`.
+pub struct AuditConfig {
+    /// The CPUs that will measure, online.
+    pub cpus: Vec<usize>,
+    pub json: bool,
+    pub strict: bool,
+}
+
+/// `rtbench report`.
+pub struct ReportConfig {
+    pub labels: Vec<String>,
+    pub runs: Vec<i64>,
+    pub output: PathBuf,
+    pub db: PathBuf,
+}
+
+/// `rtbench import`.
+pub struct ImportConfig {
+    pub file: PathBuf,
+    pub label: String,
+    pub load: String,
+    pub db: PathBuf,
+}
+
+/// `rtbench merge`.
+pub struct MergeConfig {
+    pub other: PathBuf,
+    pub db: PathBuf,
+}
+
+/// `rtbench analyze`.
+pub struct AnalyzeConfig {
+    pub file: PathBuf,
+    pub salvage: bool,
+    pub json: bool,
+}
+
+/// `rtbench runs`.
+pub struct RunsConfig {
+    pub json: bool,
+    pub db: PathBuf,
+}
+
+/// `rtbench show RUN`.
+pub struct ShowConfig {
+    pub run: i64,
+    pub db: PathBuf,
+}
+
+/// `rtbench export RUN`.
+pub struct ExportConfig {
+    pub run: i64,
+    pub format: Format,
+    pub output: Option<PathBuf>,
+    /// Buckets of the cyclictest histogram formats, 1 µs each.
+    pub buckets: u64,
+    pub db: PathBuf,
+}
+
+/// The hidden commands a load runs as: its supervisor, or one of its generators.
+pub struct LoadChild {
+    pub dir: PathBuf,
+    /// `None`: the supervisor.
+    pub worker: Option<usize>,
+    pub deadline_s: u64,
+    pub spec: LoadSpec,
+}
+
+/// What the command line asks for, checked: the one thing `app` runs.
+// Built once per process.
+#[allow(clippy::large_enum_variant)]
+pub enum Task {
+    Probe(ProbeTask),
+    Study(StudyConfig),
+    Audit(AuditConfig),
+    Report(ReportConfig),
+    Compare(CompareConfig),
+    Import(ImportConfig),
+    Merge(MergeConfig),
+    Load(LoadConfig),
+    LoadChild(LoadChild),
+    Analyze(AnalyzeConfig),
+    Runs(RunsConfig),
+    Show(ShowConfig),
+    Export(ExportConfig),
+    Wcet(WcetConfig),
+    Sysbench(SysbenchConfig),
+    Monitor(MonitorConfig),
+}

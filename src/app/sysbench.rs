@@ -8,7 +8,9 @@ use anyhow::Result;
 
 use crate::cli::SysbenchArgs;
 use crate::load::{LoadSession, LoadSpec};
-use crate::model::{LoadPlan, LoadRecord, LoadReport, MeasuredParams, Policy, RunParams, RunStatus, ThreadResult};
+use crate::model::{
+    LoadPlan, LoadRecord, LoadReport, MeasuredParams, Policy, RunKind, RunParams, RunStatus, ThreadResult,
+};
 use crate::stats::Stats;
 use crate::store::{self, NewRun};
 use crate::sysbench::{self as sb, Group, Method, Op};
@@ -114,11 +116,12 @@ struct Context<'a> {
     command_line: &'a str,
 }
 
-/// Stores one finished run of `values` as `probe`, with the sysbench parameters `own`.
+/// Stores one finished run of `values` as `probe` of `kind`, with the sysbench parameters `own`.
 fn store_run(
     store: &mut crate::store::Store,
     cx: &Context,
     probe: &str,
+    kind: RunKind,
     metric: crate::model::Metric,
     values: &[u64],
     own: serde_json::Map<String, serde_json::Value>,
@@ -144,6 +147,7 @@ fn store_run(
     let id = store.begin(&NewRun {
         label: cx.label,
         probe,
+        kind,
         metric,
         params: &RunParams::Measured(params),
         load: cx.load,
@@ -215,7 +219,8 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
         own.insert("iterations".into(), serde_json::to_value(&counts)?);
         let system = crate::sysinfo::snapshot();
         let cx = Context { label: &label, cpu, load: &record, system: &system, command_line: &command_line };
-        store_run(&mut store, &cx, TOTAL, crate::model::Metric::LATENCY, &[wall.as_nanos() as u64], own)?;
+        let sample = [wall.as_nanos() as u64];
+        store_run(&mut store, &cx, TOTAL, RunKind::SysbenchTotal, crate::model::Metric::LATENCY, &sample, own)?;
         rows.push((item.clone(), wall));
     }
     println!("\ntotal time of {} operations per load ({label}; baseline {baseline})", chosen.len());
@@ -227,7 +232,7 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
 
 /// The iteration counts of the newest `--total` pass of `label`, if it has one.
 fn baseline_work(store: &crate::store::Store, label: &str) -> Result<Option<Iterations>> {
-    let Some(h) = store.runs()?.into_iter().rev().find(|h| h.label == label && h.probe == TOTAL) else {
+    let Some(h) = store.runs()?.into_iter().rev().find(|h| h.label == label && h.kind == RunKind::SysbenchTotal) else {
         return Ok(None);
     };
     let counts = h.params.measured().and_then(|m| m.probe.get("iterations")).cloned();
@@ -280,7 +285,9 @@ pub fn measure_into<'o>(
             own.insert("group".into(), op.group.name().into());
             own.insert("iterations".into(), measured.iterations.into());
             own.insert("min_repetition_ms".into(), (method.min_rep.as_secs_f64() * 1e3).into());
-            done.ids.push(store_run(store, &cx, &probe_name(op.name), op.metric(), &measured.values, own)?);
+            let probe = probe_name(op.name);
+            let id = store_run(store, &cx, &probe, RunKind::SysbenchOp, op.metric(), &measured.values, own)?;
+            done.ids.push(id);
             done.results.push((op, measured));
         }
         Ok(done)

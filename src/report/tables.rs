@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::figures::load_name;
 use super::select::RunView;
 use super::svg::esc;
-use crate::model::{Finding, RunStatus};
+use crate::model::{Finding, RunKind, RunStatus};
 use crate::stats::Stats;
 use crate::units::{fmt_ns_as_us as us, fmt_us};
 
@@ -265,7 +265,7 @@ pub fn sysbench_total(costs: &[RunView]) -> String {
         r.data.header.params.measured().and_then(|m| m.probe.get(key)?.as_str().map(str::to_string))
     };
     // In the order they ran: loads as the passes went, labels as they were measured.
-    let mut totals: Vec<&RunView> = costs.iter().filter(|r| r.probe() == "sysbench.total").collect();
+    let mut totals: Vec<&RunView> = costs.iter().filter(|r| r.kind() == RunKind::SysbenchTotal).collect();
     totals.sort_by_key(|r| r.data.header.id);
     let Some(baseline) = totals.last().and_then(|r| param(r, "baseline")) else { return String::new() };
     let mut loads: Vec<String> = Vec::new();

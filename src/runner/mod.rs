@@ -140,6 +140,7 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     let id = store.begin(&NewRun {
         label: &cfg.label,
         probe: cfg.info.name,
+        kind: if extras.window.is_some() { crate::model::RunKind::MonitorWindow } else { crate::model::RunKind::Probe },
         metric: cfg.info.metric,
         params: &RunParams::Measured(params.clone()),
         load: &load_header(cfg),

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::sink::Sink;
 use crate::config::ThreadPlan;
-use crate::model::{LoadRecord, Metric, RunParams, RunStatus, SystemSnapshot, ThreadResult};
+use crate::model::{LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadResult};
 use crate::store::{NewRun, Store};
 
 /// What a run adds to the plain driver: windows, their retention, and sinks of the caller's
@@ -42,6 +42,8 @@ impl Header {
         NewRun {
             label: &self.label,
             probe: self.probe,
+            // Only a run stored in windows has segments.
+            kind: RunKind::MonitorWindow,
             metric: self.metric,
             params: &self.params,
             load: &self.load,

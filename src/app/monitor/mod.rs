@@ -35,7 +35,7 @@ pub fn run(a: MonitorArgs) -> Result<i32> {
         ..RunOptions::default()
     };
     let mut cfg = RunConfig::new(info, &args, &opts)?;
-    // Marks every window as a monitor's: retention deletes these and nothing else.
+    // Every window records its length; its kind, which retention goes by, the runner stores.
     cfg.probe_params.insert(crate::store::WINDOW_PARAM.into(), a.window.as_secs_f64().into());
     let shared = metrics::Shared::default();
     let endpoint = match a.listen.as_str() {

@@ -9,7 +9,8 @@ use anyhow::Result;
 use crate::cli::SysbenchArgs;
 use crate::load::{LoadSession, LoadSpec};
 use crate::model::{
-    LoadPlan, LoadRecord, LoadReport, MeasuredParams, Policy, RunKind, RunParams, RunStatus, ThreadResult,
+    probe_part, LoadPlan, LoadRecord, LoadReport, MeasuredParams, Policy, RunKind, RunParams, RunStatus,
+    SysbenchOpParams, SysbenchTotalParams, ThreadResult,
 };
 use crate::stats::Stats;
 use crate::store::{self, NewRun};
@@ -212,14 +213,15 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
             s.stop();
         }
         let counts: Iterations = done.results.iter().map(|(op, m)| (op.name.to_string(), m.iterations)).collect();
-        let mut own = serde_json::Map::new();
-        own.insert("load_item".into(), item.clone().into());
-        own.insert("baseline".into(), baseline.clone().into());
-        own.insert("operations".into(), done.results.len().into());
-        own.insert("iterations".into(), serde_json::to_value(&counts)?);
+        let own = SysbenchTotalParams {
+            load_item: item.clone(),
+            baseline: baseline.clone(),
+            operations: done.results.len(),
+            iterations: counts,
+        };
         let system = crate::sysinfo::snapshot();
         let cx = Context { label: &label, cpu, load: &record, system: &system, command_line: &command_line };
-        let sample = [wall.as_nanos() as u64];
+        let (sample, own) = ([wall.as_nanos() as u64], probe_part(&own)?);
         store_run(&mut store, &cx, TOTAL, RunKind::SysbenchTotal, crate::model::Metric::LATENCY, &sample, own)?;
         rows.push((item.clone(), wall));
     }
@@ -232,11 +234,8 @@ fn total(a: &SysbenchArgs, chosen: &[&Op]) -> Result<i32> {
 
 /// The iteration counts of the newest `--total` pass of `label`, if it has one.
 fn baseline_work(store: &crate::store::Store, label: &str) -> Result<Option<Iterations>> {
-    let Some(h) = store.runs()?.into_iter().rev().find(|h| h.label == label && h.kind == RunKind::SysbenchTotal) else {
-        return Ok(None);
-    };
-    let counts = h.params.measured().and_then(|m| m.probe.get("iterations")).cloned();
-    Ok(counts.and_then(|c| serde_json::from_value(c).ok()))
+    let newest = store.runs()?.into_iter().rev().find(|h| h.label == label && h.kind == RunKind::SysbenchTotal);
+    Ok(newest.and_then(|h| h.sysbench_total()).map(|p| p.iterations))
 }
 
 /// The CPU sysbench pins to unless told: the last online one.
@@ -280,12 +279,13 @@ pub fn measure_into<'o>(
                     continue;
                 }
             };
-            let mut own = serde_json::Map::new();
-            own.insert("op".into(), op.name.into());
-            own.insert("group".into(), op.group.name().into());
-            own.insert("iterations".into(), measured.iterations.into());
-            own.insert("min_repetition_ms".into(), (method.min_rep.as_secs_f64() * 1e3).into());
-            let probe = probe_name(op.name);
+            let own = SysbenchOpParams {
+                op: op.name.into(),
+                group: op.group.name().into(),
+                iterations: measured.iterations,
+                min_repetition_ms: method.min_rep.as_secs_f64() * 1e3,
+            };
+            let (probe, own) = (probe_name(op.name), probe_part(&own)?);
             let id = store_run(store, &cx, &probe, RunKind::SysbenchOp, op.metric(), &measured.values, own)?;
             done.ids.push(id);
             done.results.push((op, measured));

@@ -18,7 +18,7 @@ pub use audit::{Evidence, Finding, Severity};
 pub use breach::{Breach, Cause, CauseKind, TraceEvent};
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
-pub use kind::RunKind;
+pub use kind::{probe_part, RunKind, SysbenchOpParams, SysbenchTotalParams};
 pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
 pub use params::{BreachRecord, ImportedParams, MeasuredParams, Policy, RunParams, ShieldRecord};

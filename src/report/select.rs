@@ -60,6 +60,10 @@ impl RunView {
     pub fn kind(&self) -> RunKind {
         self.data.header.kind
     }
+    /// The operation a sysbench operation's run measured; `None` for any other run.
+    pub fn sysbench_op(&self) -> Option<String> {
+        self.data.header.sysbench_op().map(|p| p.op)
+    }
     /// The load profile the run was measured under ("none" when idle).
     pub fn load(&self) -> String {
         self.data.header.load_profile().to_string()

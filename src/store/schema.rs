@@ -116,6 +116,7 @@ mod tests {
 
     use super::super::Store;
     use super::SCHEMA_VERSION;
+    use crate::model::probe_part;
     use crate::model::RunKind::{self, *};
 
     /// The runs of the v5 fixture in order, and the kind the readers of then told each by.
@@ -153,6 +154,17 @@ mod tests {
         assert_eq!(kinds(&store), want());
         let windows: Vec<i64> = store.window_maxima("old").unwrap().iter().map(|w| w.run).collect();
         assert_eq!(windows, [6, 7, 8], "the monitor's windows, not the imported timer run of the label");
+        // The typed parameters read what the old writers stored.
+        let op = store.header(4).unwrap().sysbench_op().expect("an operation's parameters");
+        let total = store.header(5).unwrap().sysbench_total().expect("a pass's parameters");
+        assert_eq!((op.op.as_str(), total.baseline.as_str(), total.load_item.as_str()), ("null-call", "old", "none"));
+        assert_eq!(total.iterations.get("null-call"), Some(&op.iterations), "the pass did the work its operation did");
+        assert!(store.header(5).unwrap().sysbench_op().is_none(), "a pass is no operation");
+        // And the new writers store them as the old ones did, key for key.
+        let stored = |id| serde_json::to_string(&store.header(id).unwrap().params.measured().unwrap().probe).unwrap();
+        let written = |part: serde_json::Map<_, _>| serde_json::to_string(&part).unwrap();
+        assert_eq!(written(probe_part(&op).unwrap()), stored(4));
+        assert_eq!(written(probe_part(&total).unwrap()), stored(5));
     }
 
     #[test]

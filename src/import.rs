@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::InputError;
 use crate::model::{
-    ImportedParams, LoadRecord, Metric, Preemption, RunParams, RunStatus, SystemSnapshot, ThreadResult,
+    ImportedParams, LoadRecord, Metric, Preemption, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadResult,
 };
 use crate::stats::Stats;
 use crate::store::{NewRun, Store};
@@ -104,6 +104,7 @@ pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result
     let id = store.begin(&NewRun {
         label,
         probe: "timer",
+        kind: RunKind::Probe,
         metric: Metric::LATENCY,
         params: &RunParams::Imported(ImportedParams {
             imported_from: path.display().to_string(),

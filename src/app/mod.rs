@@ -251,6 +251,7 @@ fn analyzed_header(path: &std::path::Path) -> crate::model::RunHeader {
         id: 0,
         label: path.display().to_string(),
         probe: String::new(),
+        kind: crate::model::RunKind::Probe,
         status: crate::model::RunStatus::Complete,
         start: String::new(),
         end: None,

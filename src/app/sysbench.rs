@@ -8,7 +8,10 @@ use anyhow::Result;
 
 use crate::config::{SysbenchConfig, SysbenchMode, SysbenchRun};
 use crate::load::LoadSpec;
-use crate::model::{LoadPlan, LoadRecord, MeasuredParams, Policy, RunParams, RunStatus, ThreadResult};
+use crate::model::{
+    probe_part, LoadPlan, LoadRecord, MeasuredParams, Policy, RunKind, RunParams, RunStatus, SysbenchOpParams,
+    SysbenchTotalParams, ThreadResult,
+};
 use crate::runner::rt::Pinned;
 use crate::runner::{LoadStart, Session};
 use crate::stats::Stats;
@@ -104,11 +107,12 @@ struct Context<'a> {
     command_line: &'a str,
 }
 
-/// Stores one finished run of `values` as `probe`, with the sysbench parameters `own`.
+/// Stores one finished run of `values` as `probe` of `kind`, with the sysbench parameters `own`.
 fn store_run(
     store: &mut crate::store::Store,
     cx: &Context,
     probe: &str,
+    kind: RunKind,
     metric: crate::model::Metric,
     values: &[u64],
     own: serde_json::Map<String, serde_json::Value>,
@@ -134,6 +138,7 @@ fn store_run(
     let id = store.begin(&NewRun {
         label: cx.label,
         probe,
+        kind,
         metric,
         params: &RunParams::Measured(params),
         load: cx.load,
@@ -194,14 +199,16 @@ fn total(a: &SysbenchRun, baseline: &str, loads: &[(String, LoadSpec)], chosen: 
             return Ok(128 + sig);
         }
         let counts: Iterations = done.results.iter().map(|(op, m)| (op.name.to_string(), m.iterations)).collect();
-        let mut own = serde_json::Map::new();
-        own.insert("load_item".into(), item.clone().into());
-        own.insert("baseline".into(), baseline.into());
-        own.insert("operations".into(), done.results.len().into());
-        own.insert("iterations".into(), serde_json::to_value(&counts)?);
+        let own = SysbenchTotalParams {
+            load_item: item.clone(),
+            baseline: baseline.to_string(),
+            operations: done.results.len(),
+            iterations: counts,
+        };
         let system = crate::sysinfo::snapshot();
         let cx = Context { label: &label, cpu, load: &record, system: &system, command_line: &command_line };
-        store_run(&mut store, &cx, TOTAL, crate::model::Metric::LATENCY, &[wall.as_nanos() as u64], own)?;
+        let (sample, own) = ([wall.as_nanos() as u64], probe_part(&own)?);
+        store_run(&mut store, &cx, TOTAL, RunKind::SysbenchTotal, crate::model::Metric::LATENCY, &sample, own)?;
         rows.push((item.clone(), wall));
     }
     println!("\ntotal time of {} operations per load ({label}; baseline {baseline})", chosen.len());
@@ -213,11 +220,8 @@ fn total(a: &SysbenchRun, baseline: &str, loads: &[(String, LoadSpec)], chosen: 
 
 /// The iteration counts of the newest `--total` pass of `label`, if it has one.
 fn baseline_work(store: &crate::store::Store, label: &str) -> Result<Option<Iterations>> {
-    let Some(h) = store.runs()?.into_iter().rev().find(|h| h.label == label && h.probe == TOTAL) else {
-        return Ok(None);
-    };
-    let counts = h.params.measured().and_then(|m| m.probe.get("iterations")).cloned();
-    Ok(counts.and_then(|c| serde_json::from_value(c).ok()))
+    let newest = store.runs()?.into_iter().rev().find(|h| h.label == label && h.kind == RunKind::SysbenchTotal);
+    Ok(newest.and_then(|h| h.sysbench_total()).map(|p| p.iterations))
 }
 
 pub use crate::sysbench::default_cpu;
@@ -270,12 +274,15 @@ pub fn measure_into<'o>(
                 continue;
             }
         };
-        let mut own = serde_json::Map::new();
-        own.insert("op".into(), op.name.into());
-        own.insert("group".into(), op.group.name().into());
-        own.insert("iterations".into(), measured.iterations.into());
-        own.insert("min_repetition_ms".into(), (pass.method.min_rep.as_secs_f64() * 1e3).into());
-        done.ids.push(store_run(store, &cx, &probe_name(op.name), op.metric(), &measured.values, own)?);
+        let own = SysbenchOpParams {
+            op: op.name.into(),
+            group: op.group.name().into(),
+            iterations: measured.iterations,
+            min_repetition_ms: pass.method.min_rep.as_secs_f64() * 1e3,
+        };
+        let (probe, own) = (probe_name(op.name), probe_part(&own)?);
+        let id = store_run(store, &cx, &probe, RunKind::SysbenchOp, op.metric(), &measured.values, own)?;
+        done.ids.push(id);
         done.results.push((op, measured));
     }
     session.release::<Pinned>();

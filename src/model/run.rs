@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{LoadRecord, Metric, RunParams, RunStatus, SystemSnapshot};
+use super::{LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot};
 use crate::stats::Stats;
 
 /// A run's header: everything but its per-thread results. Serialized as the `run` object of
@@ -12,6 +12,9 @@ pub struct RunHeader {
     pub id: i64,
     pub label: String,
     pub probe: String,
+    /// What the run is. Not in the JSON export, which keeps its layout: there the probe tells.
+    #[serde(skip)]
+    pub kind: RunKind,
     pub status: RunStatus,
     pub start: String,
     pub end: Option<String>,

@@ -180,18 +180,17 @@ fn monitor_figures(monitors: &[Monitor]) -> Vec<Figure> {
 /// run's median), when any label measured one.
 fn cost_figure(costs: &[RunView]) -> Option<Figure> {
     let labels = distinct(costs.iter().map(|r| r.label().to_string()));
-    let op_of =
-        |r: &RunView| r.data.header.params.measured().and_then(|m| m.probe.get("op")?.as_str().map(str::to_string));
     let ops: Vec<cost_bars::OpBars> = crate::sysbench::ops()
         .iter()
-        .filter(|o| costs.iter().any(|r| op_of(r).as_deref() == Some(o.name)))
+        .filter(|o| costs.iter().any(|r| r.sysbench_op().as_deref() == Some(o.name)))
         .map(|o| cost_bars::OpBars {
             name: o.name.to_string(),
             bandwidth: o.bandwidth,
             values: labels
                 .iter()
                 .map(|l| {
-                    let r = costs.iter().rev().find(|r| r.label() == l && op_of(r).as_deref() == Some(o.name))?;
+                    let r =
+                        costs.iter().rev().find(|r| r.label() == l && r.sysbench_op().as_deref() == Some(o.name))?;
                     let v = r.data.total.percentile(0.5) as f64;
                     Some(if o.bandwidth { v / 1e3 } else { v / 1e6 })
                 })

@@ -7,7 +7,7 @@ use anyhow::Result;
 use super::figures::scatter::StealMark;
 use super::{ProbeNote, Run};
 use crate::invalid;
-use crate::model::{stolen, CpuInterval, EnvPoint};
+use crate::model::{stolen, CpuInterval, EnvPoint, RunKind};
 use crate::store::Store;
 
 /// One run with what the figures need beside its statistics.
@@ -25,7 +25,7 @@ pub struct RunView {
 /// Latency runs (every probe's) apart from costs and bandwidths (`sysbench`): the two are
 /// drawn and tabled differently.
 pub fn split(runs: Vec<RunView>) -> (Vec<RunView>, Vec<RunView>) {
-    runs.into_iter().partition(|r| !r.probe().starts_with("sysbench."))
+    runs.into_iter().partition(|r| !r.kind().is_sysbench())
 }
 
 impl RunView {
@@ -56,6 +56,13 @@ impl RunView {
     }
     pub fn probe(&self) -> &str {
         &self.data.header.probe
+    }
+    pub fn kind(&self) -> RunKind {
+        self.data.header.kind
+    }
+    /// The operation a sysbench operation's run measured; `None` for any other run.
+    pub fn sysbench_op(&self) -> Option<String> {
+        self.data.header.sysbench_op().map(|p| p.op)
     }
     /// The load profile the run was measured under ("none" when idle).
     pub fn load(&self) -> String {

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::figures::load_name;
 use super::select::RunView;
 use super::svg::esc;
-use crate::model::{Finding, RunStatus};
+use crate::model::{Finding, RunKind, RunStatus};
 use crate::stats::Stats;
 use crate::units::{fmt_ns_as_us as us, fmt_us};
 
@@ -194,9 +194,6 @@ pub fn breaches(run: &crate::model::Run) -> String {
 /// `sysbench` as LMbench's five summary tables: one per group, one row per label, one column
 /// per operation, the newest run's median (µs, or MB/s for bandwidths) with its spread on hover.
 pub fn sysbench(costs: &[RunView]) -> String {
-    let field = |r: &RunView, key: &str| {
-        r.data.header.params.measured().and_then(|m| m.probe.get(key)).and_then(|v| v.as_str()).map(str::to_string)
-    };
     let mut labels: Vec<&str> = Vec::new();
     for r in costs {
         if !labels.contains(&r.label()) {
@@ -209,7 +206,7 @@ pub fn sysbench(costs: &[RunView]) -> String {
             .iter()
             .filter(|o| o.group == group)
             .map(|o| o.name.to_string())
-            .filter(|name| costs.iter().any(|r| field(r, "op").as_deref() == Some(name)))
+            .filter(|name| costs.iter().any(|r| r.sysbench_op().as_deref() == Some(name)))
             .collect();
         if ops.is_empty() {
             continue;
@@ -232,7 +229,7 @@ pub fn sysbench(costs: &[RunView]) -> String {
                     let newest = costs
                         .iter()
                         .rev()
-                        .find(|r| r.label() == *label && r.load() == load && field(r, "op").as_deref() == Some(op));
+                        .find(|r| r.label() == *label && r.load() == load && r.sysbench_op().as_ref() == Some(op));
                     match newest {
                         Some(r) => {
                             let bw = group == crate::sysbench::Group::Bandwidth;
@@ -261,17 +258,17 @@ pub fn sysbench(costs: &[RunView]) -> String {
 /// column per load, the wall time of one pass over the operations, and a % row per label
 /// against the baseline the newest pass names.
 pub fn sysbench_total(costs: &[RunView]) -> String {
-    let param = |r: &RunView, key: &str| {
-        r.data.header.params.measured().and_then(|m| m.probe.get(key)?.as_str().map(str::to_string))
-    };
+    let load_item = |r: &RunView| r.data.header.sysbench_total().map_or_else(|| r.load(), |p| p.load_item);
     // In the order they ran: loads as the passes went, labels as they were measured.
-    let mut totals: Vec<&RunView> = costs.iter().filter(|r| r.probe() == "sysbench.total").collect();
+    let mut totals: Vec<&RunView> = costs.iter().filter(|r| r.kind() == RunKind::SysbenchTotal).collect();
     totals.sort_by_key(|r| r.data.header.id);
-    let Some(baseline) = totals.last().and_then(|r| param(r, "baseline")) else { return String::new() };
+    let Some(baseline) = totals.last().and_then(|r| r.data.header.sysbench_total()).map(|p| p.baseline) else {
+        return String::new();
+    };
     let mut loads: Vec<String> = Vec::new();
     let mut labels: Vec<&str> = Vec::new();
     for r in &totals {
-        let item = param(r, "load_item").unwrap_or_else(|| r.load());
+        let item = load_item(r);
         if !loads.contains(&item) {
             loads.push(item);
         }
@@ -280,11 +277,7 @@ pub fn sysbench_total(costs: &[RunView]) -> String {
         }
     }
     let seconds = |label: &str, item: &str| {
-        totals
-            .iter()
-            .rev()
-            .find(|r| r.label() == label && param(r, "load_item").unwrap_or_else(|| r.load()) == item)
-            .map(|r| r.data.total.max as f64 / 1e9)
+        totals.iter().rev().find(|r| r.label() == label && load_item(r) == item).map(|r| r.data.total.max as f64 / 1e9)
     };
     let mut out = String::from(r#"<table class="sysbench-total"><tr><th>label</th>"#);
     for l in &loads {

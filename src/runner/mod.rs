@@ -26,7 +26,9 @@ pub use phase::{load_progress, start_load, stop_load, LoadStart};
 pub use session::Session;
 
 use crate::config::RunConfig;
-use crate::model::{attribute, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunParams, RunStatus, StealFinding};
+use crate::model::{
+    attribute, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunKind, RunParams, RunStatus, StealFinding,
+};
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::store::Store;
 use crate::sys;
@@ -79,7 +81,9 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     let setup = setup::set_up(cfg, &mut session)?;
     // Memory stays flat over a long run: the store holds the history, not the process.
     store.limit_page_cache(256);
-    let header = header(cfg, &setup);
+    // Only a run stored in windows has segments, each a monitor's window.
+    let kind = if extras.window.is_some() { RunKind::MonitorWindow } else { RunKind::Probe };
+    let header = header(cfg, &setup, kind);
     let id = store.begin(&header.new_run())?;
     let segments = extras.window.map(|_| Segments {
         header,
@@ -104,10 +108,11 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
 }
 
 /// What the stored run begins with (and each window after it).
-fn header(cfg: &RunConfig, setup: &Setup) -> Header {
+fn header(cfg: &RunConfig, setup: &Setup, kind: RunKind) -> Header {
     Header {
         label: cfg.label.clone(),
         probe: cfg.info.name,
+        kind,
         metric: cfg.info.metric,
         params: RunParams::Measured(setup.params.clone()),
         load: load_header(cfg),

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::sink::Sink;
 use crate::config::ThreadPlan;
-use crate::model::{LoadRecord, Metric, RunParams, RunStatus, SystemSnapshot, ThreadResult};
+use crate::model::{LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadResult};
 use crate::store::{NewRun, Store};
 
 /// What a run adds to the plain driver: windows, their retention, and sinks of the caller's
@@ -27,6 +27,7 @@ pub struct Extras {
 pub struct Header {
     pub label: String,
     pub probe: &'static str,
+    pub kind: RunKind,
     pub metric: Metric,
     pub params: RunParams,
     pub load: LoadRecord,
@@ -42,6 +43,7 @@ impl Header {
         NewRun {
             label: &self.label,
             probe: self.probe,
+            kind: self.kind,
             metric: self.metric,
             params: &self.params,
             load: &self.load,
@@ -104,6 +106,7 @@ mod tests {
             header: Header {
                 label: "mon".into(),
                 probe: "timer",
+                kind: RunKind::MonitorWindow,
                 metric: Metric::default(),
                 params: RunParams::Unknown(serde_json::json!({})),
                 load: LoadRecord::idle(),

@@ -9,7 +9,7 @@ use super::{Store, SCHEMA_VERSION};
 use crate::error::InputError;
 
 const RUN_COLUMNS: &str = "label, probe, params, load, command_line, tool_version, schema_version, start, end, status,
-    rt_priority, warnings, system, envelope_ns, host, pid, pid_start, checkpoint, unit, better";
+    rt_priority, warnings, system, envelope_ns, host, pid, pid_start, checkpoint, unit, better, kind";
 
 impl Store {
     /// Copies every run of `other` that this store does not have yet. Returns (added, skipped).

@@ -12,12 +12,12 @@ use anyhow::{Context, Result};
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use rusqlite::{params, Connection, OptionalExtension};
 
-pub use retention::WINDOW_PARAM;
 pub use schema::SCHEMA_VERSION;
+pub use windows::WINDOW_PARAM;
 
 use crate::error::InputError;
 use crate::model::{
-    Breach, CpuInterval, EnvPoint, LoadRecord, Metric, Run, RunHeader, RunParams, RunStatus, SystemSnapshot,
+    Breach, CpuInterval, EnvPoint, LoadRecord, Metric, Run, RunHeader, RunKind, RunParams, RunStatus, SystemSnapshot,
     ThreadResult, ThreadSamples,
 };
 use crate::stats::Stats;
@@ -48,6 +48,7 @@ pub struct RawBatch<'a> {
 pub struct NewRun<'a> {
     pub label: &'a str,
     pub probe: &'a str,
+    pub kind: RunKind,
     pub metric: Metric,
     pub params: &'a RunParams,
     pub load: &'a LoadRecord,
@@ -156,8 +157,8 @@ impl Store {
         let pid = std::process::id();
         self.conn.execute(
             "INSERT INTO runs (label, probe, params, load, command_line, tool_version, schema_version, start, status,
-                               rt_priority, warnings, system, envelope_ns, host, pid, pid_start, unit, better)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                               rt_priority, warnings, system, envelope_ns, host, pid, pid_start, unit, better, kind)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
             params![
                 run.label,
                 run.probe,
@@ -176,6 +177,7 @@ impl Store {
                 crate::sysinfo::process_start(pid),
                 run.metric.names().0,
                 run.metric.names().1,
+                run.kind.as_str(),
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -407,7 +409,7 @@ impl Store {
 }
 
 const HEADER_SELECT: &str = "SELECT id, label, probe, status, start, end, params, load, system, rt_priority, warnings,
-    command_line, tool_version, envelope_ns, unit, better, host, pid, pid_start, checkpoint FROM runs";
+    command_line, tool_version, envelope_ns, unit, better, host, pid, pid_start, checkpoint, kind FROM runs";
 
 /// Says why a run reads as aborted when its process is gone.
 const ABANDONED: &str =
@@ -427,6 +429,8 @@ fn header_from_row(r: &rusqlite::Row, here: &str) -> rusqlite::Result<RunHeader>
         id: r.get(0)?,
         label: r.get(1)?,
         probe: r.get(2)?,
+        // The schema's CHECK admits only the kinds this rtbench knows.
+        kind: RunKind::parse(&r.get::<_, String>(20)?).unwrap_or_default(),
         status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
         start: r.get(4)?,
         end: r.get(5)?,

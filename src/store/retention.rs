@@ -1,5 +1,6 @@
-//! Retention of a monitor's segments: only runs a monitor stored (their parameters name the
-//! window) are ever deleted, so a `--keep` can never take a user's own runs of the same label.
+//! Retention of a monitor's segments: only runs a monitor stored (of the kind
+//! [`RunKind::MonitorWindow`]) are ever deleted, so a `--keep` can never take a user's own runs
+//! of the same label.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -7,9 +8,7 @@ use anyhow::Result;
 use rusqlite::params;
 
 use super::Store;
-
-/// The parameter that marks a run as one window of a monitor.
-pub const WINDOW_PARAM: &str = "monitor_window_s";
+use crate::model::RunKind;
 
 impl Store {
     /// Deletes the ended monitor segments of `label` and `probe` whose end is more than `keep`
@@ -20,11 +19,9 @@ impl Store {
         // Stored ends are RFC 3339 UTC of one width: their order as text is their order in time.
         let cutoff = crate::timefmt::rfc3339(cutoff.as_secs() as i64, cutoff.subsec_millis());
         let n = self.conn.execute(
-            &format!(
-                "DELETE FROM runs WHERE label = ?1 AND probe = ?2 AND status != 'running' AND end IS NOT NULL
-                 AND end < ?3 AND json_extract(params, '$.{WINDOW_PARAM}') IS NOT NULL"
-            ),
-            params![label, probe, cutoff],
+            "DELETE FROM runs WHERE label = ?1 AND probe = ?2 AND status != 'running' AND end IS NOT NULL
+             AND end < ?3 AND kind = ?4",
+            params![label, probe, cutoff, RunKind::MonitorWindow.as_str()],
         )?;
         Ok(n)
     }

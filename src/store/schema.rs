@@ -91,7 +91,127 @@ CREATE TABLE breaches (
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 "#,
+    r#"
+-- v6: what kind of run each is, where readers told it by the probe name ('sysbench.total',
+-- 'sysbench.OP') and by the parameter every monitor window carries. Older runs get the kind
+-- those told; a row whose params are not JSON is no window.
+ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'probe'
+    CHECK (kind IN ('probe','sysbench-op','sysbench-total','monitor-window'));
+UPDATE runs SET kind = CASE
+    WHEN probe = 'sysbench.total' THEN 'sysbench-total'
+    WHEN substr(probe, 1, 9) = 'sysbench.' THEN 'sysbench-op'
+    WHEN (CASE WHEN json_valid(params) THEN json_extract(params, '$.monitor_window_s') END) IS NOT NULL
+        THEN 'monitor-window'
+    ELSE 'probe'
+END;
+"#,
 ];
 
 /// The schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::super::Store;
+    use super::SCHEMA_VERSION;
+    use crate::model::probe_part;
+    use crate::model::RunKind::{self, *};
+
+    /// The runs of the v5 fixture in order, and the kind the readers of then told each by.
+    const OLD_RUNS: [(&str, RunKind); 8] = [
+        ("synthetic", Probe),
+        ("timer", Probe), // imported from cyclictest
+        ("sysbench.null-call", SysbenchOp),
+        ("sysbench.null-call", SysbenchOp), // the operation of the --total pass below
+        ("sysbench.total", SysbenchTotal),
+        ("timer", MonitorWindow),
+        ("timer", MonitorWindow),
+        ("timer", MonitorWindow),
+    ];
+
+    /// A store file as the rtbench before run kinds wrote it (see the fixture's header).
+    fn old_store(dir: &Path) -> PathBuf {
+        let path = dir.join("old.db");
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(include_str!("../../tests/fixtures/store-v5.sql")).unwrap();
+        path
+    }
+
+    fn kinds(store: &Store) -> Vec<(String, RunKind)> {
+        store.runs().unwrap().into_iter().map(|h| (h.probe, h.kind)).collect()
+    }
+
+    fn want() -> Vec<(String, RunKind)> {
+        OLD_RUNS.iter().map(|(p, k)| (p.to_string(), *k)).collect()
+    }
+
+    #[test]
+    fn an_old_store_is_migrated_and_each_run_gets_the_kind_its_name_or_window_parameter_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&old_store(dir.path())).unwrap();
+        assert_eq!(kinds(&store), want());
+        let windows: Vec<i64> = store.window_maxima("old").unwrap().iter().map(|w| w.run).collect();
+        assert_eq!(windows, [6, 7, 8], "the monitor's windows, not the imported timer run of the label");
+        // The typed parameters read what the old writers stored.
+        let op = store.header(4).unwrap().sysbench_op().expect("an operation's parameters");
+        let total = store.header(5).unwrap().sysbench_total().expect("a pass's parameters");
+        assert_eq!((op.op.as_str(), total.baseline.as_str(), total.load_item.as_str()), ("null-call", "old", "none"));
+        assert_eq!(total.iterations.get("null-call"), Some(&op.iterations), "the pass did the work its operation did");
+        assert!(store.header(5).unwrap().sysbench_op().is_none(), "a pass is no operation");
+        // And the new writers store them as the old ones did, key for key.
+        let stored = |id| serde_json::to_string(&store.header(id).unwrap().params.measured().unwrap().probe).unwrap();
+        let written = |part: serde_json::Map<_, _>| serde_json::to_string(&part).unwrap();
+        assert_eq!(written(probe_part(&op).unwrap()), stored(4));
+        assert_eq!(written(probe_part(&total).unwrap()), stored(5));
+    }
+
+    #[test]
+    fn retention_of_a_migrated_store_deletes_its_windows_and_not_a_run_of_the_same_label_and_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&old_store(dir.path())).unwrap();
+        assert_eq!(store.delete_ended_before("old", "timer", std::time::Duration::ZERO).unwrap(), 3);
+        let ids: Vec<i64> = store.runs().unwrap().iter().map(|h| h.id).collect();
+        assert_eq!(ids, [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn merge_of_an_old_store_brings_every_run_with_its_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = old_store(dir.path());
+        let mut store = Store::open(&dir.path().join("new.db")).unwrap();
+        assert_eq!(store.merge(&old).unwrap(), (8, 0));
+        assert_eq!(kinds(&store), want());
+        // As merge always has: opening the other store to check it migrates that file too.
+        let theirs = rusqlite::Connection::open(&old).unwrap();
+        let version: i64 = theirs.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn every_kind_is_admitted_by_the_schema_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let params = crate::model::RunParams::Unknown(serde_json::json!({}));
+        let (load, system) = (crate::model::LoadRecord::idle(), crate::model::SystemSnapshot::default());
+        for kind in RunKind::ALL {
+            let id = store
+                .begin(&crate::store::NewRun {
+                    label: "l",
+                    probe: "p",
+                    kind,
+                    metric: crate::model::Metric::default(),
+                    params: &params,
+                    load: &load,
+                    command_line: "rtbench",
+                    rt_priority: false,
+                    warnings: &[],
+                    system: &system,
+                    envelope_ns: 1_000_000_000,
+                })
+                .unwrap();
+            assert_eq!(store.header(id).unwrap().kind, kind);
+        }
+    }
+}

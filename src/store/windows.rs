@@ -3,15 +3,18 @@
 
 use anyhow::Result;
 
-use super::{Store, WINDOW_PARAM};
-use crate::model::WindowMax;
+use super::Store;
+use crate::model::{RunKind, WindowMax};
+
+/// The parameter in which a monitor's window records its length.
+pub const WINDOW_PARAM: &str = "monitor_window_s";
 
 impl Store {
     /// Every stored window of the monitors that ran under `label`, oldest first. `stolen` is
     /// [`crate::model::stolen`] of the interval holding the thread's max, asked of SQLite so
     /// the report reads no envelope.
     pub fn window_maxima(&self, label: &str) -> Result<Vec<WindowMax>> {
-        let mut stmt = self.conn.prepare(&format!(
+        let mut stmt = self.conn.prepare(
             "SELECT r.id, r.probe, r.start, t.thread, t.cpu, t.max_ns, t.count,
                     EXISTS (SELECT 1 FROM envelope e JOIN cpu_activity a
                               ON a.run_id = e.run_id AND a.idx = e.idx AND a.cpu = t.cpu
@@ -19,10 +22,10 @@ impl Store {
                               AND a.steal_ns > 0 AND a.steal_ns >= e.max_ns)
              FROM runs r
              JOIN threads t ON t.run_id = r.id
-             WHERE r.label = ?1 AND json_extract(r.params, '$.{WINDOW_PARAM}') IS NOT NULL
-             ORDER BY r.start, r.id, t.thread"
-        ))?;
-        let rows = stmt.query_map([label], |r| {
+             WHERE r.label = ?1 AND r.kind = ?2
+             ORDER BY r.start, r.id, t.thread",
+        )?;
+        let rows = stmt.query_map([label, RunKind::MonitorWindow.as_str()], |r| {
             Ok(WindowMax {
                 run: r.get(0)?,
                 probe: r.get(1)?,
@@ -54,6 +57,7 @@ mod tests {
             .begin(&NewRun {
                 label: "mon",
                 probe: "timer",
+                kind: RunKind::MonitorWindow,
                 metric: Metric::default(),
                 params: &params,
                 load: &load,

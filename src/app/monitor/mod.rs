@@ -16,7 +16,7 @@ use crate::runner::segment::Extras;
 pub fn run(a: MonitorConfig) -> Result<i32> {
     let mut cfg = a.run;
     let probe = cfg.info.name;
-    // Marks every window as a monitor's: retention deletes these and nothing else.
+    // Every window records its length; its kind, which retention goes by, the runner stores.
     cfg.probe_params.insert(crate::store::WINDOW_PARAM.into(), a.window.as_secs_f64().into());
     let shared = metrics::Shared::default();
     let endpoint = match &a.listen {

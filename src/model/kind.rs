@@ -1,0 +1,127 @@
+//! What a stored run is (a probe's run, a sysbench operation or pass, a monitor's window), and
+//! the parameters of its own that only some kinds have, typed.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::RunHeader;
+
+/// The kind of a stored run: the report draws and tables each its own way. Stored by the name
+/// [`RunKind::as_str`] gives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunKind {
+    /// A probe's run, measured here or imported from cyclictest.
+    #[default]
+    Probe,
+    /// One operation of `rtbench sysbench`: a cost or bandwidth per repetition.
+    SysbenchOp,
+    /// One pass of `sysbench --total` under one load: its one sample is the pass's wall time.
+    SysbenchTotal,
+    /// One window of `rtbench monitor`, a probe's run among a chain of them.
+    MonitorWindow,
+}
+
+impl RunKind {
+    pub const ALL: [RunKind; 4] = [RunKind::Probe, RunKind::SysbenchOp, RunKind::SysbenchTotal, RunKind::MonitorWindow];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Probe => "probe",
+            RunKind::SysbenchOp => "sysbench-op",
+            RunKind::SysbenchTotal => "sysbench-total",
+            RunKind::MonitorWindow => "monitor-window",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RunKind> {
+        RunKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Whether the run holds costs of the system (`sysbench`) rather than latencies.
+    pub fn is_sysbench(self) -> bool {
+        matches!(self, RunKind::SysbenchOp | RunKind::SysbenchTotal)
+    }
+}
+
+/// The probe part of a sysbench operation's parameters (see [`super::MeasuredParams::probe`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SysbenchOpParams {
+    pub op: String,
+    pub group: String,
+    /// Iterations per repetition.
+    pub iterations: u64,
+    pub min_repetition_ms: f64,
+}
+
+/// The probe part of a `sysbench --total` pass's parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SysbenchTotalParams {
+    /// The `--loads` item the pass ran under.
+    pub load_item: String,
+    /// The label the pass's % row compares against.
+    pub baseline: String,
+    pub operations: usize,
+    /// The work of the pass: iterations per repetition of each operation, by name.
+    pub iterations: BTreeMap<String, u64>,
+}
+
+/// The map stored as a run's probe part: `part`'s fields, in their order.
+pub fn probe_part<T: Serialize>(part: &T) -> serde_json::Result<Map<String, Value>> {
+    Map::deserialize(serde_json::to_value(part)?)
+}
+
+impl RunHeader {
+    /// A sysbench operation's own parameters; `None` for any other kind of run, or one whose
+    /// stored parameters lack them.
+    pub fn sysbench_op(&self) -> Option<SysbenchOpParams> {
+        self.own_params(RunKind::SysbenchOp)
+    }
+
+    /// A `sysbench --total` pass's own parameters; `None` as for [`RunHeader::sysbench_op`].
+    pub fn sysbench_total(&self) -> Option<SysbenchTotalParams> {
+        self.own_params(RunKind::SysbenchTotal)
+    }
+
+    fn own_params<T: DeserializeOwned>(&self, kind: RunKind) -> Option<T> {
+        if self.kind != kind {
+            return None;
+        }
+        T::deserialize(&self.params.measured()?.probe).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in RunKind::ALL {
+            assert_eq!(RunKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(RunKind::parse("sysbench.total"), None);
+    }
+
+    #[test]
+    fn a_sysbench_part_is_stored_as_the_keys_it_always_was() {
+        let op = SysbenchOpParams {
+            op: "null-call".into(),
+            group: "processes".into(),
+            iterations: 7,
+            min_repetition_ms: 2.0,
+        };
+        let text = serde_json::to_string(&probe_part(&op).unwrap()).unwrap();
+        assert_eq!(text, r#"{"op":"null-call","group":"processes","iterations":7,"min_repetition_ms":2.0}"#);
+        let total = SysbenchTotalParams {
+            load_item: "cpu+disk".into(),
+            baseline: "k".into(),
+            operations: 2,
+            iterations: [("a".to_string(), 3), ("b".to_string(), 4)].into(),
+        };
+        let text = serde_json::to_string(&probe_part(&total).unwrap()).unwrap();
+        assert_eq!(text, r#"{"load_item":"cpu+disk","baseline":"k","operations":2,"iterations":{"a":3,"b":4}}"#);
+    }
+}

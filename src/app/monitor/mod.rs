@@ -22,8 +22,8 @@ pub fn run(a: MonitorArgs) -> Result<i32> {
     let mut args = info.defaults();
     match a.noise {
         // The busy loop has no interval: what it counts is set by its threshold.
-        true => args.set("threshold", crate::probe::FlagValue::Number(a.noise_threshold)),
-        false => args.set("interval", crate::probe::FlagValue::Number(a.interval)),
+        true => args.set(&crate::probe::noise::THRESHOLD, crate::probe::FlagValue::Number(a.noise_threshold)),
+        false => args.set(&crate::probe::timer::INTERVAL, crate::probe::FlagValue::Number(a.interval)),
     }
     let opts = RunOptions {
         affinity: a.affinity.clone(),

@@ -155,7 +155,7 @@ impl RunConfig {
         }
         // Samples per thread: -l, else the probe's own count flag, else its default unless a
         // duration bounds the run.
-        let loops = opts.loops.or(info.count_flag.and_then(|f| args.number(f))).or(if opts.duration.is_some() {
+        let loops = opts.loops.or(info.count_flag.and_then(|f| args.number(&f))).or(if opts.duration.is_some() {
             None
         } else {
             info.default_loops

@@ -12,7 +12,7 @@ use crate::config::{MonitorConfig, RunConfig, RunOptions};
 #[derive(Args, Debug)]
 pub struct MonitorArgs {
     /// Wake-up interval of the timer probe, in µs
-    #[arg(short = 'i', long, value_parser = crate::parse::positive_us, default_value = "1000", value_name = "US")]
+    #[arg(short = 'i', long, value_parser = crate::parse::positive_us, default_value_t = crate::probe::timer::INTERVAL_US, value_name = "US")]
     pub interval: u64,
     /// CPUs to watch, one thread each, e.g. 0-3 [default: all online]
     #[arg(short = 'a', long, value_name = "CPUS")]
@@ -23,7 +23,7 @@ pub struct MonitorArgs {
     #[arg(long, conflicts_with = "interval")]
     pub noise: bool,
     /// With --noise: gaps longer than this count, in µs
-    #[arg(long, value_parser = crate::parse::positive_us, default_value = "1", value_name = "US", requires = "noise")]
+    #[arg(long, value_parser = crate::parse::positive_us, default_value_t = crate::probe::noise::THRESHOLD_US, value_name = "US", requires = "noise")]
     pub noise_threshold: u64,
     /// Real-time priority of the measuring threads (1-99)
     #[arg(short = 'p', long, value_parser = crate::parse::priority, default_value_t = 95)]
@@ -70,8 +70,8 @@ impl MonitorArgs {
         let mut args = info.defaults();
         match self.noise {
             // The busy loop has no interval: what it counts is set by its threshold.
-            true => args.set("threshold", crate::probe::FlagValue::Number(self.noise_threshold)),
-            false => args.set("interval", crate::probe::FlagValue::Number(self.interval)),
+            true => args.set(&crate::probe::noise::THRESHOLD, crate::probe::FlagValue::Number(self.noise_threshold)),
+            false => args.set(&crate::probe::timer::INTERVAL, crate::probe::FlagValue::Number(self.interval)),
         }
         let opts = RunOptions {
             affinity: self.affinity,

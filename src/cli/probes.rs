@@ -73,7 +73,7 @@ fn subcommand(info: &'static ProbeInfo) -> clap::Command {
             arg = arg.num_args(0..=1).default_missing_value("");
         }
         if let Some(d) = flag.default {
-            arg = arg.default_value(d);
+            arg = arg.default_value(d.to_string());
         }
         cmd = cmd.arg(arg);
     }
@@ -86,10 +86,10 @@ fn probe_args(info: &ProbeInfo, m: &ArgMatches) -> ProbeArgs {
     let mut args = ProbeArgs::default();
     for flag in info.flags {
         match flag.kind {
-            Kind::Switch => args.set(flag.name, FlagValue::Switch(m.get_flag(flag.name))),
+            Kind::Switch => args.set(flag, FlagValue::Switch(m.get_flag(flag.name))),
             _ => {
                 if let Some(v) = m.get_one::<FlagValue>(flag.name) {
-                    args.set(flag.name, v.clone());
+                    args.set(flag, v.clone());
                 }
             }
         }
@@ -109,6 +109,11 @@ mod tests {
         }
     }
 
+    /// A probe's flag by its name.
+    fn flag(probe: &str, name: &str) -> probe::Flag {
+        *probe::info(probe).unwrap().flags.iter().find(|f| f.name == name).unwrap()
+    }
+
     #[test]
     fn every_registered_probe_is_a_subcommand_with_its_defaults() {
         for info in probe::REGISTRY {
@@ -117,8 +122,20 @@ mod tests {
             let defaults = info.defaults();
             for f in info.flags {
                 assert_eq!(
-                    format!("{:?}{:?}{}", call.args.number(f.name), call.args.text(f.name), call.args.switch(f.name)),
-                    format!("{:?}{:?}{}", defaults.number(f.name), defaults.text(f.name), defaults.switch(f.name)),
+                    format!(
+                        "{:?}{:?}{:?}{}",
+                        call.args.number(f),
+                        call.args.duration(f),
+                        call.args.text(f),
+                        call.args.switch(f)
+                    ),
+                    format!(
+                        "{:?}{:?}{:?}{}",
+                        defaults.number(f),
+                        defaults.duration(f),
+                        defaults.text(f),
+                        defaults.switch(f)
+                    ),
                     "{}: --{} from the command line and from the table agree",
                     info.name,
                     f.name
@@ -130,13 +147,14 @@ mod tests {
     #[test]
     fn probe_flags_and_run_flags_parse_together() {
         let call = probe(&["pingpong", "10.0.0.1:9", "--transport", "tcp", "-s", "64", "--rtt", "-n", "5", "-D", "2s"]);
-        assert_eq!(call.args.text("addr"), Some("10.0.0.1:9"));
-        assert_eq!(call.args.text("transport"), Some("tcp"));
-        assert_eq!(call.args.number("size"), Some(64));
-        assert!(call.args.switch("rtt") && !call.args.switch("busy-poll"));
-        assert_eq!(call.args.number("round-trips"), Some(5));
+        let f = |name| flag("pingpong", name);
+        assert_eq!(call.args.text(&f("addr")), Some("10.0.0.1:9"));
+        assert_eq!(call.args.text(&f("transport")), Some("tcp"));
+        assert_eq!(call.args.number(&f("size")), Some(64));
+        assert!(call.args.switch(&f("rtt")) && !call.args.switch(&f("busy-poll")));
+        assert_eq!(call.args.number(&f("round-trips")), Some(5));
         assert_eq!(call.run.duration, Some(std::time::Duration::from_secs(2)));
-        assert_eq!(probe(&["pingpong", "--serve"]).args.text("serve"), Some(""));
-        assert_eq!(probe(&["pingpong"]).args.text("serve"), None);
+        assert_eq!(probe(&["pingpong", "--serve"]).args.text(&f("serve")), Some(""));
+        assert_eq!(probe(&["pingpong"]).args.text(&f("serve")), None);
     }
 }

@@ -23,12 +23,16 @@ pub enum Transport {
 impl Transport {
     /// By its lowercase name, as flags and stored runs spell it.
     pub fn parse(name: &str) -> Option<Transport> {
-        match name {
-            "udp" => Some(Transport::Udp),
-            "tcp" => Some(Transport::Tcp),
-            "unix" => Some(Transport::Unix),
-            "zmq" => Some(Transport::Zmq),
-            _ => None,
+        [Transport::Udp, Transport::Tcp, Transport::Unix, Transport::Zmq].into_iter().find(|t| t.name() == name)
+    }
+
+    /// Its lowercase name, as flags and stored runs spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+            Transport::Unix => "unix",
+            Transport::Zmq => "zmq",
         }
     }
 }

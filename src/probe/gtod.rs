@@ -15,19 +15,21 @@ pub const INFO: ProbeInfo = ProbeInfo {
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::One,
     default_loops: Some(1_000_000),
-    count_flag: Some("pairs"),
-    flags: &[Flag::new(
-        "pairs",
-        Kind::Positive,
-        "Clock-read pairs per thread (the same as -l) [default: 1000000, or unlimited with -D]",
-    )
-    .short('n')
-    .value_name("N")],
+    count_flag: Some(PAIRS),
+    flags: &[PAIRS],
     supported: anywhere,
     build,
     serve: None,
     study: Some(|_, _| {}),
 };
+
+const PAIRS: Flag = Flag::new(
+    "pairs",
+    Kind::Positive,
+    "Clock-read pairs per thread (the same as -l) [default: 1000000, or unlimited with -D]",
+)
+.short('n')
+.value_name("N");
 
 /// Stored with the run.
 #[derive(serde::Serialize)]

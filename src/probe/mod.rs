@@ -4,11 +4,11 @@
 
 mod flags;
 mod gtod;
-mod noise;
+pub mod noise;
 mod pingpong;
 mod response;
 mod synthetic;
-mod timer;
+pub mod timer;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use crate::model::Metric;
 use crate::net::transport::Transport;
 use crate::recorder::Recorder;
 
-pub use flags::{Flag, Kind, ProbeArgs, Value as FlagValue};
+pub use flags::{Flag, Kind, Preset, ProbeArgs, Value as FlagValue};
 
 /// What one measuring thread gets from the runner.
 pub struct ThreadCtx<'a> {
@@ -117,8 +117,8 @@ pub struct ProbeInfo {
     pub default_threads: DefaultThreads,
     /// Samples per thread when neither `-l`, the count flag nor a duration bounds the run.
     pub default_loops: Option<u64>,
-    /// The probe's own name for `-l` (`--pairs`), if it has one.
-    pub count_flag: Option<&'static str>,
+    /// The probe's own name for `-l` (`--pairs`), if it has one; it is in `flags` too.
+    pub count_flag: Option<Flag>,
     pub flags: &'static [Flag],
     /// Whether it can run here; if not, why (stress-ng's way: a skip with a reason).
     pub supported: fn() -> Result<(), String>,
@@ -178,7 +178,14 @@ mod tests {
             let args = info.defaults();
             for f in info.flags {
                 if let Some(d) = f.default {
-                    assert!(f.parse(d).is_ok(), "{}: default of --{} does not parse", info.name, f.name);
+                    // What --help shows reads back as the value the probe gets.
+                    assert_eq!(
+                        f.parse(&d.to_string()),
+                        Ok(d.value()),
+                        "{}: default of --{} does not parse",
+                        info.name,
+                        f.name
+                    );
                 }
                 assert_eq!(
                     info.flags.iter().filter(|g| g.name == f.name).count(),
@@ -188,7 +195,7 @@ mod tests {
                     f.name
                 );
             }
-            if let Some(count) = info.count_flag {
+            if let Some(count) = info.count_flag.map(|f| f.name) {
                 assert!(info.flags.iter().any(|f| f.name == count), "{}: count flag --{count} undeclared", info.name);
             }
             if let Some(study) = info.study {

@@ -24,14 +24,19 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_threads: DefaultThreads::PerCpu,
     default_loops: None,
     count_flag: None,
-    flags: &[Flag::new("threshold", Kind::PositiveUs, "Gaps longer than this count as noise, in µs")
-        .value_name("US")
-        .default("1")],
+    flags: &[THRESHOLD],
     supported: anywhere,
     build,
     serve: None,
     study: Some(|_, _| {}),
 };
+
+/// Gaps longer than this count when `--threshold` is not given, in µs; the monitor's too.
+pub const THRESHOLD_US: u64 = 1;
+
+pub const THRESHOLD: Flag = Flag::new("threshold", Kind::PositiveUs, "Gaps longer than this count as noise, in µs")
+    .value_name("US")
+    .default_number(THRESHOLD_US);
 
 /// The throttling-proof pause schedule repeats every this long, or a tenth of the throttling
 /// period if that is shorter.
@@ -61,7 +66,7 @@ fn pause_schedule(runtime_us: Option<i64>, period_us: Option<i64>) -> Option<(u6
 }
 
 fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let threshold_ns = args.number("threshold").unwrap_or(1) * 1000;
+    let threshold_ns = args.number(&THRESHOLD).unwrap_or(THRESHOLD_US) * 1000;
     let t = crate::sysinfo::rt_throttling();
     let schedule = pause_schedule(t.sched_rt_runtime_us, t.sched_rt_period_us);
     let params = Params {

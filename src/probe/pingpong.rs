@@ -22,64 +22,67 @@ pub const INFO: ProbeInfo = ProbeInfo {
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::One,
     default_loops: Some(1_000_000),
-    count_flag: Some("round-trips"),
-    flags: &[
-        Flag::new(
-            "addr",
-            Kind::Positional,
-            "Server address (HOST:PORT, or a socket path for unix) [default: loopback]",
-        )
-        .value_name("ADDR"),
-        Flag::new("serve", Kind::OptionalText, "Run the echo server, on ADDR [default: 127.0.0.1:17700]")
-            .value_name("ADDR"),
-        Flag::new("transport", Kind::Choice(&["udp", "tcp", "unix", "zmq"]), "udp, tcp, unix or zmq")
-            .value_name("TRANSPORT")
-            .default("udp"),
-        Flag::new("size", Kind::MessageSize, "Message payload in bytes (1 to 65536)")
-            .short('s')
-            .value_name("BYTES")
-            .default("1"),
-        Flag::new(
-            "round-trips",
-            Kind::Positive,
-            "Round trips per thread (the same as -l) [default: 1000000, or unlimited with -D]",
-        )
-        .short('n')
-        .value_name("N"),
-        Flag::new("rtt", Kind::Switch, "Store full round-trip times instead of one-way (RTT/2)"),
-        Flag::new("warmup", Kind::Count, "Round trips before measuring, reported apart")
-            .value_name("N")
-            .default("1000"),
-        Flag::new("busy-poll", Kind::Switch, "Spin on a non-blocking socket instead of sleeping in recv (UDP)"),
-        super::TOKEN,
-        super::SERVE_FOR,
-    ],
+    count_flag: Some(ROUND_TRIPS),
+    flags: &[ADDR, SERVE, TRANSPORT, SIZE, ROUND_TRIPS, RTT, WARMUP, BUSY_POLL, super::TOKEN, super::SERVE_FOR],
     supported: anywhere,
     build,
     serve: Some(serve),
-    study: Some(|env, args| args.set("addr", super::FlagValue::Text(env.peer.clone()))),
+    study: Some(|env, args| args.set(&ADDR, super::FlagValue::Text(env.peer.clone()))),
 };
+
+/// The transport when `--transport` is not given.
+const TRANSPORT_DEFAULT: Transport = Transport::Udp;
+/// Payload when `-s` is not given, in bytes (the ØMQ study's 1-byte messages).
+const SIZE_BYTES: u64 = 1;
+/// Round trips before measuring when `--warmup` is not given.
+const WARMUP_ROUND_TRIPS: u64 = 1000;
+
+const ADDR: Flag =
+    Flag::new("addr", Kind::Positional, "Server address (HOST:PORT, or a socket path for unix) [default: loopback]")
+        .value_name("ADDR");
+const SERVE: Flag = Flag::new("serve", Kind::OptionalText, "Run the echo server, on ADDR [default: 127.0.0.1:17700]")
+    .value_name("ADDR");
+const TRANSPORT: Flag = Flag::new("transport", Kind::Choice(&["udp", "tcp", "unix", "zmq"]), "udp, tcp, unix or zmq")
+    .value_name("TRANSPORT")
+    .default_text(TRANSPORT_DEFAULT.name());
+const SIZE: Flag = Flag::new("size", Kind::MessageSize, "Message payload in bytes (1 to 65536)")
+    .short('s')
+    .value_name("BYTES")
+    .default_number(SIZE_BYTES);
+const ROUND_TRIPS: Flag = Flag::new(
+    "round-trips",
+    Kind::Positive,
+    "Round trips per thread (the same as -l) [default: 1000000, or unlimited with -D]",
+)
+.short('n')
+.value_name("N");
+const RTT: Flag = Flag::new("rtt", Kind::Switch, "Store full round-trip times instead of one-way (RTT/2)");
+const WARMUP: Flag = Flag::new("warmup", Kind::Count, "Round trips before measuring, reported apart")
+    .value_name("N")
+    .default_number(WARMUP_ROUND_TRIPS);
+const BUSY_POLL: Flag =
+    Flag::new("busy-poll", Kind::Switch, "Spin on a non-blocking socket instead of sleeping in recv (UDP)");
 
 /// How long a client waits for the hello's answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 fn transport_of(args: &ProbeArgs) -> Transport {
-    args.text("transport").and_then(Transport::parse).unwrap_or(Transport::Udp)
+    args.text(&TRANSPORT).and_then(Transport::parse).unwrap_or(TRANSPORT_DEFAULT)
 }
 
 fn serve(args: &ProbeArgs) -> Result<Option<ServeSpec>> {
-    let Some(addr) = args.text("serve") else { return Ok(None) };
+    let Some(addr) = args.text(&SERVE) else { return Ok(None) };
     let transport = transport_of(args);
     Ok(Some(ServeSpec {
         transport,
         addr: transport::address(transport, (!addr.is_empty()).then_some(addr)),
-        token: args.number("token"),
-        serve_for: args.duration("serve-for"),
+        token: args.number(&super::TOKEN),
+        serve_for: args.duration(&super::SERVE_FOR),
         what: "pingpong",
     }))
 }
 
-/// Stored with the run.
+/// The client's parameters; the serialized fields are what is stored with the run.
 #[derive(serde::Serialize)]
 struct Params {
     transport: Transport,
@@ -88,25 +91,39 @@ struct Params {
     sample: &'static str,
     warmup_round_trips: u64,
     busy_poll: bool,
+    /// Store full round trips instead of halves.
+    #[serde(skip)]
+    rtt: bool,
+    /// The session token asked for; a random one when none is.
+    #[serde(skip)]
+    token: Option<u64>,
+}
+
+impl Params {
+    fn read(args: &ProbeArgs) -> Params {
+        let transport = transport_of(args);
+        let rtt = args.switch(&RTT);
+        Params {
+            transport,
+            peer: transport::address(transport, args.text(&ADDR)),
+            size_bytes: args.number(&SIZE).unwrap_or(SIZE_BYTES) as usize,
+            sample: if rtt { "round trip" } else { "one-way = RTT/2" },
+            warmup_round_trips: args.number(&WARMUP).unwrap_or(WARMUP_ROUND_TRIPS),
+            busy_poll: args.switch(&BUSY_POLL),
+            rtt,
+            token: args.number(&super::TOKEN),
+        }
+    }
 }
 
 fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let transport = transport_of(args);
-    let rtt = args.switch("rtt");
-    let p = Params {
-        transport,
-        peer: transport::address(transport, args.text("addr")),
-        size_bytes: args.number("size").unwrap_or(1) as usize,
-        sample: if rtt { "round trip" } else { "one-way = RTT/2" },
-        warmup_round_trips: args.number("warmup").unwrap_or(1000),
-        busy_poll: args.switch("busy-poll"),
-    };
+    let p = Params::read(args);
     let probe = Pingpong {
-        transport,
+        transport: p.transport,
         addr: p.peer.clone(),
         size: p.size_bytes,
-        token: args.number("token").unwrap_or_else(wire::random_token),
-        rtt,
+        token: p.token.unwrap_or_else(wire::random_token),
+        rtt: p.rtt,
         warmup: p.warmup_round_trips,
         busy_poll: p.busy_poll,
         timeout: CONNECT_TIMEOUT,

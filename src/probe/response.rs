@@ -23,67 +23,81 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_threads: DefaultThreads::One,
     default_loops: None,
     count_flag: None,
-    flags: &[
-        Flag::new("target", Kind::OptionalText, "Answer triggers on ADDR [default: 127.0.0.1:17700]")
-            .value_name("ADDR"),
-        Flag::new("logger", Kind::Text, "Send triggers to TARGET and measure its answers").value_name("TARGET"),
-        Flag::new("period", Kind::Duration, "Time between triggers").value_name("PERIOD").default("1ms"),
-        Flag::new("timeout", Kind::Duration, "A trigger not answered within this long is lost")
-            .value_name("TIMEOUT")
-            .default("100ms"),
-        super::TOKEN,
-        super::SERVE_FOR,
-    ],
+    flags: &[TARGET, LOGGER, PERIOD, TIMEOUT, super::TOKEN, super::SERVE_FOR],
     supported: anywhere,
     build,
     serve: Some(serve),
-    study: Some(|env, args| args.set("logger", super::FlagValue::Text(env.peer.clone()))),
+    study: Some(|env, args| args.set(&LOGGER, super::FlagValue::Text(env.peer.clone()))),
 };
+
+/// Time between triggers when `--period` is not given (the I-pipe study's logger: 1 ms).
+const PERIOD_DEFAULT: Duration = Duration::from_millis(1);
+/// How long a trigger may go unanswered when `--timeout` is not given.
+const TIMEOUT_DEFAULT: Duration = Duration::from_millis(100);
+
+const TARGET: Flag =
+    Flag::new("target", Kind::OptionalText, "Answer triggers on ADDR [default: 127.0.0.1:17700]").value_name("ADDR");
+const LOGGER: Flag =
+    Flag::new("logger", Kind::Text, "Send triggers to TARGET and measure its answers").value_name("TARGET");
+const PERIOD: Flag =
+    Flag::new("period", Kind::Duration, "Time between triggers").value_name("PERIOD").default_duration(PERIOD_DEFAULT);
+const TIMEOUT: Flag = Flag::new("timeout", Kind::Duration, "A trigger not answered within this long is lost")
+    .value_name("TIMEOUT")
+    .default_duration(TIMEOUT_DEFAULT);
 
 /// How long the target has to answer the hello.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
 
 fn serve(args: &ProbeArgs) -> Result<Option<ServeSpec>> {
-    let Some(addr) = args.text("target") else { return Ok(None) };
-    if args.text("logger").is_some() {
+    let Some(addr) = args.text(&TARGET) else { return Ok(None) };
+    if args.text(&LOGGER).is_some() {
         return Err(crate::invalid!("--target and --logger are the two ends: give one"));
     }
     Ok(Some(ServeSpec {
         transport: Transport::Udp,
         addr: transport::address(Transport::Udp, (!addr.is_empty()).then_some(addr)),
-        token: args.number("token"),
-        serve_for: args.duration("serve-for"),
+        token: args.number(&super::TOKEN),
+        serve_for: args.duration(&super::SERVE_FOR),
         what: "response",
     }))
 }
 
-/// Stored with the run.
+/// The logger's parameters; the serialized fields are what is stored with the run.
 #[derive(serde::Serialize)]
 struct Params {
     target: String,
     period_ns: u64,
     timeout_ns: u64,
+    /// The session token asked for; a random one when none is.
+    #[serde(skip)]
+    token: Option<u64>,
+}
+
+impl Params {
+    fn read(args: &ProbeArgs) -> Result<Params> {
+        let Some(target) = args.text(&LOGGER) else {
+            return Err(crate::invalid!("response needs --target (on the machine under test) or --logger TARGET"));
+        };
+        let period = args.duration(&PERIOD).unwrap_or(PERIOD_DEFAULT);
+        if period < Duration::from_micros(10) {
+            return Err(crate::invalid!("--period must be at least 10us"));
+        }
+        Ok(Params {
+            target: transport::address(Transport::Udp, Some(target)),
+            period_ns: period.as_nanos() as u64,
+            timeout_ns: args.duration(&TIMEOUT).unwrap_or(TIMEOUT_DEFAULT).as_nanos() as u64,
+            token: args.number(&super::TOKEN),
+        })
+    }
 }
 
 fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let Some(target) = args.text("logger") else {
-        return Err(crate::invalid!("response needs --target (on the machine under test) or --logger TARGET"));
-    };
-    let period = args.duration("period").unwrap_or(Duration::from_millis(1));
-    let timeout = args.duration("timeout").unwrap_or(Duration::from_millis(100));
-    if period < Duration::from_micros(10) {
-        return Err(crate::invalid!("--period must be at least 10us"));
-    }
-    let p = Params {
-        target: transport::address(Transport::Udp, Some(target)),
-        period_ns: period.as_nanos() as u64,
-        timeout_ns: timeout.as_nanos() as u64,
-    };
+    let p = Params::read(args)?;
     let probe = Response {
         target: p.target.clone(),
         period_ns: p.period_ns,
-        token: args.number("token").unwrap_or_else(wire::random_token),
-        timeout,
+        token: p.token.unwrap_or_else(wire::random_token),
+        timeout: Duration::from_nanos(p.timeout_ns),
         conn: Mutex::new(None),
         findings: Mutex::new(Findings::default()),
     };

@@ -18,21 +18,31 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_threads: DefaultThreads::One,
     default_loops: Some(1_000_000),
     count_flag: None,
-    flags: &[
-        Flag::new("seed", Kind::Count, "Seed of the generator: the same seed gives the same samples").default("1"),
-        Flag::new("interval", Kind::PositiveUs, "Synthetic time between samples, in µs")
-            .short('i')
-            .value_name("US")
-            .default("1000"),
-        Flag::new("median", Kind::Positive, "Median of the lognormal body, in ns").value_name("NS").default("5000"),
-    ],
+    flags: &[SEED, INTERVAL, MEDIAN],
     supported: anywhere,
     build,
     serve: None,
     study: None,
 };
 
-/// Stored with the run.
+/// The seed when `--seed` is not given.
+const SEED_DEFAULT: u64 = 1;
+/// Synthetic time between samples when `-i` is not given, in µs.
+const INTERVAL_US: u64 = 1000;
+/// Median of the lognormal body when `--median` is not given, in ns.
+const MEDIAN_NS: u64 = 5000;
+
+const SEED: Flag = Flag::new("seed", Kind::Count, "Seed of the generator: the same seed gives the same samples")
+    .default_number(SEED_DEFAULT);
+const INTERVAL: Flag = Flag::new("interval", Kind::PositiveUs, "Synthetic time between samples, in µs")
+    .short('i')
+    .value_name("US")
+    .default_number(INTERVAL_US);
+const MEDIAN: Flag = Flag::new("median", Kind::Positive, "Median of the lognormal body, in ns")
+    .value_name("NS")
+    .default_number(MEDIAN_NS);
+
+/// The generator's parameters, stored with the run as they are.
 #[derive(serde::Serialize)]
 struct Params {
     seed: u64,
@@ -40,12 +50,18 @@ struct Params {
     median_ns: u64,
 }
 
+impl Params {
+    fn read(args: &ProbeArgs) -> Params {
+        Params {
+            seed: args.number(&SEED).unwrap_or(SEED_DEFAULT),
+            interval_us: args.number(&INTERVAL).unwrap_or(INTERVAL_US),
+            median_ns: args.number(&MEDIAN).unwrap_or(MEDIAN_NS),
+        }
+    }
+}
+
 fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let p = Params {
-        seed: args.number("seed").unwrap_or(1),
-        interval_us: args.number("interval").unwrap_or(1000),
-        median_ns: args.number("median").unwrap_or(5000),
-    };
+    let p = Params::read(args);
     let probe = Synthetic { seed: p.seed, step_ns: p.interval_us * 1000, median_ns: p.median_ns as f64 };
     Ok(Built { probe: Arc::new(probe), params: stored(&p) })
 }

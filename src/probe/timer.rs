@@ -17,31 +17,45 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_threads: DefaultThreads::PerCpu,
     default_loops: None,
     count_flag: None,
-    flags: &[
-        Flag::new("interval", Kind::PositiveUs, "Wake-up interval in µs").short('i').value_name("US").default("1000"),
-        Flag::new("distance", Kind::Us, "Added to the interval per thread, in µs (cyclictest's -d)")
-            .short('d')
-            .value_name("US")
-            .default("0"),
-    ],
+    flags: &[INTERVAL, DISTANCE],
     supported: anywhere,
     build,
     serve: None,
     study: Some(|_, _| {}),
 };
 
-/// Stored with the run.
+/// Wake-up interval when `-i` is not given, in µs (cyclictest's); the monitor's too.
+pub const INTERVAL_US: u64 = 1000;
+/// Per-thread addition to the interval when `-d` is not given, in µs.
+const DISTANCE_US: u64 = 0;
+
+pub const INTERVAL: Flag = Flag::new("interval", Kind::PositiveUs, "Wake-up interval in µs")
+    .short('i')
+    .value_name("US")
+    .default_number(INTERVAL_US);
+const DISTANCE: Flag = Flag::new("distance", Kind::Us, "Added to the interval per thread, in µs (cyclictest's -d)")
+    .short('d')
+    .value_name("US")
+    .default_number(DISTANCE_US);
+
+/// The timer's parameters, stored with the run as they are.
 #[derive(serde::Serialize)]
 struct Params {
     interval_us: u64,
     distance_us: u64,
 }
 
+impl Params {
+    fn read(args: &ProbeArgs) -> Params {
+        Params {
+            interval_us: args.number(&INTERVAL).unwrap_or(INTERVAL_US),
+            distance_us: args.number(&DISTANCE).unwrap_or(DISTANCE_US),
+        }
+    }
+}
+
 fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let p = Params {
-        interval_us: args.number("interval").unwrap_or(1000),
-        distance_us: args.number("distance").unwrap_or(0),
-    };
+    let p = Params::read(args);
     let probe = Timer { interval_ns: p.interval_us * 1000, distance_ns: p.distance_us * 1000 };
     Ok(Built { probe: Arc::new(probe), params: stored(&p) })
 }

@@ -7,11 +7,9 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::error::InputError;
-use crate::model::{
-    ImportedParams, LoadRecord, Metric, Preemption, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadResult,
-};
+use crate::model::{ImportedParams, LoadRecord, Metric, Preemption, RunKind, RunParams, SystemSnapshot, ThreadResult};
 use crate::stats::Stats;
-use crate::store::{NewRun, Store};
+use crate::store::{RunHead, RunWriter, Store};
 
 /// One thread of a cyclictest file: counts by µs bucket, min and max in µs when the file
 /// says, and samples past the last bucket.
@@ -101,25 +99,23 @@ pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result
     let bad = |reason: String| InputError::Invalid(format!("'{}' {reason}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
     let c = convert(&text).map_err(bad)?;
-    let id = store.begin(&NewRun {
-        label,
-        probe: "timer",
+    let head = RunHead {
+        label: label.to_string(),
+        probe: "timer".into(),
         kind: RunKind::Probe,
         metric: Metric::LATENCY,
-        params: &RunParams::Imported(ImportedParams {
+        params: RunParams::Imported(ImportedParams {
             imported_from: path.display().to_string(),
             format: c.format.to_string(),
         }),
-        load: &LoadRecord::named(load),
-        command_line: &c.command_line,
+        load: LoadRecord::named(load),
+        command_line: c.command_line,
         rt_priority: false,
-        warnings: &c.warnings,
-        system: &c.system,
+        warnings: c.warnings,
+        system: c.system,
         envelope_ns: 1_000_000_000,
-    })?;
-    store.checkpoint(id, &c.threads, &[], &[], &[])?;
-    store.finish(id, RunStatus::Complete, &c.warnings)?;
-    Ok(id)
+    };
+    RunWriter::whole(store, head, &c.threads)
 }
 
 fn from_json(text: &str) -> Result<Imported, String> {

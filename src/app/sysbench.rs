@@ -9,13 +9,13 @@ use anyhow::Result;
 use crate::config::{SysbenchConfig, SysbenchMode, SysbenchRun};
 use crate::load::LoadSpec;
 use crate::model::{
-    probe_part, LoadPlan, LoadRecord, MeasuredParams, Policy, RunKind, RunParams, RunStatus, SysbenchOpParams,
+    probe_part, LoadPlan, LoadRecord, MeasuredParams, Policy, RunKind, RunParams, SysbenchOpParams,
     SysbenchTotalParams, ThreadResult,
 };
 use crate::runner::rt::Pinned;
 use crate::runner::{LoadStart, Session};
 use crate::stats::Stats;
-use crate::store::NewRun;
+use crate::store::{RunHead, RunWriter};
 use crate::sysbench::{self as sb, Group, Method, Op};
 
 /// The probe name of an operation's runs.
@@ -135,22 +135,20 @@ fn store_run(
         breach: None,
         probe: own,
     };
-    let id = store.begin(&NewRun {
-        label: cx.label,
-        probe,
+    let head = RunHead {
+        label: cx.label.to_string(),
+        probe: probe.to_string(),
         kind,
         metric,
-        params: &RunParams::Measured(params),
-        load: cx.load,
-        command_line: cx.command_line,
+        params: RunParams::Measured(params),
+        load: cx.load.clone(),
+        command_line: cx.command_line.to_string(),
         rt_priority: false,
-        warnings: &[],
-        system: cx.system,
+        warnings: Vec::new(),
+        system: cx.system.clone(),
         envelope_ns: 1_000_000_000,
-    })?;
-    store.checkpoint(id, &[ThreadResult { thread: 0, cpu: Some(cx.cpu as u32), stats }], &[], &[], &[])?;
-    store.finish(id, RunStatus::Complete, &[])?;
-    Ok(id)
+    };
+    RunWriter::whole(store, head, &[ThreadResult { thread: 0, cpu: Some(cx.cpu as u32), stats }])
 }
 
 /// The probe name of `--total`'s runs: one per load, its one sample the pass's wall time.

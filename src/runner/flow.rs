@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::segment::Closed;
-use super::sink::{Checkpoint, Fed, Progress};
+use super::sink::{Checkpoint, Fed, Progress, SampleLogSink, Sink, StoreSink};
 use super::{cpuwatch, live};
 use crate::model::{EnvPoint, ThreadResult};
 use crate::recorder::{Buffer, Collector};
@@ -20,10 +20,38 @@ pub(super) struct ThreadTotals {
     pub(super) collector: Collector,
 }
 
+/// Where the measurements go: the sample log, the store's writer, and the observers.
+pub(super) struct Sinks<'s> {
+    pub(super) log: Option<Fed<SampleLogSink>>,
+    pub(super) store: Fed<StoreSink<'s>>,
+    /// The caller's (a metrics endpoint, an interval log) and the live view.
+    pub(super) observers: Vec<Fed<Box<dyn Sink + 's>>>,
+}
+
+impl<'s> Sinks<'s> {
+    /// Every sink in the order a checkpoint reaches them: the sample log first (it is flushed
+    /// before the store's checkpoint names the samples it holds), the store, the observers.
+    pub(super) fn each(&mut self) -> impl Iterator<Item = &mut Fed<dyn Sink + 's>> {
+        let log = self.log.iter_mut().map(|f| f as &mut Fed<dyn Sink + 's>);
+        let store = std::iter::once(&mut self.store as &mut Fed<dyn Sink + 's>);
+        log.chain(store).chain(self.observers.iter_mut().map(|f| f as &mut Fed<dyn Sink + 's>))
+    }
+
+    /// Whether the last checkpoint reached every sink.
+    pub(super) fn all_current(&mut self) -> bool {
+        self.each().all(|s| s.current())
+    }
+
+    /// What the run should say about the sinks that failed.
+    pub(super) fn warnings(&mut self) -> Vec<String> {
+        self.each().filter_map(|s| s.warning()).collect()
+    }
+}
+
 /// The measurements on their way from the threads to the sinks.
 pub(super) struct Flow<'s> {
     pub(super) totals: Vec<ThreadTotals>,
-    pub(super) sinks: Vec<Fed<'s>>,
+    pub(super) sinks: Sinks<'s>,
     /// Envelope intervals completed since the last checkpoint.
     pub(super) envelope: Vec<(u32, EnvPoint)>,
     pub(super) started: Instant,
@@ -74,7 +102,7 @@ impl Flow<'_> {
         let thread = t.index as u32;
         let sinks = &mut self.sinks;
         let _ = t.collector.drain_samples(|chunk| {
-            for s in sinks.iter_mut() {
+            for s in sinks.each() {
                 s.samples(thread, chunk);
             }
             Ok(())
@@ -113,7 +141,7 @@ impl Flow<'_> {
             .map(|t| live::Row { thread: t.index, cpu: t.cpu, stats: &t.stats, last_ns: t.last })
             .collect();
         let p = Progress { rows: &rows, elapsed: self.started.elapsed(), duration: self.duration };
-        for s in &mut self.sinks {
+        for s in self.sinks.each() {
             s.progress(&p);
         }
     }
@@ -123,7 +151,7 @@ impl Flow<'_> {
         let activity = self.watch.as_mut().map(|w| w.take()).unwrap_or_default();
         let cp =
             Checkpoint { threads: &threads, envelope: &self.envelope, activity: &activity, breaches: &self.breaches };
-        for s in &mut self.sinks {
+        for s in self.sinks.each() {
             s.checkpoint(&cp);
         }
         self.envelope.clear();
@@ -134,7 +162,7 @@ impl Flow<'_> {
     pub(super) fn retry_checkpoint(&mut self) {
         let threads = self.results();
         let cp = Checkpoint { threads: &threads, envelope: &[], activity: &[], breaches: &[] };
-        for s in self.sinks.iter_mut().filter(|s| !s.current()) {
+        for s in self.sinks.each().filter(|s| !s.current()) {
             s.checkpoint(&cp);
         }
     }
@@ -142,17 +170,19 @@ impl Flow<'_> {
     /// Ends the window at the last checkpoint: the store's sink first (the next segment's id),
     /// then the others, then the totals start again. `None` and nothing changed when the store
     /// could not begin the next segment.
-    pub(super) fn close_window(&mut self, store_at: usize, more: bool) -> Option<i64> {
+    pub(super) fn close_window(&mut self, more: bool) -> Option<i64> {
         let threads = self.results();
         let closed = Closed { threads: &threads, more };
-        let next = self.sinks[store_at].window_closed(&closed);
+        let next = self.sinks.store.window_closed(&closed);
         if more && next.is_none() {
             return None;
         }
-        for (i, s) in self.sinks.iter_mut().enumerate() {
-            if i != store_at {
-                s.window_closed(&closed);
-            }
+        let Sinks { log, observers, .. } = &mut self.sinks;
+        for s in log.iter_mut() {
+            s.window_closed(&closed);
+        }
+        for s in observers.iter_mut() {
+            s.window_closed(&closed);
         }
         if more {
             for t in &mut self.totals {

@@ -30,12 +30,12 @@ use crate::model::{
     attribute, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunKind, RunParams, RunStatus, StealFinding,
 };
 use crate::recorder::samplelog::SampleLogWriter;
-use crate::store::Store;
+use crate::store::{RunHead, RunWriter, Store};
 use crate::sys;
-use flow::{Flow, ThreadTotals};
-use segment::{Extras, Header, Segments};
+use flow::{Flow, Sinks, ThreadTotals};
+use segment::{Extras, Segments};
 use setup::Setup;
-use sink::{Fed, LiveSink, SampleLogSink, StoreSink};
+use sink::{Fed, LiveSink, SampleLogSink, Sink, StoreSink};
 use threads::Threads;
 
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -83,18 +83,16 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     store.limit_page_cache(256);
     // Only a run stored in windows has segments, each a monitor's window.
     let kind = if extras.window.is_some() { RunKind::MonitorWindow } else { RunKind::Probe };
-    let header = header(cfg, &setup, kind);
-    let id = store.begin(&header.new_run())?;
+    let writer = RunWriter::begin(store, head(cfg, &setup, kind))?;
+    // The segment being written: the one a failure marks.
+    let current = std::cell::Cell::new(writer.id());
     let segments = extras.window.map(|_| Segments {
-        header,
         keep: extras.keep,
         threads: cfg.threads.clone(),
         watched: !cfg.info.synthetic,
     });
     let windows = Windows { every: extras.window, segments, sinks: extras.sinks };
-    // The segment being written: the one a failure marks.
-    let current = std::cell::Cell::new(id);
-    let result = drive(cfg, &mut session, store, &current, setup, windows);
+    let result = drive(cfg, &mut session, writer, &current, setup, windows);
     // The session ends here: every system change it holds is put back.
     drop(session);
     match result {
@@ -108,10 +106,10 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
 }
 
 /// What the stored run begins with (and each window after it).
-fn header(cfg: &RunConfig, setup: &Setup, kind: RunKind) -> Header {
-    Header {
+fn head(cfg: &RunConfig, setup: &Setup, kind: RunKind) -> RunHead {
+    RunHead {
         label: cfg.label.clone(),
-        probe: cfg.info.name,
+        probe: cfg.info.name.to_string(),
         kind,
         metric: cfg.info.metric,
         params: RunParams::Measured(setup.params.clone()),
@@ -129,7 +127,7 @@ fn header(cfg: &RunConfig, setup: &Setup, kind: RunKind) -> Header {
 fn drive(
     cfg: &RunConfig,
     session: &mut Session,
-    store: &mut Store,
+    writer: RunWriter,
     current: &std::cell::Cell<i64>,
     setup: Setup,
     windows: Windows,
@@ -145,8 +143,8 @@ fn drive(
     // measured CPUs when there are others; the measuring threads were started before this.
     let _housekeeping = rt::Housekeeping::avoid(&cfg.threads.iter().map(|t| t.cpu).collect::<Vec<_>>());
     let every = windows.every;
-    let (mut run, store_at) = flow(cfg, store, current.get(), samples, windows, totals, (started, start_ns));
-    let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, store_at, current })?;
+    let mut run = flow(cfg, writer, samples, windows, totals, (started, start_ns));
+    let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
     join(&mut run, threads, &mut warnings)?;
@@ -155,52 +153,46 @@ fn drive(
         run.take_breach(t, &|thread| cpu_of(cfg, thread));
         params.breach = Some(t.record());
     });
-    wind_up(&mut run, store_at)?;
-    warnings.extend(run.sinks.iter().filter_map(|s| s.warning()));
+    wind_up(&mut run)?;
+    warnings.extend(run.sinks.warnings());
     let watched = run.watch.is_some();
-    drop(run);
-    let end = End { id: current.get(), outcome, started, watched, load, params, warnings };
-    save(cfg, store, end)
+    let writer = run.sinks.store.into_inner().into_writer();
+    let end = End { outcome, started, watched, load, params, warnings };
+    save(cfg, writer, end)
 }
 
-/// The sinks a run feeds, with the store's place among them: the sample log first (it is
-/// flushed before the store's checkpoint names the samples it holds), the store, the caller's,
-/// the live view.
+/// The sinks a run feeds: the sample log, the store's writer, the caller's, the live view.
 fn flow<'s>(
     cfg: &RunConfig,
-    store: &'s mut Store,
-    id: i64,
+    writer: RunWriter<'s>,
     samples: Option<SampleLogWriter>,
     windows: Windows,
     totals: Vec<ThreadTotals>,
     (started, start_ns): (Instant, u64),
-) -> (Flow<'s>, usize) {
-    let mut sinks: Vec<Fed> = Vec::new();
-    if let (Some(log), Some(path)) = (samples, &cfg.samples) {
-        sinks.push(Fed::new(SampleLogSink { log, path: path.clone() }));
-    }
-    let store_at = sinks.len();
-    let mut store_sink = StoreSink::new(store, id);
-    store_sink.segments = windows.segments;
-    sinks.push(Fed::new(store_sink));
-    sinks.extend(windows.sinks.into_iter().map(Fed::new));
+) -> Flow<'s> {
+    let log = match (samples, &cfg.samples) {
+        (Some(log), Some(path)) => Some(Fed::new(SampleLogSink { log, path: path.clone() })),
+        _ => None,
+    };
+    let store = Fed::new(StoreSink::new(writer, windows.segments));
+    let mut observers: Vec<Fed<Box<dyn Sink + 's>>> =
+        windows.sinks.into_iter().map(|s| Fed::new(s as Box<dyn Sink>)).collect();
     let live = live::Live::new(cfg.quiet);
     let collect_every = if live.is_some() { LIVE_EVERY } else { CHECKPOINT_EVERY };
     if let Some(live) = live {
-        sinks.push(Fed::new(LiveSink(live)));
+        observers.push(Fed::new(Box::new(LiveSink(live))));
     }
     // Synthetic samples keep a clock of their own: nothing on a real CPU lines up with them.
     let cpus: Vec<u32> = cfg.threads.iter().filter_map(|t| t.cpu).map(|c| c as u32).collect();
     let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.envelope_ns));
-    let envelope = Vec::new();
-    let (duration, breaches) = (cfg.duration, Vec::new());
-    (Flow { totals, sinks, envelope, started, duration, start_ns, watch, breaches, collect_every }, store_at)
+    let sinks = Sinks { log, store, observers };
+    let (envelope, breaches) = (Vec::new(), Vec::new());
+    Flow { totals, sinks, envelope, started, duration: cfg.duration, start_ns, watch, breaches, collect_every }
 }
 
 /// How the store's windows roll while a run measures.
 struct Rolls<'a> {
     every: Option<Duration>,
-    store_at: usize,
     /// The segment being written.
     current: &'a std::cell::Cell<i64>,
 }
@@ -248,7 +240,7 @@ fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads
             }
             if let Some(every) = rolls.every.filter(|w| window_from.elapsed() >= *w) {
                 last_checkpoint = Instant::now();
-                if let Some(next) = roll(run, rolls.store_at) {
+                if let Some(next) = roll(run) {
                     rolls.current.set(next);
                     // On the grid from the start, to the slot holding now: a roll late by more
                     // than a window leaves no empty window behind.
@@ -265,12 +257,12 @@ fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads
 /// Closes the window right after a checkpoint that reached every sink, so the segment it ends
 /// holds every sample collected; a store that could not take it or roll tries again next
 /// second (None).
-fn roll(run: &mut Flow, store_at: usize) -> Option<i64> {
+fn roll(run: &mut Flow) -> Option<i64> {
     run.checkpoint();
-    if !run.sinks.iter().all(|s| s.current()) {
+    if !run.sinks.all_current() {
         return None;
     }
-    run.close_window(store_at, true)
+    run.close_window(true)
 }
 
 /// The CPU of measuring thread `thread`.
@@ -312,7 +304,7 @@ fn join(run: &mut Flow, threads: Threads, warnings: &mut Vec<String>) -> Result<
 
 /// The last checkpoint, which holds the whole run: a store that is full or locked gets time
 /// to take it before the run gives up on it. Then the last window closes.
-fn wind_up(run: &mut Flow, store_at: usize) -> Result<()> {
+fn wind_up(run: &mut Flow) -> Result<()> {
     // The threads have ended: the interval of their last samples closes now.
     run.watch_tick();
     if let Some(w) = run.watch.as_mut() {
@@ -320,20 +312,19 @@ fn wind_up(run: &mut Flow, store_at: usize) -> Result<()> {
     }
     run.checkpoint();
     let deadline = Instant::now() + FINAL_CHECKPOINT_WAIT;
-    while !run.sinks.iter().all(|s| s.current()) && Instant::now() < deadline {
+    while !run.sinks.all_current() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(250));
         run.retry_checkpoint();
     }
-    if !run.sinks.iter().all(|s| s.current()) {
-        anyhow::bail!("{}", run.sinks.iter().filter_map(|s| s.warning()).collect::<Vec<_>>().join("; "));
+    if !run.sinks.all_current() {
+        anyhow::bail!("{}", run.sinks.warnings().join("; "));
     }
-    run.close_window(store_at, false);
+    run.close_window(false);
     Ok(())
 }
 
 /// What the end of a run stores besides its last checkpoint.
 struct End {
-    id: i64,
     outcome: Outcome,
     started: Instant,
     /// Whether the CPUs' activity was recorded, to line steal time up with the latencies.
@@ -345,10 +336,10 @@ struct End {
 
 /// Stores the end of the run: what the hypervisor took, what the load did, the probe's
 /// findings, and how it ended.
-fn save(cfg: &RunConfig, store: &mut Store, end: End) -> Result<(i64, Outcome)> {
-    let End { id, outcome, started, watched, load, mut params, mut warnings } = end;
+fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> {
+    let End { outcome, started, watched, load, mut params, mut warnings } = end;
     if watched {
-        match steal(store, id, &cfg.threads) {
+        match steal(writer.store(), writer.id(), &cfg.threads) {
             Ok(findings) => {
                 for finding in findings {
                     let w = finding.warning();
@@ -360,12 +351,12 @@ fn save(cfg: &RunConfig, store: &mut Store, end: End) -> Result<(i64, Outcome)> 
         }
     }
     if let Some(report) = load {
-        store.set_load(id, &LoadRecord::Measured(report))?;
+        writer.set_load(&LoadRecord::Measured(report))?;
     }
     let findings = cfg.probe.findings();
     if !findings.is_empty() || params.breach.is_some() {
         params.probe.extend(findings);
-        store.set_params(id, &RunParams::Measured(params))?;
+        writer.set_params(&RunParams::Measured(params))?;
     }
     if let Outcome::Interrupted(sig) = outcome {
         warnings.push(format!(
@@ -373,7 +364,7 @@ fn save(cfg: &RunConfig, store: &mut Store, end: End) -> Result<(i64, Outcome)> 
             started.elapsed().as_secs_f64()
         ));
     }
-    store.finish(id, outcome.status(), &warnings)?;
+    let id = writer.finish(outcome.status(), &warnings)?;
     Ok((id, outcome))
 }
 

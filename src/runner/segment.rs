@@ -5,12 +5,10 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
-
 use super::sink::Sink;
 use crate::config::ThreadPlan;
-use crate::model::{LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadResult};
-use crate::store::{NewRun, Store};
+use crate::model::ThreadResult;
+use crate::store::Store;
 
 /// What a run adds to the plain driver: windows, their retention, and sinks of the caller's
 /// (a metrics endpoint, an interval log). The default is a plain run.
@@ -23,42 +21,9 @@ pub struct Extras {
     pub sinks: Vec<Box<dyn Sink + Send>>,
 }
 
-/// A stored run's header, owned, to begin each segment with the same one.
-pub struct Header {
-    pub label: String,
-    pub probe: &'static str,
-    pub kind: RunKind,
-    pub metric: Metric,
-    pub params: RunParams,
-    pub load: LoadRecord,
-    pub command_line: String,
-    pub rt_priority: bool,
-    pub warnings: Vec<String>,
-    pub system: SystemSnapshot,
-    pub envelope_ns: u64,
-}
-
-impl Header {
-    pub fn new_run(&self) -> NewRun<'_> {
-        NewRun {
-            label: &self.label,
-            probe: self.probe,
-            kind: self.kind,
-            metric: self.metric,
-            params: &self.params,
-            load: &self.load,
-            command_line: &self.command_line,
-            rt_priority: self.rt_priority,
-            warnings: &self.warnings,
-            system: &self.system,
-            envelope_ns: self.envelope_ns,
-        }
-    }
-}
-
 /// How the store sink ends one segment and begins the next.
 pub struct Segments {
-    pub header: Header,
+    /// Delete the segments of the same label and probe that ended longer ago than this.
     pub keep: Option<Duration>,
     /// The measuring threads, to line each window's envelope up with its CPUs' steal time.
     pub threads: Vec<ThreadPlan>,
@@ -67,25 +32,15 @@ pub struct Segments {
 }
 
 impl Segments {
-    /// Ends segment `id` (its last checkpoint is already written) with what the hypervisor took
-    /// from it, begins the next, and applies the retention. Returns the new segment's id.
-    pub fn roll(&self, store: &Store, id: i64) -> Result<i64> {
-        let mut warnings = self.header.warnings.clone();
-        if self.watched {
-            match super::steal(store, id, &self.threads) {
-                Ok(found) => warnings.extend(found.iter().map(|f| f.warning())),
-                Err(e) => warnings.push(format!("steal time could not be lined up with the latencies: {e:#}")),
-            }
+    /// What the hypervisor took from segment `id`, for the warnings it is closed with.
+    pub fn steal(&self, store: &Store, id: i64) -> Vec<String> {
+        if !self.watched {
+            return Vec::new();
         }
-        store.finish(id, RunStatus::Complete, &warnings)?;
-        let next = store.begin(&self.header.new_run())?;
-        if let Some(keep) = self.keep {
-            let gone = store.delete_ended_before(&self.header.label, self.header.probe, keep)?;
-            if gone > 0 {
-                eprintln!("rtbench: retention: deleted {gone} segment(s) older than {} s", keep.as_secs());
-            }
+        match super::steal(store, id, &self.threads) {
+            Ok(found) => found.iter().map(|f| f.warning()).collect(),
+            Err(e) => vec![format!("steal time could not be lined up with the latencies: {e:#}")],
         }
-        Ok(next)
     }
 }
 
@@ -99,36 +54,35 @@ pub struct Closed<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CpuInterval, EnvPoint};
+    use crate::model::{CpuInterval, EnvPoint, LoadRecord, Metric, RunKind, RunParams, SystemSnapshot};
+    use crate::runner::sink::{Checkpoint, StoreSink};
+    use crate::store::{RunHead, RunWriter};
 
-    fn segments(watched: bool) -> Segments {
-        Segments {
-            header: Header {
-                label: "mon".into(),
-                probe: "timer",
-                kind: RunKind::MonitorWindow,
-                metric: Metric::default(),
-                params: RunParams::Unknown(serde_json::json!({})),
-                load: LoadRecord::idle(),
-                command_line: "rtbench monitor".into(),
-                rt_priority: true,
-                warnings: vec!["a warning of the whole monitor".into()],
-                system: SystemSnapshot::default(),
-                envelope_ns: 1_000_000_000,
-            },
-            keep: None,
-            threads: vec![ThreadPlan { index: 0, cpu: Some(1) }],
-            watched,
+    fn head() -> RunHead {
+        RunHead {
+            label: "mon".into(),
+            probe: "timer".into(),
+            kind: RunKind::MonitorWindow,
+            metric: Metric::default(),
+            params: RunParams::Unknown(serde_json::json!({})),
+            load: LoadRecord::idle(),
+            command_line: "rtbench monitor".into(),
+            rt_priority: true,
+            warnings: vec!["a warning of the whole monitor".into()],
+            system: SystemSnapshot::default(),
+            envelope_ns: 1_000_000_000,
         }
     }
 
     /// A window whose second interval's 30 ms wake-up came while the hypervisor took 40 ms of
-    /// CPU 1; returns the closed window's warnings and the next window's.
+    /// CPU 1, closed through the store's sink; returns the closed window's warnings and the
+    /// next window's.
     fn roll_a_stolen_window(watched: bool) -> (Vec<String>, Vec<String>) {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-        let segments = segments(watched);
-        let id = store.begin(&segments.header.new_run()).unwrap();
+        let segments = Segments { keep: None, threads: vec![ThreadPlan { index: 0, cpu: Some(1) }], watched };
+        let mut sink = StoreSink::new(RunWriter::begin(&mut store, head()).unwrap(), Some(segments));
+        let id = sink.id();
         let point = |index, max| (0, EnvPoint { index, min: 10_000, max, sum: max, count: 1 });
         let envelope = [point(0, 60_000), point(1, 30_000_000)];
         let stolen = CpuInterval {
@@ -140,8 +94,11 @@ mod tests {
             interrupts: 0,
             context_switches: None,
         };
-        store.checkpoint(id, &[], &envelope, &[], &[stolen]).unwrap();
-        let next = segments.roll(&store, id).unwrap();
+        let cp = Checkpoint { threads: &[], envelope: &envelope, activity: &[stolen], breaches: &[] };
+        sink.checkpoint(&cp).unwrap();
+        let next = sink.window_closed(&Closed { threads: &[], more: true }).unwrap().expect("a next window");
+        assert_eq!(sink.id(), next);
+        drop(sink);
         (store.header(id).unwrap().warnings, store.header(next).unwrap().warnings)
     }
 

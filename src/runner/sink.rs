@@ -1,7 +1,8 @@
 //! Where a run's measurements go while it runs. The runner hands every sink the raw samples as
 //! threads pass them over, the running totals at each collection, and a checkpoint every
-//! second; the store, the sample log and the live view are sinks, and so will be a Prometheus
-//! exporter and a breach trigger.
+//! second. The store's run writer is fed as a sink too, but it is the one the runner owns and
+//! asks for the run's id and end; the sample log, the live view, the monitor's metrics and
+//! interval log only observe.
 
 use std::time::Duration;
 
@@ -9,24 +10,10 @@ use anyhow::{Context, Result};
 
 use super::live::{Live, Row};
 use super::segment::{Closed, Segments};
-use crate::model::{Breach, CpuInterval, EnvPoint, ThreadResult};
 use crate::recorder::samplelog::SampleLogWriter;
-use crate::store::{RawBatch, Store};
-
-/// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
-pub const RAW_IN_STORE: u64 = 2_000;
-
-/// What the runner knows at a checkpoint.
-pub struct Checkpoint<'a> {
-    /// Cumulative per-thread results.
-    pub threads: &'a [ThreadResult],
-    /// Envelope intervals completed since the last checkpoint.
-    pub envelope: &'a [(u32, EnvPoint)],
-    /// What happened on the measured CPUs in intervals read since the last checkpoint.
-    pub activity: &'a [CpuInterval],
-    /// Breaches traced since the last checkpoint.
-    pub breaches: &'a [Breach],
-}
+/// What the runner knows at a checkpoint: what the store's writer takes.
+pub use crate::store::Checkpoint;
+use crate::store::RunWriter;
 
 /// What the runner knows between checkpoints, for displays.
 pub struct Progress<'a> {
@@ -92,27 +79,35 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
 }
 
 /// A sink as the runner feeds it: a failure is said once, counted, and retried or stopped as
-/// the sink asks, and the run's warnings say what it cost.
-pub struct Fed<'s> {
-    sink: Box<dyn Sink + 's>,
+/// the sink asks, and the run's warnings say what it cost. The sink is the last field, so a
+/// `Fed` of any sink is also a `Fed<dyn Sink>`.
+pub struct Fed<S: ?Sized> {
     checkpoints: u64,
     failures: u64,
     first: Option<String>,
     stopped: bool,
     /// The last checkpoint reached it.
     current: bool,
+    sink: S,
 }
 
-impl<'s> Fed<'s> {
-    pub fn new(sink: impl Sink + 's) -> Fed<'s> {
-        Fed { sink: Box::new(sink), checkpoints: 0, failures: 0, first: None, stopped: false, current: true }
+impl<S> Fed<S> {
+    pub fn new(sink: S) -> Fed<S> {
+        Fed { checkpoints: 0, failures: 0, first: None, stopped: false, current: true, sink }
     }
 
-    fn call(&mut self, f: impl FnOnce(&mut (dyn Sink + 's)) -> Result<()>) -> bool {
+    /// The sink, once feeding it is over.
+    pub fn into_inner(self) -> S {
+        self.sink
+    }
+}
+
+impl<S: Sink + ?Sized> Fed<S> {
+    fn call(&mut self, f: impl FnOnce(&mut S) -> Result<()>) -> bool {
         if self.stopped {
             return false;
         }
-        let Err(e) = f(self.sink.as_mut()) else { return true };
+        let Err(e) = f(&mut self.sink) else { return true };
         self.failures += 1;
         let retry = self.sink.on_failure() == OnFailure::Retry;
         if self.first.is_none() {
@@ -172,63 +167,40 @@ impl<'s> Fed<'s> {
     }
 }
 
-/// The run in the store: cumulative results, new envelope points, and the first
-/// [`RAW_IN_STORE`] raw samples of each thread. What a failed checkpoint could not write is
-/// kept and written by the next one: each checkpoint is one transaction, so the store holds
-/// every checkpoint whole or not at all.
+/// The run in the store, through its writer: cumulative results, new envelope points, and the
+/// first [`crate::store::RAW_IN_STORE`] raw samples of each thread. A store another writer holds
+/// must not stall the runner: a checkpoint that cannot get the lock soon fails, and the next one
+/// retries with what it could not write.
 pub struct StoreSink<'s> {
-    store: &'s mut Store,
-    id: i64,
-    raw: Vec<KeptRaw>,
-    envelope: Vec<(u32, EnvPoint)>,
-    activity: Vec<CpuInterval>,
-    breaches: Vec<Breach>,
+    writer: RunWriter<'s>,
     /// How a window ends, when the run has windows.
-    pub segments: Option<Segments>,
-    /// The envelope index the current segment counts from: a window's intervals are stored
-    /// from its own start, as a run's are. `None` until the first interval after a roll.
-    base: Option<u64>,
-}
-
-/// One thread's raw samples for the store.
-struct KeptRaw {
-    thread: u32,
-    /// Kept so far, written or not.
-    kept: u64,
-    /// Not yet written.
-    pending: Vec<(u64, u64)>,
-}
-
-impl<'s> StoreSink<'s> {
-    pub fn new(store: &'s mut Store, id: i64) -> StoreSink<'s> {
-        // A store another writer holds must not stall the runner: a checkpoint that cannot get
-        // the lock soon fails, and the next one retries.
-        store.set_busy_timeout(CHECKPOINT_LOCK_WAIT);
-        StoreSink {
-            store,
-            id,
-            raw: Vec::new(),
-            envelope: Vec::new(),
-            activity: Vec::new(),
-            breaches: Vec::new(),
-            segments: None,
-            base: Some(0),
-        }
-    }
+    segments: Option<Segments>,
 }
 
 /// How long a checkpoint waits for another writer's lock.
 const CHECKPOINT_LOCK_WAIT: Duration = Duration::from_millis(250);
 
-impl Drop for StoreSink<'_> {
-    fn drop(&mut self) {
-        self.store.set_busy_timeout(crate::store::LOCK_WAIT);
+impl<'s> StoreSink<'s> {
+    pub fn new(writer: RunWriter<'s>, segments: Option<Segments>) -> StoreSink<'s> {
+        writer.set_lock_wait(CHECKPOINT_LOCK_WAIT);
+        StoreSink { writer, segments }
+    }
+
+    /// The run being written.
+    pub fn id(&self) -> i64 {
+        self.writer.id()
+    }
+
+    /// The writer, to end the run, waiting for locks as any store operation does again.
+    pub fn into_writer(self) -> RunWriter<'s> {
+        self.writer.set_lock_wait(crate::store::LOCK_WAIT);
+        self.writer
     }
 }
 
 impl Sink for StoreSink<'_> {
     fn name(&self) -> String {
-        format!("the store '{}'", self.store.path().display())
+        format!("the store '{}'", self.writer.store().path().display())
     }
 
     fn on_failure(&self) -> OnFailure {
@@ -236,51 +208,18 @@ impl Sink for StoreSink<'_> {
     }
 
     fn samples(&mut self, thread: u32, chunk: &[(u64, u64)]) -> Result<()> {
-        let slot = match self.raw.iter().position(|r| r.thread == thread) {
-            Some(i) => &mut self.raw[i],
-            None => {
-                self.raw.push(KeptRaw { thread, kept: 0, pending: Vec::new() });
-                self.raw.last_mut().expect("just pushed")
-            }
-        };
-        let take = (RAW_IN_STORE.saturating_sub(slot.kept) as usize).min(chunk.len());
-        slot.pending.extend_from_slice(&chunk[..take]);
-        slot.kept += take as u64;
+        self.writer.keep_raw(thread, chunk);
         Ok(())
     }
 
     fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
-        let first = cp.envelope.iter().map(|(_, p)| p.index).chain(cp.activity.iter().map(|a| a.index)).min();
-        if let Some(base) = self.base.or(first) {
-            self.base = Some(base);
-            let from_base = |index: u64| index.saturating_sub(base);
-            self.envelope.extend(cp.envelope.iter().map(|(t, p)| (*t, EnvPoint { index: from_base(p.index), ..*p })));
-            self.activity.extend(cp.activity.iter().map(|a| CpuInterval { index: from_base(a.index), ..*a }));
-        }
-        self.breaches.extend_from_slice(cp.breaches);
-        if !self.breaches.is_empty() {
-            self.store.add_breaches(self.id, &self.breaches)?;
-            self.breaches.clear();
-        }
-        let raw: Vec<RawBatch> = self
-            .raw
-            .iter()
-            .map(|r| RawBatch { thread: r.thread, first_seq: r.kept - r.pending.len() as u64, samples: &r.pending })
-            .collect();
-        self.store.checkpoint(self.id, cp.threads, &self.envelope, &raw, &self.activity)?;
-        for r in &mut self.raw {
-            r.pending.clear();
-        }
-        self.envelope.clear();
-        self.activity.clear();
-        Ok(())
+        self.writer.checkpoint(cp)
     }
 
     fn window_closed(&mut self, closed: &Closed) -> Result<Option<i64>> {
         let Some(segments) = self.segments.as_ref().filter(|_| closed.more) else { return Ok(None) };
-        self.id = segments.roll(self.store, self.id)?;
-        self.base = None;
-        Ok(Some(self.id))
+        let said = segments.steal(self.writer.store(), self.writer.id());
+        Ok(Some(self.writer.roll(&said, segments.keep)?))
     }
 }
 

@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use super::flow::ThreadTotals;
 use super::setup::Admit;
-use super::{rt, sink, Session};
+use super::{rt, Session};
 use crate::config::{RunConfig, ThreadPlan};
 use crate::model::Policy;
 use crate::probe::ThreadCtx;
@@ -51,7 +51,8 @@ pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(
     let mut totals = Vec::new();
     let mut handles = Vec::new();
     for plan in &cfg.threads {
-        let raw = if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(sink::RAW_IN_STORE) };
+        let raw =
+            if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(crate::store::RAW_IN_STORE) };
         let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
         session.with(|t: &mut Tracer| rec.watch_breaches(t.threshold_ns(), t.sink(), plan.index as u32));
         totals.push(ThreadTotals { index: plan.index, cpu: plan.cpu, stats: Stats::default(), last: 0, collector });

@@ -5,6 +5,7 @@ mod merge;
 mod retention;
 mod schema;
 mod windows;
+mod writer;
 
 use std::path::{Path, PathBuf};
 
@@ -14,11 +15,12 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 pub use schema::SCHEMA_VERSION;
 pub use windows::WINDOW_PARAM;
+pub use writer::{Checkpoint, RunHead, RunWriter, RAW_IN_STORE};
 
 use crate::error::InputError;
 use crate::model::{
-    Breach, CpuInterval, EnvPoint, LoadRecord, Metric, Run, RunHeader, RunKind, RunParams, RunStatus, SystemSnapshot,
-    ThreadResult, ThreadSamples,
+    Breach, CpuInterval, EnvPoint, LoadRecord, Metric, Run, RunHeader, RunKind, RunParams, RunStatus, ThreadResult,
+    ThreadSamples,
 };
 use crate::stats::Stats;
 
@@ -42,21 +44,6 @@ pub struct RawBatch<'a> {
     pub thread: u32,
     pub first_seq: u64,
     pub samples: &'a [(u64, u64)],
-}
-
-/// What the runner writes when a run starts.
-pub struct NewRun<'a> {
-    pub label: &'a str,
-    pub probe: &'a str,
-    pub kind: RunKind,
-    pub metric: Metric,
-    pub params: &'a RunParams,
-    pub load: &'a LoadRecord,
-    pub command_line: &'a str,
-    pub rt_priority: bool,
-    pub warnings: &'a [String],
-    pub system: &'a SystemSnapshot,
-    pub envelope_ns: u64,
 }
 
 /// How long a store operation waits for another writer's lock.
@@ -153,7 +140,7 @@ impl Store {
     }
 
     /// Creates a run in status `running` and returns its id.
-    pub fn begin(&self, run: &NewRun) -> Result<i64> {
+    fn begin(&self, run: &RunHead) -> Result<i64> {
         let pid = std::process::id();
         self.conn.execute(
             "INSERT INTO runs (label, probe, params, load, command_line, tool_version, schema_version, start, status,
@@ -162,15 +149,15 @@ impl Store {
             params![
                 run.label,
                 run.probe,
-                serde_json::to_string(run.params)?,
-                serde_json::to_string(run.load)?,
+                serde_json::to_string(&run.params)?,
+                serde_json::to_string(&run.load)?,
                 run.command_line,
                 env!("CARGO_PKG_VERSION"),
                 SCHEMA_VERSION,
                 crate::timefmt::now_rfc3339(),
                 run.rt_priority,
-                serde_json::to_string(run.warnings)?,
-                serde_json::to_string(run.system)?,
+                serde_json::to_string(&run.warnings)?,
+                serde_json::to_string(&run.system)?,
                 run.envelope_ns as i64,
                 crate::sysinfo::hostname(),
                 pid,
@@ -185,7 +172,7 @@ impl Store {
 
     /// Writes the cumulative per-thread results, the new envelope points and the new raw samples
     /// in one transaction.
-    pub fn checkpoint(
+    fn checkpoint(
         &mut self,
         id: i64,
         threads: &[ThreadResult],
@@ -262,7 +249,7 @@ impl Store {
     }
 
     /// Ends a run with its final status and warnings.
-    pub fn finish(&self, id: i64, status: RunStatus, warnings: &[String]) -> Result<()> {
+    fn finish(&self, id: i64, status: RunStatus, warnings: &[String]) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET status = ?2, end = ?3, warnings = ?4 WHERE id = ?1",
             params![id, status.as_str(), crate::timefmt::now_rfc3339(), serde_json::to_string(warnings)?],
@@ -338,7 +325,7 @@ impl Store {
     }
 
     /// Stores traced breaches (in one transaction: all or none).
-    pub fn add_breaches(&mut self, id: i64, breaches: &[Breach]) -> Result<()> {
+    fn add_breaches(&mut self, id: i64, breaches: &[Breach]) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
             let mut put = tx.prepare_cached(

@@ -197,17 +197,17 @@ mod tests {
         let (load, system) = (crate::model::LoadRecord::idle(), crate::model::SystemSnapshot::default());
         for kind in RunKind::ALL {
             let id = store
-                .begin(&crate::store::NewRun {
-                    label: "l",
-                    probe: "p",
+                .begin(&crate::store::RunHead {
+                    label: "l".into(),
+                    probe: "p".into(),
                     kind,
                     metric: crate::model::Metric::default(),
-                    params: &params,
-                    load: &load,
-                    command_line: "rtbench",
+                    params: params.clone(),
+                    load: load.clone(),
+                    command_line: "rtbench".into(),
                     rt_priority: false,
-                    warnings: &[],
-                    system: &system,
+                    warnings: Vec::new(),
+                    system: system.clone(),
                     envelope_ns: 1_000_000_000,
                 })
                 .unwrap();

@@ -46,7 +46,7 @@ mod tests {
     use super::*;
     use crate::model::{CpuInterval, EnvPoint, LoadRecord, Metric, RunParams, SystemSnapshot, ThreadResult};
     use crate::stats::Stats;
-    use crate::store::NewRun;
+    use crate::store::RunHead;
 
     /// Stores one window on CPU 1 whose largest latency, `max_ns`, fell in interval 1, where
     /// the hypervisor took `steal_ns` of the CPU.
@@ -54,17 +54,17 @@ mod tests {
         let params = RunParams::Unknown(serde_json::json!({ WINDOW_PARAM: 300 }));
         let (load, system) = (LoadRecord::idle(), SystemSnapshot::default());
         let id = store
-            .begin(&NewRun {
-                label: "mon",
-                probe: "timer",
+            .begin(&RunHead {
+                label: "mon".into(),
+                probe: "timer".into(),
                 kind: RunKind::MonitorWindow,
                 metric: Metric::default(),
-                params: &params,
-                load: &load,
-                command_line: "rtbench monitor",
+                params,
+                load,
+                command_line: "rtbench monitor".into(),
                 rt_priority: true,
-                warnings: &[],
-                system: &system,
+                warnings: Vec::new(),
+                system,
                 envelope_ns: 1_000_000_000,
             })
             .unwrap();

@@ -1,0 +1,188 @@
+//! The one writer of stored runs. A run is begun with its head, checkpointed (each checkpoint
+//! one transaction: the store holds every checkpoint whole or not at all), rolled into the next
+//! run of the same head (a monitor's windows), and finished. The runner, sysbench, import and
+//! the monitor's windows all write through it; what a checkpoint could not write is kept and
+//! written by the next one.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::{RawBatch, Store};
+use crate::model::{
+    Breach, CpuInterval, EnvPoint, LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadResult,
+};
+
+/// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
+pub const RAW_IN_STORE: u64 = 2_000;
+
+/// What a run is stored with when it begins (and each window after it).
+#[derive(Clone, Debug)]
+pub struct RunHead {
+    pub label: String,
+    pub probe: String,
+    pub kind: RunKind,
+    pub metric: Metric,
+    pub params: RunParams,
+    pub load: LoadRecord,
+    pub command_line: String,
+    pub rt_priority: bool,
+    pub warnings: Vec<String>,
+    pub system: SystemSnapshot,
+    pub envelope_ns: u64,
+}
+
+/// What a checkpoint brings: cumulative results, and what is new since the last one.
+pub struct Checkpoint<'a> {
+    /// Cumulative per-thread results.
+    pub threads: &'a [ThreadResult],
+    /// Envelope intervals completed since the last checkpoint.
+    pub envelope: &'a [(u32, EnvPoint)],
+    /// What happened on the measured CPUs in intervals read since the last checkpoint.
+    pub activity: &'a [CpuInterval],
+    /// Breaches traced since the last checkpoint.
+    pub breaches: &'a [Breach],
+}
+
+/// A stored run being written.
+pub struct RunWriter<'s> {
+    store: &'s mut Store,
+    id: i64,
+    head: RunHead,
+    /// Written or not, by thread.
+    raw: Vec<KeptRaw>,
+    /// Not yet written (a checkpoint failed).
+    envelope: Vec<(u32, EnvPoint)>,
+    activity: Vec<CpuInterval>,
+    breaches: Vec<Breach>,
+    /// The envelope index the current run counts from: a window's intervals are stored from its
+    /// own start, as a run's are. `None` until the first interval after a roll.
+    base: Option<u64>,
+}
+
+/// One thread's raw samples for the store.
+struct KeptRaw {
+    thread: u32,
+    /// Kept so far, written or not.
+    kept: u64,
+    /// Not yet written.
+    pending: Vec<(u64, u64)>,
+}
+
+impl<'s> RunWriter<'s> {
+    /// Begins a run of `head`, in status `running`.
+    pub fn begin(store: &'s mut Store, head: RunHead) -> Result<RunWriter<'s>> {
+        let id = store.begin(&head)?;
+        let (raw, envelope, activity, breaches) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        Ok(RunWriter { store, id, head, raw, envelope, activity, breaches, base: Some(0) })
+    }
+
+    /// A run written whole at once (a sysbench operation, an import): begun, its results
+    /// checkpointed, finished complete with `warnings`. Returns its id.
+    pub fn whole(store: &'s mut Store, head: RunHead, threads: &[ThreadResult]) -> Result<i64> {
+        let warnings = head.warnings.clone();
+        let mut w = RunWriter::begin(store, head)?;
+        w.checkpoint(&Checkpoint { threads, envelope: &[], activity: &[], breaches: &[] })?;
+        w.finish(RunStatus::Complete, &warnings)
+    }
+
+    /// The run being written.
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    pub fn head(&self) -> &RunHead {
+        &self.head
+    }
+
+    /// The store, to read what the run holds so far.
+    pub fn store(&self) -> &Store {
+        self.store
+    }
+
+    /// How long each write waits for another writer's lock.
+    pub fn set_lock_wait(&self, wait: Duration) {
+        self.store.set_busy_timeout(wait);
+    }
+
+    /// Keeps the first [`RAW_IN_STORE`] raw samples of each thread for the next checkpoint.
+    pub fn keep_raw(&mut self, thread: u32, chunk: &[(u64, u64)]) {
+        let slot = match self.raw.iter().position(|r| r.thread == thread) {
+            Some(i) => &mut self.raw[i],
+            None => {
+                self.raw.push(KeptRaw { thread, kept: 0, pending: Vec::new() });
+                self.raw.last_mut().expect("just pushed")
+            }
+        };
+        let take = (RAW_IN_STORE.saturating_sub(slot.kept) as usize).min(chunk.len());
+        slot.pending.extend_from_slice(&chunk[..take]);
+        slot.kept += take as u64;
+    }
+
+    /// Writes `cp` with whatever earlier checkpoints could not write, in one transaction (the
+    /// breaches in one of their own). On failure everything is kept for the next one.
+    pub fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
+        let first = cp.envelope.iter().map(|(_, p)| p.index).chain(cp.activity.iter().map(|a| a.index)).min();
+        if let Some(base) = self.base.or(first) {
+            self.base = Some(base);
+            let from_base = |index: u64| index.saturating_sub(base);
+            self.envelope.extend(cp.envelope.iter().map(|(t, p)| (*t, EnvPoint { index: from_base(p.index), ..*p })));
+            self.activity.extend(cp.activity.iter().map(|a| CpuInterval { index: from_base(a.index), ..*a }));
+        }
+        self.breaches.extend_from_slice(cp.breaches);
+        if !self.breaches.is_empty() {
+            self.store.add_breaches(self.id, &self.breaches)?;
+            self.breaches.clear();
+        }
+        let raw: Vec<RawBatch> = self
+            .raw
+            .iter()
+            .map(|r| RawBatch { thread: r.thread, first_seq: r.kept - r.pending.len() as u64, samples: &r.pending })
+            .collect();
+        self.store.checkpoint(self.id, cp.threads, &self.envelope, &raw, &self.activity)?;
+        for r in &mut self.raw {
+            r.pending.clear();
+        }
+        self.envelope.clear();
+        self.activity.clear();
+        Ok(())
+    }
+
+    /// Ends this run complete with the head's warnings and `more` (its last checkpoint is
+    /// already written), begins the next of the same head, and deletes the windows of the same
+    /// label and probe that ended longer than `keep` ago. Returns the new run's id.
+    pub fn roll(&mut self, more: &[String], keep: Option<Duration>) -> Result<i64> {
+        let warnings: Vec<String> = self.head.warnings.iter().chain(more).cloned().collect();
+        self.store.finish(self.id, RunStatus::Complete, &warnings)?;
+        self.id = self.store.begin(&self.head)?;
+        self.base = None;
+        if let Some(keep) = keep {
+            let gone = self.store.delete_ended_before(&self.head.label, &self.head.probe, keep)?;
+            if gone > 0 {
+                eprintln!("rtbench: retention: deleted {gone} segment(s) older than {} s", keep.as_secs());
+            }
+        }
+        Ok(self.id)
+    }
+
+    /// Replaces what is stored about the load (what it did, once it stopped).
+    pub fn set_load(&self, load: &LoadRecord) -> Result<()> {
+        self.store.set_load(self.id, load)
+    }
+
+    /// Replaces the stored parameters (with what was found while measuring).
+    pub fn set_params(&self, params: &RunParams) -> Result<()> {
+        self.store.set_params(self.id, params)
+    }
+
+    /// Ends the run with `status` and `warnings`. Returns its id.
+    pub fn finish(self, status: RunStatus, warnings: &[String]) -> Result<i64> {
+        self.store.finish(self.id, status, warnings)?;
+        Ok(self.id)
+    }
+
+    /// Marks the run failed with `reason`; what was checkpointed stays.
+    pub fn fail(&self, reason: &str) -> Result<()> {
+        self.store.mark_failed(self.id, reason)
+    }
+}

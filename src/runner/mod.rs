@@ -98,7 +98,9 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     match result {
         Ok(ended) => Ok(ended),
         Err(e) => {
-            // Whatever was checkpointed stays; the run says why it ended.
+            // Whatever was checkpointed stays; the run says why it ended, waiting for another
+            // writer's lock as long as any store operation does (a checkpoint waits less).
+            store.set_busy_timeout(crate::store::LOCK_WAIT);
             let _ = store.mark_failed(current.get(), &format!("{e:#}"));
             Err(e)
         }

@@ -38,15 +38,12 @@ pub fn put_back_abandoned() {
     }
 }
 
-/// A probe's subcommand: its server, when its flags ask for one, else a measuring run.
-fn probe(call: ProbeTask) -> Result<i32> {
-    let info = call.info;
-    (info.supported)().map_err(|why| crate::invalid!("{} cannot run here: {why}", info.name))?;
-    let opts = call.opts;
-    if let Some(spec) = info.serve.map(|serve| serve(&call.args)).transpose()?.flatten() {
-        return net::serve(&spec, &opts);
+/// A probe's subcommand: its server, or a measuring run.
+fn probe(task: ProbeTask) -> Result<i32> {
+    match task {
+        ProbeTask::Serve { spec, opts } => net::serve(&spec, &opts),
+        ProbeTask::Measure(cfg) => measure(cfg),
     }
-    measure(RunConfig::new(info, &call.args, &opts)?)
 }
 
 /// Runs what the command line asks, checked; returns the process exit code.

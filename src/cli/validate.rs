@@ -9,13 +9,22 @@ use crate::config::*;
 use crate::load::LoadSpec;
 use crate::store;
 
+/// A probe's subcommand, once the probe is known to run here: its server, when its flags ask
+/// for one, else its measuring run.
+fn probe(call: super::ProbeCall) -> Result<ProbeTask> {
+    let info = call.info;
+    (info.supported)().map_err(|why| crate::invalid!("{} cannot run here: {why}", info.name))?;
+    let opts = call.run.options();
+    if let Some(spec) = info.serve.map(|serve| serve(&call.args)).transpose()?.flatten() {
+        return Ok(ProbeTask::Serve { spec, opts });
+    }
+    Ok(ProbeTask::Measure(RunConfig::new(info, &call.args, &opts)?))
+}
+
 /// The settings a command line asks for, checked: what `app` runs.
 pub fn validate(invocation: Invocation) -> Result<Task> {
     let cmd = match invocation {
-        Invocation::Probe(call) => {
-            let opts = call.run.options();
-            return Ok(Task::Probe(ProbeTask { info: call.info, args: call.args, opts }));
-        }
+        Invocation::Probe(call) => return Ok(Task::Probe(probe(call)?)),
         Invocation::Command(cmd) => cmd,
     };
     let db = |d: super::DbArg| store::default_path(d.db.as_deref());

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{BreachOptions, LoadFlags, RunConfig, RunOptions};
 use crate::load::LoadSpec;
-use crate::probe::{ProbeArgs, ProbeInfo};
+use crate::probe::ServeSpec;
 use crate::report::compare::Condition;
 use crate::report::export::Format;
 
@@ -110,12 +110,10 @@ pub struct StudyConfig {
     pub db: PathBuf,
 }
 
-/// A probe's subcommand: its flags and run settings, read; checked by [`RunConfig::new`] (or
-/// by the server) once the probe is known to run here.
-pub struct ProbeTask {
-    pub info: &'static ProbeInfo,
-    pub args: ProbeArgs,
-    pub opts: RunOptions,
+/// A probe's subcommand, checked: the server its flags ask for, or a measuring run.
+pub enum ProbeTask {
+    Serve { spec: ServeSpec, opts: RunOptions },
+    Measure(RunConfig),
 }
 
 /// `rtbench audit`.

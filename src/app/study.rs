@@ -196,12 +196,7 @@ fn plan<'a>(
 /// Runs the cells in order, switching the preemption model where a pass begins. A signal,
 /// between two cells or during one, ends the study there and says which cells are missing.
 /// Returns the stored runs and the exit code (0, or 128 + the signal).
-fn run_planned(
-    session: &mut Session,
-    store: &mut Store,
-    planned: &[Planned],
-    settle: Duration,
-) -> Result<(Vec<i64>, i32)> {
+fn run_planned(session: &Session, store: &mut Store, planned: &[Planned], settle: Duration) -> Result<(Vec<i64>, i32)> {
     let mut done = Vec::new();
     let mut model_now: Option<&str> = None;
     for (k, p) in planned.iter().enumerate() {

@@ -11,6 +11,7 @@ use crate::probe::{ProbeInfo, StudyEnv};
 use crate::report::select;
 use crate::runner::preempt::PreemptSwitch;
 use crate::runner::{Outcome, Session};
+use crate::store::Store;
 use crate::units::clock as hms;
 
 /// One cell of the study's matrix.
@@ -143,6 +144,14 @@ fn switch_model(session: &Session, model: &str) -> Result<()> {
     switched.unwrap_or(Ok(())).map_err(|e| anyhow::anyhow!("could not switch the preemption model: {e}"))
 }
 
+/// A cell of one pass, checked and ready to run: its run's settings and the preemption model
+/// of its pass.
+struct Planned<'a> {
+    cell: &'a Cell,
+    cfg: RunConfig,
+    model: Option<&'a str>,
+}
+
 fn run_cells(
     a: &StudyConfig,
     session: &mut Session,
@@ -150,85 +159,122 @@ fn run_cells(
     passes: &[(String, Option<String>)],
     peer: &str,
 ) -> Result<i32> {
-    // Everything is checked before the first cell runs: a bad load fails now, not in an hour.
+    let planned = plan(a, pass_cells, passes, peer)?;
+    crate::config::check_writable(&a.output.with_extension("check"))?;
+    let mut store = super::writable_store(&a.db)?;
+    let (mut done, code) = run_planned(session, &mut store, &planned, a.settle)?;
+    if code == 0 && !a.no_sysbench {
+        done.extend(sysbench_cells(session, &mut store, passes)?);
+    }
+    report(a, &store, &done, passes)?;
+    Ok(code)
+}
+
+/// Every pass's cells with their run settings. Everything is checked before the first cell
+/// runs: a bad load fails now, not in an hour.
+fn plan<'a>(
+    a: &StudyConfig,
+    pass_cells: &'a [Cell],
+    passes: &'a [(String, Option<String>)],
+    peer: &str,
+) -> Result<Vec<Planned<'a>>> {
     let env = StudyEnv { peer: peer.to_string() };
-    let mut configs = Vec::new();
-    let mut cells = Vec::new();
+    let mut planned = Vec::new();
     for (label, model) in passes {
         for cell in pass_cells {
             let mut args = cell.info.defaults();
             if let Some(study) = cell.info.study {
                 study(&env, &mut args);
             }
-            configs.push((RunConfig::new(cell.info, &args, &cell_options(a, cell, label))?, model.as_deref()));
-            cells.push(cell);
+            let cfg = RunConfig::new(cell.info, &args, &cell_options(a, cell, label))?;
+            planned.push(Planned { cell, cfg, model: model.as_deref() });
         }
     }
-    crate::config::check_writable(&a.output.with_extension("check"))?;
-    let mut store = super::writable_store(&a.db)?;
-    let per_cell_extra = a.settle + Duration::from_secs(1);
+    Ok(planned)
+}
+
+/// Runs the cells in order, switching the preemption model where a pass begins. A signal,
+/// between two cells or during one, ends the study there and says which cells are missing.
+/// Returns the stored runs and the exit code (0, or 128 + the signal).
+fn run_planned(session: &Session, store: &mut Store, planned: &[Planned], settle: Duration) -> Result<(Vec<i64>, i32)> {
     let mut done = Vec::new();
-    let mut code = 0;
     let mut model_now: Option<&str> = None;
-    for (k, (cell, (cfg, model))) in cells.iter().zip(&configs).enumerate() {
+    for (k, p) in planned.iter().enumerate() {
         if let Some(sig) = session.signal() {
-            code = 128 + sig;
-            let missing: Vec<String> = cells[k..].iter().map(|c| cell_name(c)).collect();
-            println!("study interrupted before cell {}; missing cells: {}", k + 1, missing.join(", "));
-            break;
+            println!("study interrupted before cell {}; missing cells: {}", k + 1, names(&planned[k..]));
+            return Ok((done, 128 + sig));
         }
-        let left: Duration = cells[k..]
-            .iter()
-            .map(|c| c.duration + if c.load == "none" { Duration::ZERO } else { per_cell_extra })
-            .sum();
-        println!(
-            "== cell {} of {}: {} for {}  (study time left {})",
-            k + 1,
-            cells.len(),
-            cell_name(cell),
-            hms(cell.duration),
-            hms(left)
-        );
-        if let Some(model) = *model {
+        announce(planned, k, settle);
+        if let Some(model) = p.model {
             if model_now != Some(model) {
                 switch_model(session, model)?;
-                println!("== preemption model '{model}' (label {})", cfg.label);
+                println!("== preemption model '{model}' (label {})", p.cfg.label);
                 model_now = Some(model);
             }
         }
-        let (id, outcome) = crate::runner::run(cfg, &mut store)?;
+        let (id, outcome) = crate::runner::run(&p.cfg, store)?;
         done.push(id);
         if let Outcome::Interrupted(sig) = outcome {
-            code = 128 + sig;
-            let missing: Vec<String> = cells[k + 1..].iter().map(|c| cell_name(c)).collect();
             println!("study interrupted: cell {} kept as run {id} (interrupted)", k + 1);
-            if !missing.is_empty() {
-                println!("missing cells: {}", missing.join(", "));
+            if k + 1 < planned.len() {
+                println!("missing cells: {}", names(&planned[k + 1..]));
             }
+            return Ok((done, 128 + sig));
+        }
+    }
+    Ok((done, 0))
+}
+
+/// "== cell 3 of 10: gtod idle for 0:01:00  (study time left …)"; a loaded cell's time counts
+/// the load's settling and a second more.
+fn announce(planned: &[Planned], k: usize, settle: Duration) {
+    let per_cell_extra = settle + Duration::from_secs(1);
+    let left: Duration = planned[k..]
+        .iter()
+        .map(|p| p.cell.duration + if p.cell.load == "none" { Duration::ZERO } else { per_cell_extra })
+        .sum();
+    let cell = planned[k].cell;
+    println!(
+        "== cell {} of {}: {} for {}  (study time left {})",
+        k + 1,
+        planned.len(),
+        cell_name(cell),
+        hms(cell.duration),
+        hms(left)
+    );
+}
+
+/// "timer idle, timer load paper".
+fn names(planned: &[Planned]) -> String {
+    planned.iter().map(|p| cell_name(p.cell)).collect::<Vec<_>>().join(", ")
+}
+
+/// The last cell: the throughput price, idle, once per pass (under its preemption model).
+fn sysbench_cells(session: &mut Session, store: &mut Store, passes: &[(String, Option<String>)]) -> Result<Vec<i64>> {
+    let ops = crate::sysbench::ops();
+    let all: Vec<&crate::sysbench::Op> = ops.iter().collect();
+    let mut done = Vec::new();
+    for (label, model) in passes {
+        if let Some(model) = model.as_deref() {
+            switch_model(session, model)?;
+        }
+        println!("== last cell: sysbench --quick, idle (label {label})");
+        let cpu = super::sysbench::default_cpu();
+        let idle = crate::model::LoadRecord::idle();
+        let pass =
+            super::sysbench::Pass { method: crate::sysbench::Method::QUICK, cpu, label, load: &idle, fixed: None };
+        let measured = super::sysbench::measure_into(session, store, &all, &pass)?;
+        done.extend(&measured.ids);
+        if session.signal().is_some() {
             break;
         }
     }
-    // The last cell: the throughput price, idle, once per pass (under its preemption model).
-    if code == 0 && !a.no_sysbench {
-        let ops = crate::sysbench::ops();
-        let all: Vec<&crate::sysbench::Op> = ops.iter().collect();
-        for (label, model) in passes {
-            if let Some(model) = model.as_deref() {
-                switch_model(session, model)?;
-            }
-            println!("== last cell: sysbench --quick, idle (label {label})");
-            let cpu = super::sysbench::default_cpu();
-            let idle = crate::model::LoadRecord::idle();
-            let pass =
-                super::sysbench::Pass { method: crate::sysbench::Method::QUICK, cpu, label, load: &idle, fixed: None };
-            let measured = super::sysbench::measure_into(session, &mut store, &all, &pass)?;
-            done.extend(&measured.ids);
-            if session.signal().is_some() {
-                break;
-            }
-        }
-    }
-    let runs = select::runs(&store, &[], &done, &super::catalog())?;
+    Ok(done)
+}
+
+/// Appendix III of each pass on the terminal, then the report over every run the study stored.
+fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Option<String>)]) -> Result<()> {
+    let runs = select::runs(store, &[], done, &super::catalog())?;
     for (label, _) in passes {
         let these: Vec<_> = runs
             .iter()
@@ -240,5 +286,5 @@ fn run_cells(
     let (latency, costs) = select::split(runs);
     let files = crate::report::build::write(&a.output, &latency, &costs, &[], &super::catalog())?;
     println!("report: {} ({} figures)", files.index.display(), files.figures);
-    Ok(code)
+    Ok(())
 }

@@ -80,7 +80,6 @@ fn maxima(envelope: &[(u32, EnvPoint)]) -> Vec<Vec<f64>> {
 pub fn brief(run: &Run, envelope: &[(u32, EnvPoint)]) -> String {
     let Some(e) = evt::for_run(run, evt::sample_rate(run, envelope)) else { return String::new() };
     let id = run.header.id;
-    let us = |ns: f64| fmt_ns_as_us(ns);
     let picked: Vec<String> = e
         .levels
         .iter()
@@ -103,7 +102,6 @@ pub fn brief(run: &Run, envelope: &[(u32, EnvPoint)]) -> String {
 
 /// The estimate as text: the thresholds tried, the fit, the levels and the verdict.
 pub fn render(id: i64, e: &Estimate, log: Option<&Path>) -> String {
-    let us = |ns: f64| fmt_ns_as_us(ns);
     let mut out = format!(
         "run {id}: worst-case estimate from the {} ({} samples{}), observed max {} µs\n",
         e.from,
@@ -111,76 +109,101 @@ pub fn render(id: i64, e: &Estimate, log: Option<&Path>) -> String {
         log.map(|p| format!(", {}", p.display())).unwrap_or_default(),
         us(e.observed_max_ns as f64)
     );
-    if !e.candidates.is_empty() {
-        out.push_str("\nthresholds tried (the lowest above which ξ stays within 2.576 standard errors of every higher one is chosen)\n");
-        out.push_str("  threshold (µs)  exceedances       ξ     ±se   σ (µs)\n");
-        for (i, c) in e.candidates.iter().enumerate() {
-            out.push_str(&format!(
-                "{} {:>13}  {:>11}  {:>6.3}  {:>6.3}  {:>7}\n",
-                if e.chosen == Some(i) { ">" } else { " " },
-                us(c.threshold_ns as f64),
-                c.exceedances,
-                c.xi,
-                c.xi_se,
-                us(c.sigma_ns)
-            ));
-        }
-    }
-    match (e.verdict, e.xi, e.sigma_ns, e.threshold_ns) {
-        (Verdict::TooFew, ..) | (_, None, ..) | (_, _, None, _) | (.., None) => {
-            out.push_str("\nverdict: too few exceedances to say anything about the tail; no estimate\n");
-        }
-        (verdict, Some(xi), Some(sigma), Some(u)) => {
-            let clusters = match (e.clusters, e.extremal_index) {
-                (Some(c), Some(t)) => format!(", {c} clusters (extremal index {t:.2})"),
-                _ => String::new(),
-            };
-            out.push_str(&format!(
-                "\nfit above {} µs: {} exceedances{clusters}; ξ = {xi:.3} (95 %: {:.3} to {:.3}), σ = {} µs\n",
-                us(u as f64),
-                e.exceedances,
-                e.xi_lo.unwrap_or(f64::NAN),
-                e.xi_hi.unwrap_or(f64::NAN),
-                us(sigma)
-            ));
-            out.push_str("\nlatency exceeded with probability p per sample (95 % profile-likelihood interval)\n");
-            for l in &e.levels {
-                let hi = l.hi_ns.map_or("unbounded".to_string(), us);
-                out.push_str(&format!(
-                    "  {:<14} p = {:<9.1e} {:>10} µs   ({} to {} µs)\n",
-                    l.name,
-                    l.probability,
-                    us(l.ns),
-                    us(l.lo_ns),
-                    hi
-                ));
-            }
-            out.push_str(&match verdict {
-                Verdict::HeavyTail => {
-                    "\nverdict: heavy tail (ξ > 0): no finite worst case; rarer events are larger\n".to_string()
-                }
-                _ => format!(
-                    "\nverdict: bounded tail (ξ < 0), estimated endpoint {} µs\n",
-                    e.endpoint_ns.map_or("?".into(), us)
-                ),
-            });
-        }
-    }
-    if !e.checks.is_empty() {
-        out.push_str("\nchecks on the interval maxima\n");
-        for c in &e.checks {
-            let said = if c.passed { "holds" } else { "FAILS" };
-            out.push_str(&format!(
-                "  {:<13} {said:<6} p = {:.2e}  ({}, {} series)\n",
-                c.name, c.p_value, c.detail, c.series
-            ));
-        }
-    }
+    out.push_str(&thresholds(e));
+    out.push_str(&fit(e));
+    out.push_str(&checks(e));
     if let Some(h) = e.hours_to_see_1e9 {
         out.push_str(&format!("to see the 1e-9 level directly, a run at this sample rate would need {h:.0} hours\n"));
     }
     for n in &e.notes {
         out.push_str(&format!("note: {n}\n"));
+    }
+    out
+}
+
+/// Nanoseconds in µs, as every line of the estimate shows them.
+fn us(ns: f64) -> String {
+    fmt_ns_as_us(ns)
+}
+
+/// Every threshold tried, the chosen one marked; nothing when none was.
+fn thresholds(e: &Estimate) -> String {
+    if e.candidates.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nthresholds tried (the lowest above which ξ stays within 2.576 standard errors of every higher one is chosen)\n",
+    );
+    out.push_str("  threshold (µs)  exceedances       ξ     ±se   σ (µs)\n");
+    for (i, c) in e.candidates.iter().enumerate() {
+        out.push_str(&format!(
+            "{} {:>13}  {:>11}  {:>6.3}  {:>6.3}  {:>7}\n",
+            if e.chosen == Some(i) { ">" } else { " " },
+            us(c.threshold_ns as f64),
+            c.exceedances,
+            c.xi,
+            c.xi_se,
+            us(c.sigma_ns)
+        ));
+    }
+    out
+}
+
+/// The fit, its levels and the verdict on the tail, or why there is none.
+fn fit(e: &Estimate) -> String {
+    let (verdict, xi, sigma, u) = match (e.verdict, e.xi, e.sigma_ns, e.threshold_ns) {
+        (Verdict::TooFew, ..) | (_, None, ..) | (_, _, None, _) | (.., None) => {
+            return "\nverdict: too few exceedances to say anything about the tail; no estimate\n".to_string();
+        }
+        (verdict, Some(xi), Some(sigma), Some(u)) => (verdict, xi, sigma, u),
+    };
+    let clusters = match (e.clusters, e.extremal_index) {
+        (Some(c), Some(t)) => format!(", {c} clusters (extremal index {t:.2})"),
+        _ => String::new(),
+    };
+    let mut out = format!(
+        "\nfit above {} µs: {} exceedances{clusters}; ξ = {xi:.3} (95 %: {:.3} to {:.3}), σ = {} µs\n",
+        us(u as f64),
+        e.exceedances,
+        e.xi_lo.unwrap_or(f64::NAN),
+        e.xi_hi.unwrap_or(f64::NAN),
+        us(sigma)
+    );
+    out.push_str("\nlatency exceeded with probability p per sample (95 % profile-likelihood interval)\n");
+    for l in &e.levels {
+        let hi = l.hi_ns.map_or("unbounded".to_string(), us);
+        out.push_str(&format!(
+            "  {:<14} p = {:<9.1e} {:>10} µs   ({} to {} µs)\n",
+            l.name,
+            l.probability,
+            us(l.ns),
+            us(l.lo_ns),
+            hi
+        ));
+    }
+    out.push_str(&match verdict {
+        Verdict::HeavyTail => {
+            "\nverdict: heavy tail (ξ > 0): no finite worst case; rarer events are larger\n".to_string()
+        }
+        _ => {
+            format!("\nverdict: bounded tail (ξ < 0), estimated endpoint {} µs\n", e.endpoint_ns.map_or("?".into(), us))
+        }
+    });
+    out
+}
+
+/// The checks on the interval maxima; nothing when none ran.
+fn checks(e: &Estimate) -> String {
+    if e.checks.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nchecks on the interval maxima\n");
+    for c in &e.checks {
+        let said = if c.passed { "holds" } else { "FAILS" };
+        out.push_str(&format!(
+            "  {:<13} {said:<6} p = {:.2e}  ({}, {} series)\n",
+            c.name, c.p_value, c.detail, c.series
+        ));
     }
     out
 }

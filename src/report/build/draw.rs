@@ -1,0 +1,322 @@
+//! Which figures a report draws, in the order it draws them: per probe its comparisons, each
+//! run's own figures and the tails by label; then each label's probes, sysbench's costs and the
+//! monitors' long-term plots.
+
+use super::{distinct, file_safe};
+use crate::evt::Estimate;
+use crate::report::figures::{
+    bars, costs as cost_bars, histogram, load_name, percentiles, scatter, tail, timeline, windows, Figure,
+};
+use crate::report::select::{Monitor, RunView};
+use crate::report::svg::PALETTE;
+
+/// Breaches per run drawn as a timeline; the table lists them all.
+const BREACH_FIGURES: usize = 3;
+
+/// What every latency figure of one report shares: the runs, their labels (a label's colour is
+/// its place in that list, so a label keeps its colour in every figure) and each run's
+/// worst-case estimate, fitted once because a run's tail is drawn alone and again beside the
+/// other labels'.
+struct Shared<'a> {
+    runs: &'a [RunView],
+    labels: Vec<String>,
+    estimates: Vec<Option<Estimate>>,
+}
+
+impl<'a> Shared<'a> {
+    fn new(runs: &'a [RunView]) -> Self {
+        let labels = distinct(runs.iter().map(|r| r.label().to_string()));
+        let estimates =
+            runs.iter().map(|r| crate::evt::for_run(&r.data, crate::evt::sample_rate(&r.data, &[]))).collect();
+        Shared { runs, labels, estimates }
+    }
+
+    /// The label's place in the palette.
+    fn color(&self, label: &str) -> usize {
+        self.labels.iter().position(|l| l == label).unwrap_or(0)
+    }
+
+    fn paint(&self, label: &str) -> &'static str {
+        PALETTE[self.color(label) % PALETTE.len()]
+    }
+
+    fn estimate(&self, r: &RunView) -> Option<&Estimate> {
+        let i = self.runs.iter().position(|o| o.data.header.id == r.data.header.id)?;
+        self.estimates[i].as_ref()
+    }
+}
+
+/// Every latency figure of a report over `runs`.
+pub fn figures(runs: &[RunView]) -> Vec<Figure> {
+    let shared = Shared::new(runs);
+    let mut figs = Vec::new();
+    for probe in distinct(runs.iter().map(|r| r.probe().to_string())) {
+        let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
+        figs.push(probe_bars(&shared, &probe, &these));
+        figs.extend(percentile_figures(&shared, &probe, &these));
+        let axes = histogram::axes(&these.iter().map(|r| &r.data.total).collect::<Vec<_>>());
+        for r in &these {
+            figs.extend(run_figures(&shared, &probe, r, axes));
+        }
+        figs.extend(tails_by_label(&shared, &probe, &these));
+    }
+    figs.extend(label_figures(&shared));
+    figs
+}
+
+/// One probe's min, avg and max, a group per run.
+fn probe_bars(shared: &Shared, probe: &str, these: &[&RunView]) -> Figure {
+    let groups: Vec<bars::Group> = these.iter().map(|r| bar_group(shared.runs, r, r.label())).collect();
+    Figure {
+        name: format!("{probe}-bars"),
+        caption: format!("{probe}: min, avg and max per label and load (log scale)"),
+        svg: bars::render(&format!("{probe}: min / avg / max"), &groups),
+    }
+}
+
+/// One probe's latency by percentile, linear and in nines.
+fn percentile_figures(shared: &Shared, probe: &str, these: &[&RunView]) -> Vec<Figure> {
+    let series: Vec<percentiles::Series> = these
+        .iter()
+        .map(|r| percentiles::Series {
+            color: shared.color(r.label()),
+            label: r.label().to_string(),
+            load: r.load(),
+            extra: twin_suffix(shared.runs, r),
+            stats: &r.data.total,
+        })
+        .collect();
+    [(percentiles::View::Linear, "percentiles", "0–100 %"), (percentiles::View::Nines, "nines", "90 … 99.9999 %")]
+        .into_iter()
+        .map(|(view, tag, what)| Figure {
+            name: format!("{probe}-{tag}"),
+            caption: format!("{probe}: latency by percentile, {what}; colour = label, dashed = loaded"),
+            svg: percentiles::render(&format!("{probe}: latency by percentile ({what})"), &series, view),
+        })
+        .collect()
+}
+
+/// A run's own figures: histogram, latency over time, its tail when it has an estimate, and the
+/// first breaches' timelines.
+fn run_figures(shared: &Shared, probe: &str, r: &RunView, axes: histogram::Axes) -> Vec<Figure> {
+    let title = format!("run {} · {} · {} · {}", r.data.header.id, r.label(), probe, load_name(&r.load()));
+    let mut figs = vec![
+        Figure {
+            name: format!("run{}-histogram", r.data.header.id),
+            caption: format!("{title}: histogram (same axes for every {probe} run), max marked"),
+            svg: histogram::render(&title, &r.data.total, axes, shared.paint(r.label())),
+        },
+        scatter_figure(r, &title),
+    ];
+    if let Some(e) = shared.estimate(r) {
+        let one = tail::Tail {
+            label: r.label().to_string(),
+            stats: &r.data.total,
+            estimate: e,
+            color: shared.paint(r.label()),
+        };
+        figs.push(Figure {
+            name: format!("run{}-tail", r.data.header.id),
+            caption: tail_caption(&title, e),
+            svg: tail::render(&title, &[one]),
+        });
+    }
+    figs.extend(breach_figures(r, &title));
+    figs
+}
+
+/// Latency over time: every sample when the store kept them all, else the envelope; intervals
+/// in which the hypervisor took a measured CPU away are shaded and counted in the caption.
+fn scatter_figure(r: &RunView, title: &str) -> Figure {
+    let interval_s = r.data.header.envelope_ns.max(1) as f64 / 1e9;
+    let steal = r.steal_marks();
+    let (caption, svg) = match &r.raw {
+        Some(raw) => (format!("{title}: latency over time, every sample"), scatter::render_samples(title, raw, &steal)),
+        None => (
+            format!("{title}: latency over time, min–max band and mean per {}", crate::units::span(interval_s)),
+            scatter::render(title, &r.envelope, interval_s, &steal),
+        ),
+    };
+    let caption = match steal.len() {
+        0 => caption,
+        n => format!(
+            "{caption}; shaded: {n} intervals in which the hypervisor took a measured CPU away ({} where it alone explains the largest latency)",
+            steal.iter().filter(|m| m.explains).count()
+        ),
+    };
+    Figure { name: format!("run{}-scatter", r.data.header.id), caption, svg }
+}
+
+/// The trace around each of the run's first breaches.
+fn breach_figures(r: &RunView, title: &str) -> Vec<Figure> {
+    r.data
+        .breaches
+        .iter()
+        .take(BREACH_FIGURES)
+        .map(|b| {
+            let what = format!("{title} · breach {} ({} µs)", b.seq, crate::units::fmt_ns_as_us(b.latency_ns as f64));
+            Figure {
+                name: format!("run{}-breach{}", r.data.header.id, b.seq),
+                caption: format!(
+                    "{what}: the trace around it, one lane per CPU (tasks, IRQs and vectors, softirqs); blue: the \
+                     intended wake-up, red: the sample; {}",
+                    b.verdict
+                ),
+                svg: timeline::render(&what, b),
+            }
+        })
+        .collect()
+}
+
+/// Per load, the fitted tails of one probe's runs overlaid, when at least two labels have one.
+fn tails_by_label(shared: &Shared, probe: &str, these: &[&RunView]) -> Vec<Figure> {
+    let mut figs = Vec::new();
+    for load in distinct(these.iter().map(|r| r.load())) {
+        let here: Vec<&&RunView> = these.iter().filter(|r| r.load() == load && shared.estimate(r).is_some()).collect();
+        if distinct(here.iter().map(|r| r.label().to_string())).len() < 2 {
+            continue;
+        }
+        let tails: Vec<tail::Tail> = here
+            .iter()
+            .filter_map(|r| {
+                Some(tail::Tail {
+                    label: format!("{}{}", r.label(), twin_suffix(shared.runs, r)),
+                    stats: &r.data.total,
+                    estimate: shared.estimate(r)?,
+                    color: shared.paint(r.label()),
+                })
+            })
+            .collect();
+        let title = format!("{probe} · {}: tails by label", load_name(&load));
+        figs.push(Figure {
+            name: format!("{probe}-tails-{}", file_safe(&load)),
+            caption: format!(
+                "{title}: latency exceeded with probability p per sample, observed (solid) and the fitted \
+                 generalized Pareto tail (dashed) with its 95 % band down to 1e-12, one colour per label; dotted: \
+                 each run's observed max"
+            ),
+            svg: tail::render(&title, &tails),
+        });
+    }
+    figs
+}
+
+/// Per label, every probe idle and loaded.
+fn label_figures(shared: &Shared) -> Vec<Figure> {
+    shared
+        .labels
+        .iter()
+        .map(|label| {
+            let groups: Vec<bars::Group> = shared
+                .runs
+                .iter()
+                .filter(|r| r.label() == label)
+                .map(|r| bar_group(shared.runs, r, r.probe()))
+                .collect();
+            Figure {
+                name: format!("label-{}-probes", file_safe(label)),
+                caption: format!("{label}: every probe, idle and loaded"),
+                svg: bars::render(&format!("{label}: all probes"), &groups),
+            }
+        })
+        .collect()
+}
+
+/// Per label with monitor windows, the long-term plot of their maxima per CPU.
+pub(super) fn monitor_figures(monitors: &[Monitor]) -> Vec<Figure> {
+    monitors
+        .iter()
+        .map(|m| {
+            let runs = distinct(m.windows.iter().map(|w| w.run.to_string())).len();
+            let what = if m.probe == "timer" { String::new() } else { format!(" ({})", m.probe) };
+            let title = format!("{}: largest latency per monitor window{what}", m.label);
+            Figure {
+                name: match m.probe.as_str() {
+                    "timer" => format!("monitor-{}", file_safe(&m.label)),
+                    other => format!("monitor-{}-{}", file_safe(&m.label), file_safe(other)),
+                },
+                caption: format!(
+                    "{title}, one colour per CPU, {runs} windows (the OSADL farm's long-term plot): a point is the \
+                     largest latency of one window on that CPU"
+                ),
+                svg: windows::render(&title, &m.windows),
+            }
+        })
+        .collect()
+}
+
+/// `sysbench` as the Geode paper's Figure 32: every operation, a bar per label (the newest
+/// run's median), when any label measured one.
+pub(super) fn cost_figure(costs: &[RunView]) -> Option<Figure> {
+    let labels = distinct(costs.iter().map(|r| r.label().to_string()));
+    let ops: Vec<cost_bars::OpBars> = crate::sysbench::ops()
+        .iter()
+        .filter(|o| costs.iter().any(|r| r.sysbench_op().as_deref() == Some(o.name)))
+        .map(|o| cost_bars::OpBars {
+            name: o.name.to_string(),
+            bandwidth: o.bandwidth,
+            values: labels
+                .iter()
+                .map(|l| {
+                    let r =
+                        costs.iter().rev().find(|r| r.label() == l && r.sysbench_op().as_deref() == Some(o.name))?;
+                    let v = r.data.total.percentile(0.5) as f64;
+                    Some(if o.bandwidth { v / 1e3 } else { v / 1e6 })
+                })
+                .collect(),
+        })
+        .collect();
+    if ops.is_empty() {
+        return None;
+    }
+    Some(Figure {
+        name: "sysbench-costs".into(),
+        caption: "The throughput price per operation and label (Figure 32's layout): µs per operation, or MB/s for \
+                  the bandwidths marked ↑ (bigger is better); log scale"
+            .into(),
+        svg: cost_bars::render("sysbench: cost of each operation per label", &labels, &ops),
+    })
+}
+
+/// A run's min, avg and max in µs, captioned `first` over its load.
+fn bar_group(all: &[RunView], r: &RunView, first: &str) -> bars::Group {
+    let s = &r.data.total;
+    bars::Group {
+        line1: first.to_string(),
+        line2: format!("{}{}", load_name(&r.load()), twin_suffix(all, r)),
+        min: if s.count == 0 { 0.0 } else { s.min as f64 / 1000.0 },
+        avg: s.mean() / 1000.0,
+        max: s.max as f64 / 1000.0,
+    }
+}
+
+/// " · 24 h" when another run of the same label, probe and load is drawn too (a study's
+/// extended cells), so the two can be told apart; else nothing.
+fn twin_suffix(all: &[RunView], r: &RunView) -> String {
+    let twins = all.iter().filter(|o| o.label() == r.label() && o.probe() == r.probe() && o.load() == r.load()).count();
+    if twins < 2 {
+        return String::new();
+    }
+    match r.data.header.params.duration_s() {
+        Some(d) => format!(" · {}", crate::units::length(d)),
+        None => format!(" · run {}", r.data.header.id),
+    }
+}
+
+/// What the tail figure shows, and what the fit says.
+fn tail_caption(title: &str, e: &Estimate) -> String {
+    let us = |ns: f64| crate::units::fmt_ns_as_us(ns);
+    match (e.threshold_ns, e.xi, e.levels.iter().find(|l| l.name == "1e-9")) {
+        (Some(u), Some(xi), Some(l)) => format!(
+            "{title}: the tail on log-log axes: latency exceeded with probability p per sample, observed (solid) and the \
+             generalized Pareto tail fitted above {} µs (ξ = {xi:.2}, dashed) with its 95 % band, observed max marked; \
+             1e-9 level {} µs ({} to {} µs){}",
+            us(u as f64),
+            us(l.ns),
+            us(l.lo_ns),
+            l.hi_ns.map_or("unbounded".into(), us),
+            if e.stable { "" } else { "; the shape did not settle over the thresholds: do not trust the fit" }
+        ),
+        _ => format!("{title}: the tail on log-log axes, observed only: too few samples in the tail for a fit"),
+    }
+}

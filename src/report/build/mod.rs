@@ -1,0 +1,116 @@
+//! `rtbench report`: figures, tables and one self-contained index.html, written whole or not
+//! at all.
+
+mod draw;
+mod page;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+pub use draw::figures;
+pub use page::html;
+
+use super::figures::Figure;
+use super::select::{Monitor, RunView};
+use super::ProbeNote;
+use crate::error::InputError;
+
+/// Writes the report into `out` atomically: built beside it, then moved into place.
+pub fn write(
+    out: &Path,
+    runs: &[RunView],
+    costs: &[RunView],
+    monitors: &[Monitor],
+    notes: &[ProbeNote],
+) -> Result<ReportFiles> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(InputError::Unwritable {
+            path: out.display().to_string(),
+            reason: format!("directory '{}' does not exist", parent.display()),
+        }
+        .into());
+    }
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "report".into());
+    let partial = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    let result = (|| -> Result<ReportFiles> {
+        std::fs::create_dir_all(partial.join("figures"))
+            .map_err(|e| InputError::Unwritable { path: out.display().to_string(), reason: e.to_string() })?;
+        let mut figs = figures(runs);
+        figs.extend(draw::cost_figure(costs));
+        figs.extend(draw::monitor_figures(monitors));
+        render_files(&partial.join("figures"), &figs)?;
+        let page = html(runs, costs, &figs, notes);
+        std::fs::write(partial.join("index.html"), &page)?;
+        Ok(ReportFiles { index: out.join("index.html"), figures: figs.len(), html_bytes: page.len() })
+    })();
+    match result {
+        Ok(files) => {
+            let old = parent.join(format!(".{name}.old-{}", std::process::id()));
+            if out.exists() {
+                std::fs::rename(out, &old).with_context(|| format!("could not replace '{}'", out.display()))?;
+            }
+            std::fs::rename(&partial, out).with_context(|| format!("could not write '{}'", out.display()))?;
+            let _ = std::fs::remove_dir_all(&old);
+            Ok(files)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&partial);
+            Err(e)
+        }
+    }
+}
+
+/// What `write` produced.
+pub struct ReportFiles {
+    pub index: PathBuf,
+    pub figures: usize,
+    pub html_bytes: usize,
+}
+
+/// Each figure as SVG and PNG, rendered on every core.
+fn render_files(dir: &Path, figs: &[Figure]) -> Result<()> {
+    let mut opt = resvg::usvg::Options::default();
+    opt.fontdb_mut().load_system_fonts();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = figs.len().div_ceil(workers).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = figs
+            .chunks(per)
+            .map(|chunk| {
+                let opt = &opt;
+                // Parsing and rasterizing SVG recurse: these get a main thread's stack.
+                std::thread::Builder::new().stack_size(8 << 20).spawn_scoped(s, move || -> Result<()> {
+                    for f in chunk {
+                        std::fs::write(dir.join(format!("{}.svg", f.name)), &f.svg)?;
+                        let tree = resvg::usvg::Tree::from_str(&f.svg, opt)
+                            .with_context(|| format!("figure {} is not valid SVG", f.name))?;
+                        let size = tree.size().to_int_size();
+                        let mut pixmap =
+                            resvg::tiny_skia::Pixmap::new(size.width(), size.height()).context("figure has no size")?;
+                        resvg::render(&tree, resvg::tiny_skia::Transform::default(), &mut pixmap.as_mut());
+                        pixmap.save_png(dir.join(format!("{}.png", f.name)))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect::<std::io::Result<Vec<_>>>()
+            .context("could not start a figure renderer")?;
+        handles.into_iter().try_for_each(|h| h.join().map_err(|_| anyhow::anyhow!("figure renderer panicked"))?)
+    })
+}
+
+fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in it {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect()
+}

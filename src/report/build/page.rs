@@ -1,0 +1,215 @@
+//! The report's index.html: the summary tables, a section per probe, the monitors' watch,
+//! sysbench's price, then per label its probes and its system.
+
+use std::fmt::Write;
+
+use super::{distinct, file_safe};
+use crate::model::SystemSnapshot;
+use crate::report::figures::{load_name, Figure};
+use crate::report::select::RunView;
+use crate::report::svg::esc;
+use crate::report::tables;
+use crate::report::ProbeNote;
+
+const TEMPLATE: &str = include_str!("../template.html");
+
+/// The figures already drawn, placed on the page by name; a figure that was not drawn (a run
+/// without an estimate has no tail) is simply left out.
+#[derive(Clone, Copy)]
+struct Drawn<'a>(&'a [Figure]);
+
+impl<'a> Drawn<'a> {
+    /// The figure `name` as HTML, or nothing when it was not drawn.
+    fn html(self, name: &str) -> String {
+        self.0.iter().find(|f| f.name == name).map(figure_html).unwrap_or_default()
+    }
+
+    /// Every figure whose name starts with `prefix`, in drawing order.
+    fn starting(self, prefix: &str) -> Vec<&'a Figure> {
+        self.0.iter().filter(|f| f.name.starts_with(prefix)).collect()
+    }
+}
+
+/// The whole page.
+pub fn html(runs: &[RunView], costs: &[RunView], figs: &[Figure], notes: &[ProbeNote]) -> String {
+    let labels = distinct(runs.iter().chain(costs).map(|r| r.label().to_string()));
+    let drawn = Drawn(figs);
+    let mut b = heading(runs, &labels);
+    b.push_str(&summary(runs));
+    for probe in distinct(runs.iter().map(|r| r.probe().to_string())) {
+        b.push_str(&probe_section(runs, &probe, drawn, notes));
+    }
+    b.push_str(&watch_section(drawn));
+    b.push_str(&price_section(costs, drawn));
+    b.push_str("<h2>Per label</h2>");
+    for label in &labels {
+        b.push_str(&drawn.html(&format!("label-{}-probes", file_safe(label))));
+    }
+    b.push_str(&systems_section(runs, &labels));
+    TEMPLATE.replace("{{title}}", &esc(&format!("rtbench report: {}", labels.join(" vs ")))).replace("{{body}}", &b)
+}
+
+/// The title and what the page holds.
+fn heading(runs: &[RunView], labels: &[String]) -> String {
+    let mut b = String::new();
+    let _ = write!(b, "<h1>rtbench report: {}</h1>", esc(&labels.join(" vs ")));
+    let _ = write!(
+        b,
+        r#"<p class="note">{} runs, generated {} by rtbench {}. Latencies in µs. Figures are also in <code>figures/</code> as SVG and PNG. ⚠ marks a run with caveats (hover for them).</p>"#,
+        runs.len(),
+        crate::timefmt::now_rfc3339(),
+        env!("CARGO_PKG_VERSION")
+    );
+    b
+}
+
+/// The tables over every latency run.
+fn summary(runs: &[RunView]) -> String {
+    let mut b = String::new();
+    b.push_str("<h2>Summary (Appendix III)</h2>");
+    b.push_str(&tables::appendix_iii(runs));
+    b.push_str("<h2>Percentiles</h2>");
+    b.push_str(&tables::percentiles(runs));
+    b.push_str("<h2>By kernel and load (I-pipe layout)</h2>");
+    b.push_str(&tables::ipipe(runs));
+    b.push_str("<h2>Rule of thumb: worst case within 10⁵ CPU cycles</h2>");
+    b.push_str(&tables::rules(runs));
+    b
+}
+
+/// One probe: what a sample is, its comparisons, the tails by label, then each of its runs.
+fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote]) -> String {
+    let mut b = String::new();
+    let help = notes.iter().find(|p| p.name == probe).map_or("", |p| p.help);
+    let _ = write!(b, "<h2>{}</h2><p class=\"note\">{}</p>", esc(probe), esc(help));
+    for tag in ["bars", "percentiles", "nines"] {
+        b.push_str(&drawn.html(&format!("{probe}-{tag}")));
+    }
+    for f in drawn.starting(&format!("{probe}-tails-")) {
+        b.push_str(&figure_html(f));
+    }
+    for r in runs.iter().filter(|r| r.probe() == probe) {
+        b.push_str(&run_section(r, drawn));
+    }
+    b
+}
+
+/// One run: its figures, its breaches and its caveats.
+fn run_section(r: &RunView, drawn: Drawn) -> String {
+    let id = r.data.header.id;
+    let mut b = String::new();
+    let _ = write!(b, "<h3>run {id} · {} · {}{}</h3>", esc(r.label()), esc(&load_name(&r.load())), tables::caveat(r));
+    for kind in ["histogram", "scatter", "tail"] {
+        b.push_str(&drawn.html(&format!("run{id}-{kind}")));
+    }
+    if !r.data.breaches.is_empty() {
+        b.push_str(&tables::breaches(&r.data));
+        for breach in &r.data.breaches {
+            b.push_str(&drawn.html(&format!("run{id}-breach{}", breach.seq)));
+        }
+    }
+    b.push_str(&warnings_html(r));
+    b
+}
+
+/// The monitors' long-term plots, when there are any.
+fn watch_section(drawn: Drawn) -> String {
+    let watched = drawn.starting("monitor-");
+    if watched.is_empty() {
+        return String::new();
+    }
+    let mut b = String::new();
+    b.push_str("<h2>Long-term watch (rtbench monitor)</h2>");
+    b.push_str(r#"<p class="note">Every stored window of a monitor; retention (<code>--keep</code>) decides how far back.</p>"#);
+    for f in watched {
+        b.push_str(&figure_html(f));
+    }
+    b
+}
+
+/// sysbench's costs per label and, where measured, the total time under each load.
+fn price_section(costs: &[RunView], drawn: Drawn) -> String {
+    if costs.is_empty() {
+        return String::new();
+    }
+    let mut b = String::new();
+    b.push_str("<h2>The price of real time (LMbench layout, rtbench sysbench)</h2>");
+    b.push_str(r#"<p class="note">Median of the repetitions of each operation, one row per label; hover a value for its spread. rtbench's own implementation of LMbench's measurements.</p>"#);
+    b.push_str(&drawn.html("sysbench-costs"));
+    b.push_str(&tables::sysbench(costs));
+    let total = tables::sysbench_total(costs);
+    if !total.is_empty() {
+        b.push_str("<h3>Total time of the operations under each load (the I-pipe study's table)</h3>");
+        b.push_str(&total);
+    }
+    b
+}
+
+/// Per label, the system of its newest latency run and that run's audit.
+fn systems_section(runs: &[RunView], labels: &[String]) -> String {
+    let mut b = String::from("<h2>Systems</h2>");
+    for label in labels {
+        if let Some(r) = runs.iter().rev().find(|r| r.label() == label) {
+            b.push_str(&system_html(label, &r.data.header.system));
+            if let Some(findings) = &r.data.header.system.audit {
+                let _ = write!(b, "<h4>audit of run {} when it began</h4>", r.data.header.id);
+                b.push_str(&tables::audit(findings));
+            }
+        }
+    }
+    b
+}
+
+fn figure_html(f: &Figure) -> String {
+    format!(r#"<figure id="{}">{}<figcaption>{}</figcaption></figure>"#, f.name, f.svg, esc(&f.caption))
+}
+
+fn warnings_html(r: &RunView) -> String {
+    let h = &r.data.header;
+    let mut items: Vec<String> = h.warnings.clone();
+    if let Some((_, verdict)) = tables::rule_of_thumb(r) {
+        items.push(format!("rule of thumb: {verdict}"));
+    }
+    if let Some(act) = h.load.report().and_then(|l| l.activity.as_ref()) {
+        let b: Vec<String> = act.cpu_busy_percent.iter().map(|v| v.to_string()).collect();
+        items.push(format!(
+            "load: CPUs busy {} %, {} context switches/s, {} interrupts/s",
+            b.join(" / "),
+            json(&act.context_switches_per_s),
+            json(&act.interrupts_per_s)
+        ));
+    }
+    if items.is_empty() {
+        return String::new();
+    }
+    let lis: String = items.iter().map(|w| format!("<li>{}</li>", esc(w))).collect();
+    format!(r#"<ul class="warnings">{lis}</ul>"#)
+}
+
+/// A value as JSON writes it (`null` when unknown), as the systems table has always shown them.
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+fn system_html(label: &str, sys: &SystemSnapshot) -> String {
+    let mut rows = String::new();
+    let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    let throttling = &sys.rt_throttling;
+    let fields: [(&str, String); 8] = [
+        ("kernel", text(&sys.kernel_release)),
+        ("version", text(&sys.kernel_version)),
+        ("preemption", sys.preemption.describe()),
+        ("command line", text(&sys.cmdline)),
+        ("CPU", format!("{} @ {} MHz", text(&sys.cpu_model), json(&sys.cpu_mhz))),
+        ("CPUs online / isolated", format!("{} / {}", json(&sys.cpus_online), json(&sys.cpus_isolated))),
+        ("clocksource", text(&sys.clocksource)),
+        (
+            "RT throttling",
+            format!("{} µs per {} µs", json(&throttling.sched_rt_runtime_us), json(&throttling.sched_rt_period_us)),
+        ),
+    ];
+    for (k, v) in fields {
+        let _ = write!(rows, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
+    }
+    format!(r#"<h3>{}</h3><table class="sys">{rows}</table>"#, esc(label))
+}

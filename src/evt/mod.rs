@@ -10,6 +10,7 @@ mod decluster;
 pub mod gpd;
 
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::model::{EnvPoint, LoadRecord, Metric, Run};
@@ -71,7 +72,7 @@ pub fn load_of(run: &Run) -> Option<String> {
 }
 
 /// One threshold tried.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Candidate {
     pub threshold_ns: u64,
     pub exceedances: u64,
@@ -82,17 +83,21 @@ pub struct Candidate {
 }
 
 /// A latency exceeded with a given probability per sample, with its 95 % interval.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Level {
     pub name: String,
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 1))]
     pub probability: f64,
+    #[schemars(range(min = 0.0))]
     pub ns: f64,
+    #[schemars(range(min = 0.0))]
     pub lo_ns: f64,
     /// `None`: the data rule out no value above (a heavy tail with few exceedances).
+    #[schemars(range(min = 0.0))]
     pub hi_ns: Option<f64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// ξ > 0: no finite worst case.
@@ -103,7 +108,7 @@ pub enum Verdict {
 }
 
 /// What an estimate was fitted on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Basis {
     /// The run's HDR histogram: binned values.
@@ -121,7 +126,7 @@ impl std::fmt::Display for Basis {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Estimate {
     pub verdict: Verdict,
     pub from: Basis,

@@ -2,6 +2,7 @@
 //! histogram that spans 1 ns to a day, so no sample is ever an "overflow".
 
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 /// Largest value the histogram resolves exactly (24 h in ns); larger values are clamped into the
@@ -177,15 +178,33 @@ impl Stats {
 }
 
 /// What every report, export and `show` prints for one stream.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Summary {
     pub count: u64,
     pub overruns: u64,
     pub min_ns: u64,
     pub max_ns: u64,
+    #[schemars(range(min = 0.0))]
     pub mean_ns: f64,
+    #[schemars(range(min = 0.0))]
     pub stddev_ns: f64,
+    /// Each reported percentile by its label ("99.9"), in ns.
+    #[schemars(schema_with = "percentiles_schema")]
     pub percentiles_ns: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `percentiles_ns` holds every label of [`PERCENTILES`] and nothing else, each an integer.
+fn percentiles_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let labels: Vec<&str> = PERCENTILES.iter().map(|p| p.0).collect();
+    let ns = schemars::json_schema!({ "type": "integer", "minimum": 0 });
+    let properties: serde_json::Map<String, serde_json::Value> =
+        labels.iter().map(|l| (l.to_string(), ns.clone().into())).collect();
+    schemars::json_schema!({
+        "type": "object",
+        "properties": properties,
+        "required": labels,
+        "additionalProperties": false,
+    })
 }
 
 impl Summary {

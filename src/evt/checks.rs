@@ -3,6 +3,7 @@
 //! that the run is the same process throughout (two-sample Kolmogorov–Smirnov, first half
 //! against second half).
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
@@ -11,7 +12,7 @@ const LAGS: usize = 10;
 /// Fewer interval maxima than this per series say nothing.
 const MIN_POINTS: usize = 20;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Check {
     pub name: &'static str,
     /// The smallest p-value over the series (threads) tested.

@@ -10,6 +10,7 @@ mod decluster;
 pub mod gpd;
 
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::model::{EnvPoint, LoadRecord, Metric, Run};
@@ -71,7 +72,7 @@ pub fn load_of(run: &Run) -> Option<String> {
 }
 
 /// One threshold tried.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Candidate {
     pub threshold_ns: u64,
     pub exceedances: u64,
@@ -82,17 +83,21 @@ pub struct Candidate {
 }
 
 /// A latency exceeded with a given probability per sample, with its 95 % interval.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Level {
     pub name: String,
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 1))]
     pub probability: f64,
+    #[schemars(range(min = 0.0))]
     pub ns: f64,
+    #[schemars(range(min = 0.0))]
     pub lo_ns: f64,
     /// `None`: the data rule out no value above (a heavy tail with few exceedances).
+    #[schemars(range(min = 0.0))]
     pub hi_ns: Option<f64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// ξ > 0: no finite worst case.
@@ -102,11 +107,29 @@ pub enum Verdict {
     TooFew,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// What an estimate was fitted on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    /// The run's HDR histogram: binned values.
+    Histogram,
+    /// The raw sample log: exact values, declustered.
+    Samples,
+}
+
+impl std::fmt::Display for Basis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Basis::Histogram => "histogram",
+            Basis::Samples => "samples",
+        })
+    }
+}
+
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Estimate {
     pub verdict: Verdict,
-    /// "samples" (exact, declustered) or "histogram" (binned).
-    pub from: &'static str,
+    pub from: Basis,
     pub samples: u64,
     pub observed_max_ns: u64,
     pub candidates: Vec<Candidate>,
@@ -269,7 +292,7 @@ fn begin(input: &Input) -> Estimate {
     let hist = input.hist;
     let mut e = Estimate {
         verdict: Verdict::TooFew,
-        from: if input.raw.is_some() { "samples" } else { "histogram" },
+        from: if input.raw.is_some() { Basis::Samples } else { Basis::Histogram },
         samples: hist.len(),
         observed_max_ns: hist.max(),
         candidates: Vec::new(),
@@ -500,6 +523,13 @@ mod tests {
             let names: Vec<&str> = e.levels.iter().map(|l| l.name.as_str()).collect();
             assert_eq!(names, ["1e-6", "1e-9", "1e-12", "once per hour", "once per day", "once per year"]);
             assert!(e.levels[0].ns < e.levels[1].ns && e.levels[1].ns < e.levels[2].ns, "rarer is larger");
+        }
+    }
+
+    #[test]
+    fn a_basis_prints_as_it_is_exported() {
+        for b in [Basis::Histogram, Basis::Samples] {
+            assert_eq!(serde_json::to_value(b).unwrap(), b.to_string());
         }
     }
 }

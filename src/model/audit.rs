@@ -1,10 +1,11 @@
 //! What `rtbench audit` finds: each setting that matters to latency, how it stands, what was
 //! read to say so, and how to fix it. Stored with every run.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How a setting stands, in rising order of concern.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Ok,
@@ -26,13 +27,13 @@ impl Severity {
 }
 
 /// A file (or other source) and the value read from it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Evidence {
     pub source: String,
     pub value: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Finding {
     /// Stable name of the check ("rt-throttling").
     pub check: String,

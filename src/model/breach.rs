@@ -1,10 +1,11 @@
 //! A latency breach traced with ftrace: when it happened, what the trace shows on the CPU
 //! between the intended wake-up and the actual one, and the verdict that names the culprit.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What took a share of the delay.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CauseKind {
     /// Another task ran on the CPU.
@@ -22,7 +23,7 @@ pub enum CauseKind {
 }
 
 /// One contributor to a breach's delay.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Cause {
     pub kind: CauseKind,
     /// Task name, `IRQ 24 virtio0`, `softirq TIMER`, …
@@ -31,11 +32,12 @@ pub struct Cause {
     pub detail: Option<String>,
     pub ns: u64,
     /// Share of the delay, 0 … 1.
+    #[schemars(range(min = 0.0))]
     pub share: f64,
 }
 
 /// One event of the trace window, for the timeline.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TraceEvent {
     pub cpu: u32,
     /// ns from the intended wake-up (negative: before it).
@@ -48,9 +50,10 @@ pub struct TraceEvent {
 }
 
 /// A traced breach, stored with its run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Breach {
     /// 1, 2, … in the order they were traced.
+    #[schemars(range(min = 1))]
     pub seq: u32,
     pub thread: u32,
     pub cpu: Option<u32>,

@@ -1,10 +1,11 @@
 //! What is stored about a run's load: its name when idle or imported, its plan while it runs,
 //! and what it did once it stopped.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One generator's progress.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GeneratorReport {
     pub name: String,
     pub ran: bool,
@@ -16,7 +17,7 @@ pub struct GeneratorReport {
 }
 
 /// What the system did between two readings of /proc/stat.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Activity {
     /// Busy percentage per CPU.
     pub cpu_busy_percent: Vec<f64>,
@@ -26,7 +27,7 @@ pub struct Activity {
 }
 
 /// What a load did, stored with the run when it stops.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoadReport {
     pub profile: String,
     pub generators: Vec<GeneratorReport>,
@@ -39,7 +40,7 @@ pub struct LoadReport {
 }
 
 /// A load as planned when its run begins; a run that never ended keeps this.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoadPlan {
     pub profile: String,
     /// Generator names.
@@ -48,7 +49,7 @@ pub struct LoadPlan {
 }
 
 /// Just the profile: idle runs (`none`) and imported ones.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoadName {
     #[serde(default = "none")]
     pub profile: String,
@@ -59,7 +60,7 @@ fn none() -> String {
 }
 
 /// The stored `load` of a run, in the three shapes it takes over the run's life.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum LoadRecord {
     Measured(LoadReport),

@@ -1,10 +1,11 @@
 //! What a run's samples measure: their unit and which direction is better. Latency probes
 //! record nanoseconds where smaller is better; costs per operation and bandwidths follow.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The unit of a run's samples (integers in the store).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Unit {
     /// Nanoseconds: a latency.
     #[serde(rename = "ns")]
@@ -18,7 +19,7 @@ pub enum Unit {
 }
 
 /// Which way a change is an improvement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Better {
     Smaller,

@@ -1,11 +1,12 @@
 //! How a run was made: the settings every probe shares, typed, plus the probe's own part,
 //! which each probe defines and (de)serializes itself.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Scheduling policy of the measuring threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
     Fifo,
@@ -14,7 +15,7 @@ pub enum Policy {
 }
 
 /// The settings of a run rtbench measured.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MeasuredParams {
     pub threads: usize,
     /// The CPU each thread was pinned to.
@@ -39,7 +40,7 @@ pub struct MeasuredParams {
 }
 
 /// What `--shield` did: the CPUs, what stayed on them and why.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ShieldRecord {
     pub cpus: Vec<usize>,
     /// Per-CPU kernel threads of the shielded CPUs: they stay there on any kernel.
@@ -71,7 +72,7 @@ impl ShieldRecord {
 }
 
 /// What `--breach` asked for and what came of it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BreachRecord {
     pub threshold_ns: u64,
     /// The most windows stored.
@@ -87,14 +88,14 @@ pub struct BreachRecord {
 }
 
 /// A run made by another tool and imported.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ImportedParams {
     pub imported_from: String,
     pub format: String,
 }
 
 /// The stored `params` of a run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 // One per run, read and written at its start and end: size does not matter.
 #[allow(clippy::large_enum_variant)]

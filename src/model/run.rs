@@ -1,5 +1,6 @@
 //! A stored run: its header, its per-thread results and their merge.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot};
@@ -7,8 +8,9 @@ use crate::stats::Stats;
 
 /// A run's header: everything but its per-thread results. Serialized as the `run` object of
 /// the JSON export.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct RunHeader {
+    #[schemars(range(min = 1))]
     pub id: i64,
     pub label: String,
     pub probe: String,

@@ -1,9 +1,10 @@
 //! Where a run is in its life.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// running → complete | interrupted | aborted | failed. Stored and exported by its lowercase name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     /// Being measured now, or its process died and nobody has looked since.

@@ -1,10 +1,11 @@
 //! The system snapshot stored with every run: what a reader needs to judge its numbers.
 //! Every field is optional: an imported run knows only what its file said.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The preemption model, from the most to the least authoritative source.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Preemption {
     /// PREEMPT_RT, PREEMPT_DYNAMIC or PREEMPT, as `uname -v` says.
@@ -36,14 +37,14 @@ impl Preemption {
 }
 
 /// RT throttling: a FIFO thread that never sleeps is stopped for the rest of each period.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct RtThrottling {
     pub sched_rt_runtime_us: Option<i64>,
     pub sched_rt_period_us: Option<i64>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SystemSnapshot {
     pub hostname: Option<String>,

@@ -1,53 +1,168 @@
-//! rtbench's own JSON document (schema: `schema/run.schema.json`).
+//! rtbench's own JSON document, typed: [`Document`] is what `export --format json` and
+//! `timer --json FILE` write, and `schema/run.schema.json` is generated from it (a test below
+//! fails when the committed schema differs).
 
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
 
+use crate::evt::Estimate;
+use crate::model::{Better, Breach, RunHeader, Unit};
 use crate::report::Run;
-use crate::stats::Stats;
+use crate::stats::Summary;
 
 /// Version of the exported document's layout.
 pub const EXPORT_SCHEMA_VERSION: u32 = 1;
 
-fn stats_fields(s: &Stats) -> serde_json::Map<String, Value> {
-    match serde_json::to_value(s.summary()) {
-        Ok(Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
-    }
+/// One stored run as written by `rtbench export RUN --format json` and `rtbench timer --json FILE`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(
+    title = "rtbench run export",
+    description = "One stored run as written by `rtbench export RUN --format json` and `rtbench timer --json FILE`. Latencies are integer nanoseconds; mean and standard deviation are float nanoseconds."
+)]
+pub struct Document<'a> {
+    #[schemars(schema_with = "schema_version")]
+    schema_version: u32,
+    tool_version: &'static str,
+    run: RunPart<'a>,
+    threads: Vec<ThreadPart>,
+    total: Summary,
+    /// Extreme-value estimate of the worst case from the run's histogram (see `rtbench wcet`), for
+    /// latency runs. Levels are float nanoseconds; hi_ns null means no upper bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Estimate")]
+    wcet: Option<Estimate>,
+    /// Latency breaches traced with --breach: when, how late, what delayed the thread (causes
+    /// largest first) and the trace window around it (times in ns from the intended wake-up).
+    #[serde(skip_serializing_if = "<[Breach]>::is_empty")]
+    breaches: &'a [Breach],
+}
+
+/// The run's header and what its samples measure.
+#[derive(Serialize, JsonSchema)]
+struct RunPart<'a> {
+    #[serde(flatten)]
+    header: &'a RunHeader,
+    /// What a sample is: ns (latency), ps (cost of one operation), KB/s (bandwidth). Statistics
+    /// keep their *_ns names and are in this unit.
+    unit: Unit,
+    better: Better,
+}
+
+/// One thread's statistics, and where it ran.
+#[derive(Serialize, JsonSchema)]
+struct ThreadPart {
+    thread: u32,
+    cpu: Option<u32>,
+    #[serde(flatten)]
+    stats: Summary,
+}
+
+/// The document's layout version, and only it.
+fn schema_version(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "const": EXPORT_SCHEMA_VERSION })
 }
 
 /// The whole document for one run.
-pub fn document(run: &Run) -> Value {
-    let threads: Vec<Value> = run
-        .threads
-        .iter()
-        .map(|t| {
-            let mut m = serde_json::Map::new();
-            m.insert("thread".into(), t.thread.into());
-            m.insert("cpu".into(), t.cpu.into());
-            m.extend(stats_fields(&t.stats));
-            Value::Object(m)
-        })
-        .collect();
-    let mut doc = json!({
-        "schema_version": EXPORT_SCHEMA_VERSION,
-        "tool_version": env!("CARGO_PKG_VERSION"),
-        "run": run.header,
-        "threads": threads,
-        "total": stats_fields(&run.total),
-    });
-    // What the samples measure: ns latencies, ps per operation or KB/s (`sysbench`).
-    let (unit, better) = run.header.metric.names();
-    if let Some(Value::Object(r)) = doc.get_mut("run") {
-        r.insert("unit".into(), unit.into());
-        r.insert("better".into(), better.into());
+pub fn document(run: &Run) -> Document<'_> {
+    let threads = run.threads.iter().map(|t| ThreadPart { thread: t.thread, cpu: t.cpu, stats: t.stats.summary() });
+    Document {
+        schema_version: EXPORT_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION"),
+        run: RunPart { header: &run.header, unit: run.header.metric.unit, better: run.header.metric.better },
+        threads: threads.collect(),
+        total: run.total.summary(),
+        wcet: crate::evt::for_run(run, crate::evt::sample_rate(run, &[])),
+        breaches: &run.breaches,
     }
-    // The extreme-value estimate from the run's histogram, for latency runs.
-    let wcet = crate::evt::for_run(run, crate::evt::sample_rate(run, &[])).and_then(|e| serde_json::to_value(e).ok());
-    if let (Some(wcet), Value::Object(m)) = (wcet, &mut doc) {
-        m.insert("wcet".into(), wcet);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadResult};
+    use crate::stats::Stats;
+
+    const COMMITTED: &str = "schema/run.schema.json";
+
+    /// The JSON Schema of [`Document`]: how it serializes, not what it would accept back.
+    fn schema() -> schemars::Schema {
+        let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+        settings.into_generator().into_root_schema_for::<Document>()
     }
-    if let (false, Value::Object(m)) = (run.breaches.is_empty(), &mut doc) {
-        m.insert("breaches".into(), serde_json::to_value(&run.breaches).unwrap_or_default());
+
+    /// The committed schema is the one the types generate. After changing the document's types,
+    /// `RTBENCH_BLESS=1 cargo test --lib report::export::json` writes it anew (review its diff).
+    #[test]
+    fn the_committed_schema_is_generated_from_the_document() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(COMMITTED);
+        let generated = serde_json::to_string_pretty(&schema()).unwrap() + "\n";
+        if std::env::var_os("RTBENCH_BLESS").is_some_and(|v| v == "1") {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{COMMITTED} differs from the schema the export's types generate; run \
+             `RTBENCH_BLESS=1 cargo test --lib report::export::json` and review the diff"
+        );
     }
-    doc
+
+    fn keys(v: &serde_json::Value) -> Vec<&str> {
+        v.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    fn run(metric: Metric) -> Run {
+        let header = RunHeader {
+            id: 3,
+            label: "k".into(),
+            probe: "timer".into(),
+            kind: RunKind::Probe,
+            status: RunStatus::Complete,
+            start: "2026-01-01T00:00:00Z".into(),
+            end: None,
+            params: RunParams::Unknown(serde_json::json!({})),
+            load: LoadRecord::idle(),
+            system: SystemSnapshot::default(),
+            rt_priority: true,
+            warnings: vec![],
+            command_line: "rtbench timer".into(),
+            tool_version: "0.1.0".into(),
+            envelope_ns: 0,
+            metric,
+        };
+        let mut stats = Stats::default();
+        (1..=100).for_each(|ns| stats.record(ns));
+        Run::new(header, vec![ThreadResult { thread: 0, cpu: Some(1), stats }])
+    }
+
+    /// The typed document keeps the layout the `json!` one had: keys in this order, the header's
+    /// fields then unit and better, a thread's place then its statistics.
+    #[test]
+    fn the_document_keeps_its_layout() {
+        let mut traced = run(Metric::LATENCY);
+        let (verdict, causes, window) = (String::new(), vec![], vec![]);
+        traced.breaches.push(Breach {
+            seq: 1,
+            thread: 0,
+            cpu: None,
+            t_ns: 0,
+            mono_ns: 0,
+            latency_ns: 9,
+            verdict,
+            causes,
+            window,
+        });
+        let doc = serde_json::to_value(document(&traced)).unwrap();
+        assert_eq!(keys(&doc), ["schema_version", "tool_version", "run", "threads", "total", "wcet", "breaches"]);
+        let header = ["id", "label", "probe", "status", "start", "end", "params", "load", "system"];
+        let tail = ["rt_priority", "warnings", "command_line", "tool_version", "unit", "better"];
+        assert_eq!(keys(&doc["run"]), [&header[..], &tail[..]].concat());
+        assert_eq!((&doc["run"]["unit"], &doc["run"]["better"]), (&"ns".into(), &"smaller".into()));
+        assert_eq!(keys(&doc["threads"][0])[..3], ["thread", "cpu", "count"]);
+        assert_eq!(keys(&doc["total"]), keys(&serde_json::to_value(Stats::default().summary()).unwrap()));
+        let cost = Metric { unit: Unit::Picoseconds, better: Better::Smaller };
+        let doc = serde_json::to_value(document(&run(cost))).unwrap();
+        assert_eq!(keys(&doc), ["schema_version", "tool_version", "run", "threads", "total"], "no wcet of a cost");
+        assert_eq!(doc["run"]["unit"], "ps");
+    }
 }

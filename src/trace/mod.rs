@@ -173,7 +173,8 @@ impl Tracer {
         let breach = match text {
             Ok(text) => {
                 self.traced += 1;
-                Some(window(&text, self.traced, thread, cpu_of(thread), t_ns, t0, t1, self.opts.threshold_ns, post))
+                let around = Around { seq: self.traced, thread, cpu: cpu_of(thread), t_ns, t0, t1 };
+                Some(window(&text, &around, (t0.saturating_sub(self.opts.threshold_ns), t1 + post)))
             }
             Err(_) => {
                 sink.untraced.fetch_add(1, Ordering::Relaxed);
@@ -223,19 +224,24 @@ impl Drop for Tracer {
     }
 }
 
-/// The stored breach: the window's events around `[t0, t1]` and what delayed the thread.
-#[allow(clippy::too_many_arguments)]
-fn window(
-    text: &str,
+/// The sample a breach window is taken around.
+#[derive(Clone, Copy)]
+struct Around {
     seq: u32,
     thread: u32,
+    /// The CPU the thread is pinned to, if it is.
     cpu: Option<usize>,
+    /// The sample's offset from the run's start.
     t_ns: u64,
+    /// When the thread was due and when it ran, on CLOCK_MONOTONIC.
     t0: u64,
     t1: u64,
-    threshold_ns: u64,
-    post: u64,
-) -> Breach {
+}
+
+/// The stored breach: the events of `[from, to]` around the sample and what delayed the thread
+/// in its `[t0, t1]`.
+fn window(text: &str, s: &Around, (from, to): (u64, u64)) -> Breach {
+    let Around { seq, thread, cpu, t_ns, t0, t1 } = *s;
     let events: Vec<parse::Event> = text.lines().filter_map(parse::line).collect();
     let tag = format!("rtbench breach thread={thread} t={t_ns} ");
     let marker = events.iter().find(|e| e.name == "tracing_mark_write" && e.detail.starts_with(&tag));
@@ -246,7 +252,6 @@ fn window(
     if events.iter().find(on_cpu).is_none_or(|e| e.ts_ns > t0) {
         a.verdict = format!("{} (the trace buffer no longer held the start of the delay)", a.verdict);
     }
-    let (from, to) = (t0.saturating_sub(threshold_ns), t1 + post);
     let window = events
         .iter()
         .filter(|e| e.ts_ns >= from && e.ts_ns <= to)

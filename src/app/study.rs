@@ -112,29 +112,18 @@ pub fn run(a: StudyConfig) -> Result<i32> {
         (None, Some(server)) => server.local.clone(),
         (None, None) => unreachable!("a local server exists without --peer"),
     };
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let server = local.map(|server| {
-            let stop = &stop;
-            s.spawn(move || {
-                let enter = || -> Box<dyn std::any::Any> {
-                    let entered = crate::runner::rt::enter_thread(
-                        None,
-                        crate::model::Policy::Fifo,
-                        crate::config::DEFAULT_PRIORITY,
-                    );
-                    Box::new(entered.guard)
-                };
-                server.serve(stop, &enter)
-            })
-        });
-        let result = run_cells(&a, &mut session, &cells, &passes, &peer);
-        stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Some(h) = server {
-            let _ = h.join();
-        }
-        result
-    })
+    let mut cells_run = || run_cells(&a, &mut session, &cells, &passes, &peer);
+    match local {
+        // Stopped however the cells end, a panic included (issue 29).
+        Some(server) => server.serve_during(&enter_server, cells_run),
+        None => cells_run(),
+    }
+}
+
+/// The study's echo server thread: at the runs' real-time priority, like `pingpong --serve`.
+fn enter_server() -> Box<dyn std::any::Any> {
+    let entered = crate::runner::rt::enter_thread(None, crate::model::Policy::Fifo, crate::config::DEFAULT_PRIORITY);
+    Box::new(entered.guard)
 }
 
 /// Switches the preemption model through the switch the session holds (a pass has a model only

@@ -116,6 +116,34 @@ impl Server {
             }
         }
     }
+
+    /// Serves on a thread of its own for as long as `work` runs, and stops when `work` ends,
+    /// however it ends. A panic in `work` (a `println!` to a closed stdout) used to leave the
+    /// server serving and `std::thread::scope` waiting for it for ever, deaf to SIGTERM (issue
+    /// 29): the stop is set by a guard that unwinding drops too. A server that fails or panics
+    /// does not end `work`; its error is dropped, as a study's peer going away is.
+    pub fn serve_during<R>(self, enter: Enter, work: impl FnOnce() -> R) -> R {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let server = s.spawn(|| self.serve(&stop, enter));
+            let result = {
+                let _stop = StopOnDrop(&stop);
+                work()
+            };
+            // Bounded: every serving loop looks at `stop` at least every POLL.
+            let _ = server.join();
+            result
+        })
+    }
+}
+
+/// Sets its flag when dropped, on return or on unwinding alike.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Counts answers per second and says when the cap is reached.
@@ -338,4 +366,43 @@ fn read_full(s: &mut Box<dyn ReadWrite>, buf: &mut [u8], stop: &AtomicBool) -> i
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_setup() -> Box<dyn std::any::Any> {
+        Box::new(())
+    }
+
+    /// Issue 29: a study whose cells panicked (a `println!` to a closed pipe) hung for ever in
+    /// `thread::scope`, waiting for its echo server that nobody had told to stop.
+    #[test]
+    fn a_panic_in_the_work_stops_the_server_instead_of_hanging() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let server = Server::bind(Transport::Udp, "127.0.0.1:0", None).unwrap();
+            let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                server.serve_during(&no_setup, || -> u32 { panic!("a cell failed") })
+            }));
+            let _ = tx.send(ended.is_err());
+        });
+        // The server polls every 200 ms: 10 s is ample, and the hang was for ever.
+        let panicked = rx.recv_timeout(Duration::from_secs(10)).expect("serve_during hung after a panic");
+        assert!(panicked, "the work's panic goes on to the caller");
+    }
+
+    #[test]
+    fn the_server_answers_while_the_work_runs_and_stops_after() {
+        let server = Server::bind(Transport::Udp, "127.0.0.1:0", None).unwrap();
+        let (addr, counters) = (server.local.clone(), Arc::clone(&server.counters));
+        let host = server.serve_during(&no_setup, || {
+            let timeout = Duration::from_secs(2);
+            let (_conn, host) = super::super::transport::connect(Transport::Udp, &addr, 7, 1, timeout, false).unwrap();
+            host
+        });
+        assert_eq!(host, crate::sysinfo::hostname());
+        assert_eq!(counters.sessions.load(Ordering::Relaxed), 1, "the hello was answered");
+    }
 }

@@ -15,11 +15,13 @@ static HOLDERS: Mutex<usize> = Mutex::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     LAST.store(sig, Ordering::SeqCst);
-    sys::wake();
     if RECEIVED.fetch_add(1, Ordering::SeqCst) >= 1 {
         sys::write_stderr_raw(b"\nrtbench: second signal, aborting now; the last checkpoint is kept\n");
         sys::exit_now(128 + sig);
     }
+    // Counted first, woken after: a waiter woken by this (the handler may run on another
+    // thread) must find the signal, or it sleeps its whole timeout again.
+    sys::wake();
 }
 
 /// The first stop signal received, if any.

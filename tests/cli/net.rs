@@ -199,3 +199,32 @@ fn network_bad_input_is_rejected() {
     stop(srv);
     assert_eq!(lab.runs().as_array().unwrap().len(), 1, "only the good run was stored");
 }
+
+/// Issue 29: a study whose cells panicked (here a `println!` to a closed pipe) waited for ever
+/// for its own echo server, which nobody told to stop, and took no notice of SIGTERM.
+#[test]
+fn a_study_whose_output_pipe_closes_ends_instead_of_hanging() {
+    let lab = Lab::new();
+    let report = lab.path("report");
+    let tmp = lab.dir.path().to_str().unwrap().to_string();
+    let args = ["study", "--load", "none", "-D", "1s", "--no-sysbench", "-q", "--tmpdir", &tmp, "-o"];
+    let mut child = lab
+        .cmd(&[&args[..], &[report.to_str().unwrap()]].concat())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("rtbench starts");
+    // The reader goes away: the study's first line of output fails.
+    drop(child.stdout.take());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().expect("wait").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ended = child.try_wait().expect("wait");
+    if ended.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let status = ended.expect("the study hung after its output failed");
+    assert!(status.code().is_some(), "it exited by itself: {status:?}");
+}

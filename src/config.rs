@@ -206,6 +206,7 @@ impl RunConfig {
             duration_s: self.duration.map(|d| d.as_secs_f64()),
             envelope_interval_ns: self.envelope_ns,
             samples_file: self.samples.as_ref().map(|p| p.display().to_string()),
+            ran: Vec::new(),
             shield: None,
             breach: None,
             probe: self.probe_params.clone(),

@@ -131,6 +131,7 @@ fn store_run(
         duration_s: None,
         envelope_interval_ns: 1_000_000_000,
         samples_file: None,
+        ran: Vec::new(),
         shield: None,
         breach: None,
         probe: own,

@@ -14,13 +14,42 @@ pub enum Policy {
     Other,
 }
 
+impl Policy {
+    /// The policy's name as stored and shown ("fifo").
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Fifo => "fifo",
+            Policy::RoundRobin => "roundrobin",
+            Policy::Other => "other",
+        }
+    }
+
+    /// `fifo/95`, or `other`: cyclictest's `P:` field.
+    pub fn shown(self, priority: i32) -> String {
+        match self {
+            Policy::Other => self.name().to_string(),
+            rt => format!("{}/{priority}", rt.name()),
+        }
+    }
+}
+
+/// How one measuring thread ran, as the kernel held it once the thread had set itself up: a
+/// thread refused its real-time policy ran at SCHED_OTHER whatever was asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadRan {
+    pub thread: u32,
+    pub policy: Policy,
+    /// 0 for SCHED_OTHER.
+    pub priority: i32,
+}
+
 /// The settings of a run rtbench measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MeasuredParams {
     pub threads: usize,
     /// The CPU each thread was pinned to.
     pub cpus: Vec<Option<usize>>,
-    /// What was asked for; `rt_priority` on the run says what was had.
+    /// What was asked for; `ran` says what each thread had.
     pub policy: Policy,
     pub priority: i32,
     pub mlock: bool,
@@ -28,6 +57,10 @@ pub struct MeasuredParams {
     pub duration_s: Option<f64>,
     pub envelope_interval_ns: u64,
     pub samples_file: Option<String>,
+    /// How each thread that measured ran, stored at the run's end (empty in runs stored before
+    /// rtbench recorded it, and in runs that failed before their end).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ran: Vec<ThreadRan>,
     /// The CPUs shielded from the rest of the system for the run, and how completely.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shield: Option<ShieldRecord>,
@@ -119,9 +152,13 @@ impl RunParams {
         self.measured().and_then(|m| m.duration_s)
     }
 
-    /// The policy and priority asked for, when rtbench measured the run.
-    pub fn scheduling(&self) -> Option<(Policy, i32)> {
-        self.measured().map(|m| (m.policy, m.priority))
+    /// The policy and priority thread `thread` ran at, when rtbench measured the run. Where the
+    /// run does not say (stored before it did, or the thread measured nothing), what was asked
+    /// when the run had its real-time priority (`rt_priority`), SCHED_OTHER when it had not.
+    pub fn ran_at(&self, thread: u32, rt_priority: bool) -> Option<(Policy, i32)> {
+        let m = self.measured()?;
+        let asked = if rt_priority { (m.policy, m.priority) } else { (Policy::Other, 0) };
+        Some(m.ran.iter().find(|r| r.thread == thread).map_or(asked, |r| (r.policy, r.priority)))
     }
 }
 
@@ -142,5 +179,23 @@ mod tests {
         assert!(matches!(imported, RunParams::Imported(_)));
         let odd: RunParams = serde_json::from_str(r#"{"weird":true}"#).unwrap();
         assert!(matches!(odd, RunParams::Unknown(_)));
+    }
+
+    #[test]
+    fn each_thread_is_said_to_run_as_it_ran() {
+        let text = r#"{"threads":2,"cpus":[0,1],"policy":"fifo","priority":95,"mlock":true,"loops":null,"duration_s":1.0,"envelope_interval_ns":1000,"samples_file":null}"#;
+        let old: RunParams = serde_json::from_str(text).unwrap();
+        // A run stored before threads were recorded: its header says whether it had its policy.
+        assert_eq!(old.ran_at(0, true), Some((Policy::Fifo, 95)));
+        assert_eq!(old.ran_at(0, false), Some((Policy::Other, 0)), "refused: SCHED_OTHER, not fifo/95");
+        let RunParams::Measured(mut m) = old else { unreachable!() };
+        m.ran = vec![ThreadRan { thread: 1, policy: Policy::Other, priority: 0 }];
+        let new: RunParams = serde_json::from_str(&serde_json::to_string(&RunParams::Measured(m)).unwrap()).unwrap();
+        assert_eq!(new.ran_at(1, true), Some((Policy::Other, 0)), "thread 1 was refused its policy");
+        assert_eq!(new.ran_at(0, true), Some((Policy::Fifo, 95)));
+        assert_eq!(Policy::Fifo.shown(95), "fifo/95");
+        assert_eq!(Policy::Other.shown(95), "other");
+        let imported: RunParams = serde_json::from_str(r#"{"imported_from":"x","format":"y"}"#).unwrap();
+        assert_eq!(imported.ran_at(0, true), None);
     }
 }

@@ -35,21 +35,17 @@ pub fn summary(run: &Run) -> String {
         );
         return out;
     }
-    let (policy, prio) = match h.params.scheduling() {
-        Some((p, prio)) => (json_name(p), prio),
-        None => ("?".to_string(), 0),
-    };
     for t in &run.threads {
+        let policy = h.params.ran_at(t.thread, h.rt_priority).map_or("?".to_string(), |(p, prio)| p.shown(prio));
         let s = &t.stats;
         let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
         let (min, avg) = if s.count == 0 { (0, 0.0) } else { (s.min, s.mean()) };
         let _ = writeln!(
             out,
-            "T:{:>3} CPU:{:>3} P:{}{} C:{:>10} Min:{:>9} Avg:{:>9} Max:{:>10} Overruns:{}  (µs)",
+            "T:{:>3} CPU:{:>3} P:{} C:{:>10} Min:{:>9} Avg:{:>9} Max:{:>10} Overruns:{}  (µs)",
             t.thread,
             cpu,
             policy,
-            if policy == "other" { String::new() } else { format!("/{prio}") },
             s.count,
             us(min as f64),
             us(avg),
@@ -63,11 +59,6 @@ pub fn summary(run: &Run) -> String {
         let _ = writeln!(out, "WARNING: {w}");
     }
     out
-}
-
-/// A policy by its stored name ("fifo").
-fn json_name(p: crate::model::Policy) -> String {
-    serde_json::to_value(p).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
 /// Percentiles per thread and merged, in µs.

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::segment::Closed;
 use super::sink::{Checkpoint, Fed, Progress, SampleLogSink, Sink, StoreSink};
 use super::{cpuwatch, live};
-use crate::model::{EnvPoint, ThreadResult};
+use crate::model::{EnvPoint, ThreadRan, ThreadResult};
 use crate::recorder::{Buffer, Collector};
 use crate::stats::Stats;
 use crate::sys;
@@ -18,6 +18,8 @@ pub(super) struct ThreadTotals {
     pub(super) stats: Stats,
     pub(super) last: u64,
     pub(super) collector: Collector,
+    /// How the thread runs, set by the thread once it is set up.
+    pub(super) ran: std::sync::Arc<std::sync::OnceLock<ThreadRan>>,
 }
 
 /// Where the measurements go: the sample log, the store's writer, and the observers.
@@ -134,11 +136,22 @@ impl Flow<'_> {
         self.drain_thread(i);
     }
 
+    /// How each thread that set itself up ran.
+    pub(super) fn ran(&self) -> Vec<ThreadRan> {
+        self.totals.iter().filter_map(|t| t.ran.get().copied()).collect()
+    }
+
     pub(super) fn progress(&mut self) {
         let rows: Vec<live::Row> = self
             .totals
             .iter()
-            .map(|t| live::Row { thread: t.index, cpu: t.cpu, stats: &t.stats, last_ns: t.last })
+            .map(|t| live::Row {
+                thread: t.index,
+                cpu: t.cpu,
+                ran: t.ran.get().copied(),
+                stats: &t.stats,
+                last_ns: t.last,
+            })
             .collect();
         let p = Progress { rows: &rows, elapsed: self.started.elapsed(), duration: self.duration };
         for s in self.sinks.each() {

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use crate::model::GeneratorReport;
+use crate::model::{GeneratorReport, ThreadRan};
 use crate::stats::Stats;
 use crate::units::{compact as hms, us_rounded as us};
 
@@ -16,6 +16,8 @@ pub struct Live {
 pub struct Row<'a> {
     pub thread: usize,
     pub cpu: Option<usize>,
+    /// How the thread runs; None until it has set itself up.
+    pub ran: Option<ThreadRan>,
     pub stats: &'a Stats,
     pub last_ns: u64,
 }
@@ -36,9 +38,10 @@ impl Live {
             let cpu = r.cpu.map_or("-".to_string(), |c| c.to_string());
             let (min, avg) = if s.count == 0 { (0, 0) } else { (us(s.min), us(s.mean() as u64)) };
             out.push_str(&format!(
-                "\x1b[2KT:{:>3} CPU:{:>3} C:{:>10} Min:{:>7} Act:{:>7} Avg:{:>7} Max:{:>8}  (µs)\n",
+                "\x1b[2KT:{:>3} CPU:{:>3} P:{} C:{:>10} Min:{:>7} Act:{:>7} Avg:{:>7} Max:{:>8}  (µs)\n",
                 r.thread,
                 cpu,
+                r.ran.map_or("-".to_string(), |r| r.policy.shown(r.priority)),
                 s.count,
                 min,
                 us(r.last_ns),

@@ -150,6 +150,7 @@ fn drive(
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
     join(&mut run, threads, &mut warnings)?;
+    params.ran = run.ran();
     // A breach of the last moments is still taken.
     session.with(|t: &mut crate::trace::Tracer| {
         run.take_breach(t, &|thread| cpu_of(cfg, thread));
@@ -356,7 +357,7 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
         writer.set_load(&LoadRecord::Measured(report))?;
     }
     let findings = cfg.probe.findings();
-    if !findings.is_empty() || params.breach.is_some() {
+    if !findings.is_empty() || params.breach.is_some() || !params.ran.is_empty() {
         params.probe.extend(findings);
         writer.set_params(&RunParams::Measured(params))?;
     }

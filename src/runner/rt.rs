@@ -155,6 +155,9 @@ pub struct Entered {
     pub unpinned: Option<String>,
     /// The policy could not be set: why.
     pub problem: Option<String>,
+    /// The policy and priority the thread holds once set up, as the kernel says (None when it
+    /// could not be read, or the thread could not be pinned).
+    pub ran: Option<(Policy, i32)>,
 }
 
 /// The calling thread (and the processes it forks) on one CPU alone, as the seeds ran
@@ -228,6 +231,7 @@ pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entere
         guard: ThreadPolicy { previous: None, _on_this_thread: std::marker::PhantomData },
         unpinned: None,
         problem: None,
+        ran: None,
     };
     if let Some(cpu) = cpu {
         if let Err(e) = sys::pin_to_cpu(cpu) {
@@ -240,7 +244,17 @@ pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entere
         Ok(()) => entered.guard.previous = previous.ok(),
         Err(e) => entered.problem = Some(format!("could not set {policy:?} on a thread: {e}")),
     }
+    entered.ran = sys::current_scheduling().ok().map(|s| (policy_of(s.policy()), s.priority()));
     entered
+}
+
+/// A policy from the kernel's number: batch and idle are SCHED_OTHER's kin, not real-time.
+fn policy_of(policy: libc::c_int) -> Policy {
+    match policy {
+        libc::SCHED_FIFO => Policy::Fifo,
+        libc::SCHED_RR => Policy::RoundRobin,
+        _ => Policy::Other,
+    }
 }
 
 #[cfg(test)]
@@ -295,6 +309,7 @@ mod tests {
             sys::restore_scheduling(before).unwrap();
             let entered = enter_thread(None, Policy::Fifo, 10);
             assert_eq!((entered.unpinned, entered.problem), (None, None));
+            assert_eq!(entered.ran, Some((Policy::Fifo, 10)), "and said");
             assert_ne!(sys::current_scheduling().unwrap(), before, "the policy was set");
             drop(entered.guard);
             assert_eq!(sys::current_scheduling().unwrap(), before, "and put back");

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use anyhow::Result;
@@ -13,7 +13,7 @@ use super::flow::ThreadTotals;
 use super::setup::Admit;
 use super::{rt, Session};
 use crate::config::{RunConfig, ThreadPlan};
-use crate::model::Policy;
+use crate::model::{Policy, ThreadRan};
 use crate::probe::ThreadCtx;
 use crate::recorder::{self, Buffer};
 use crate::stats::Stats;
@@ -55,7 +55,16 @@ pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(
             if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(crate::store::RAW_IN_STORE) };
         let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
         session.with(|t: &mut Tracer| rec.watch_breaches(t.threshold_ns(), t.sink(), plan.index as u32));
-        totals.push(ThreadTotals { index: plan.index, cpu: plan.cpu, stats: Stats::default(), last: 0, collector });
+        let ran = Arc::new(OnceLock::new());
+        let ran_here = Arc::clone(&ran);
+        totals.push(ThreadTotals {
+            index: plan.index,
+            cpu: plan.cpu,
+            stats: Stats::default(),
+            last: 0,
+            collector,
+            ran,
+        });
         // A thread on a shielded CPU enters the shield's cpuset first: only there may it pin.
         let admit = how.admit.filter(|a| plan.cpu.is_some_and(|c| a.cpus.contains(&c))).map(|a| a.tasks.clone());
         let (plan, stop, ended) = (*plan, Arc::clone(how.stop), Arc::clone(&ended));
@@ -65,6 +74,9 @@ pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(
             let problem = match place(plan, admit, policy, priority) {
                 // The policy's guard is held until the thread has measured.
                 Ok(entered) => {
+                    if let Some((policy, priority)) = entered.ran {
+                        let _ = ran_here.set(ThreadRan { thread: plan.index as u32, policy, priority });
+                    }
                     let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
                     probe.run(&mut ctx);
                     entered.problem

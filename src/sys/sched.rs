@@ -20,6 +20,18 @@ pub struct Scheduling {
     priority: libc::c_int,
 }
 
+impl Scheduling {
+    /// The kernel's number for the policy (`libc::SCHED_FIFO` …).
+    pub fn policy(&self) -> libc::c_int {
+        self.policy
+    }
+
+    /// The real-time priority; 0 for the other policies.
+    pub fn priority(&self) -> i32 {
+        self.priority
+    }
+}
+
 /// The calling thread's scheduling.
 pub fn current_scheduling() -> io::Result<Scheduling> {
     // SAFETY: pid 0 is the calling thread.

@@ -36,3 +36,14 @@ fn quiet_or_piped_shows_no_live_view() {
     let piped = lab.ok(&["timer", "-t", "1", "-D", "1s"]);
     assert!(!piped.contains("left") && !piped.contains("\x1b["), "{piped}");
 }
+
+#[test]
+fn live_lines_say_the_policy_each_thread_runs_at() {
+    let lab = Lab::new();
+    let Some(screen) = on_terminal(&lab, "timer -t 1 -D 1500ms --policy other") else { return };
+    // The live lines, not the summary printed after them.
+    let live: Vec<&str> = screen.split("\x1b[2KT:").skip(1).map(|l| l.lines().next().unwrap_or("")).collect();
+    // A line drawn before its thread has set itself up says `P:-`.
+    assert!(live.iter().any(|l| l.contains("P:other")), "{live:?}");
+    assert!(live.iter().all(|l| l.contains("P:other") || l.contains("P:-")), "{live:?}");
+}

@@ -12,6 +12,7 @@ mod load;
 mod measure;
 mod monitor;
 mod net;
+mod privilege;
 mod report;
 mod samplelog;
 mod signals;

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::evt::Estimate;
-use crate::model::{Better, Breach, RunHeader, Unit};
+use crate::model::{Better, Breach, Policy, RunHeader, Unit};
 use crate::report::Run;
 use crate::stats::Summary;
 
@@ -48,11 +48,18 @@ struct RunPart<'a> {
     better: Better,
 }
 
-/// One thread's statistics, and where it ran.
+/// One thread's statistics, and where and how it ran.
 #[derive(Serialize, JsonSchema)]
 struct ThreadPart {
     thread: u32,
     cpu: Option<u32>,
+    /// The policy the thread ran at (SCHED_OTHER when its real-time policy was refused); absent
+    /// for imported runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy: Option<Policy>,
+    /// Its real-time priority; 0 at SCHED_OTHER.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    priority: Option<i32>,
     #[serde(flatten)]
     stats: Summary,
 }
@@ -64,7 +71,12 @@ fn schema_version(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// The whole document for one run.
 pub fn document(run: &Run) -> Document<'_> {
-    let threads = run.threads.iter().map(|t| ThreadPart { thread: t.thread, cpu: t.cpu, stats: t.stats.summary() });
+    let h = &run.header;
+    let threads = run.threads.iter().map(|t| {
+        let ran = h.params.ran_at(t.thread, h.rt_priority);
+        let (policy, priority) = (ran.map(|r| r.0), ran.map(|r| r.1));
+        ThreadPart { thread: t.thread, cpu: t.cpu, policy, priority, stats: t.stats.summary() }
+    });
     Document {
         schema_version: EXPORT_SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION"),

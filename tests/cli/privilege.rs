@@ -1,0 +1,70 @@
+//! Without root: rtbench says how each thread really ran, and does as well as the privileges
+//! allow (issue 28).
+
+use std::process::{Command, Output};
+
+use crate::helpers::*;
+
+/// Runs `bin` (rtbench or a copy of it) as nobody, with no inherited capabilities, on the lab's
+/// store; None (and a skip) where this cannot be done.
+fn as_nobody(lab: &Lab, bin: &std::path::Path, args: &[&str]) -> Option<Command> {
+    if !is_root() {
+        skip("needs root to drop to an unprivileged user");
+        return None;
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        skip("setpriv (util-linux) is not installed");
+        return None;
+    }
+    std::fs::set_permissions(lab.dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .arg(bin)
+        .args(args)
+        .env("RTBENCH_DB", lab.db())
+        .env_remove("XDG_DATA_HOME");
+    Some(c)
+}
+
+fn rtbench() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_BIN_EXE_rtbench"))
+}
+
+fn ok(out: Output) -> (String, String) {
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    (stdout, stderr)
+}
+
+#[test]
+fn unprivileged_threads_are_shown_at_the_policy_they_ran_at() {
+    let lab = Lab::new();
+    let Some(mut cmd) = as_nobody(&lab, rtbench(), &["timer", "-t", "2", "-l", "200"]) else { return };
+    let (summary, _) = ok(cmd.output().unwrap());
+    assert!(summary.contains("P:other") && !summary.contains("P:fifo"), "{summary}");
+    let id = lab.last_run();
+    let shown = lab.ok(&["show", &id.to_string()]);
+    assert!(shown.contains("P:other") && !shown.contains("P:fifo"), "{shown}");
+    let doc = lab.export_json(id);
+    assert_valid_export(&doc);
+    assert_eq!(doc["run"]["params"]["policy"], "fifo", "what was asked is kept");
+    for t in doc["threads"].as_array().unwrap() {
+        assert_eq!((&t["policy"], &t["priority"]), (&"other".into(), &0.into()), "{t}");
+    }
+    let ran = doc["run"]["params"]["ran"].as_array().unwrap();
+    assert_eq!(ran.len(), 2, "{ran:?}");
+    assert!(ran.iter().all(|r| r["policy"] == "other"), "{ran:?}");
+}
+
+#[test]
+fn privileged_threads_are_shown_at_their_real_time_priority() {
+    if !is_root() {
+        skip("needs root for SCHED_FIFO");
+        return;
+    }
+    let lab = Lab::new();
+    let summary = lab.ok(&["timer", "-t", "1", "-l", "100", "-p", "42"]);
+    assert!(summary.contains("P:fifo/42"), "{summary}");
+    let doc = lab.export_json(lab.last_run());
+    assert_eq!((&doc["threads"][0]["policy"], &doc["threads"][0]["priority"]), (&"fifo".into(), &42.into()));
+}

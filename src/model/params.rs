@@ -41,6 +41,10 @@ pub struct ThreadRan {
     pub policy: Policy,
     /// 0 for SCHED_OTHER.
     pub priority: i32,
+    /// How late the kernel could fire the thread's timers on purpose: 1 ns when rtbench could
+    /// set it (the default, 50 µs, matters at SCHED_OTHER). Absent when it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack_ns: Option<u64>,
 }
 
 /// The settings of a run rtbench measured.
@@ -189,7 +193,7 @@ mod tests {
         assert_eq!(old.ran_at(0, true), Some((Policy::Fifo, 95)));
         assert_eq!(old.ran_at(0, false), Some((Policy::Other, 0)), "refused: SCHED_OTHER, not fifo/95");
         let RunParams::Measured(mut m) = old else { unreachable!() };
-        m.ran = vec![ThreadRan { thread: 1, policy: Policy::Other, priority: 0 }];
+        m.ran = vec![ThreadRan { thread: 1, policy: Policy::Other, priority: 0, timer_slack_ns: Some(1) }];
         let new: RunParams = serde_json::from_str(&serde_json::to_string(&RunParams::Measured(m)).unwrap()).unwrap();
         assert_eq!(new.ran_at(1, true), Some((Policy::Other, 0)), "thread 1 was refused its policy");
         assert_eq!(new.ran_at(0, true), Some((Policy::Fifo, 95)));

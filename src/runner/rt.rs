@@ -126,10 +126,12 @@ fn try_policy(policy: Policy, priority: i32) -> std::io::Result<()> {
         .unwrap_or_else(|_| Err(std::io::Error::other("probe thread panicked")))
 }
 
-/// The scheduling policy of a measuring or serving thread: set when the thread starts, the
-/// previous one put back when dropped. It stays on its thread (policies are per thread).
+/// The scheduling policy and timer slack of a measuring or serving thread: set when the thread
+/// starts, the previous ones put back when dropped. It stays on its thread (policies are per thread).
 pub struct ThreadPolicy {
     previous: Option<sys::Scheduling>,
+    /// The thread's timer slack before it was set to 1 ns.
+    previous_slack: Option<u64>,
     _on_this_thread: std::marker::PhantomData<*const ()>,
 }
 
@@ -143,6 +145,9 @@ impl Drop for ThreadPolicy {
     fn drop(&mut self) {
         if let Some(previous) = self.previous.take() {
             let _ = sys::restore_scheduling(previous);
+        }
+        if let Some(ns) = self.previous_slack.take() {
+            let _ = sys::set_timer_slack(ns);
         }
     }
 }
@@ -158,6 +163,8 @@ pub struct Entered {
     /// The policy and priority the thread holds once set up, as the kernel says (None when it
     /// could not be read, or the thread could not be pinned).
     pub ran: Option<(Policy, i32)>,
+    /// The thread's timer slack once set up (1 ns unless that was refused).
+    pub timer_slack_ns: Option<u64>,
 }
 
 /// The calling thread (and the processes it forks) on one CPU alone, as the seeds ran
@@ -223,28 +230,37 @@ impl Drop for Housekeeping {
     }
 }
 
-/// Sets up a measuring thread: pinned, prefaulted stack, and the run's policy for as long as
-/// the returned guard lives. Problems come back in words for the run's warnings.
+/// Sets up a measuring thread: pinned, prefaulted stack, the run's policy and a timer slack of
+/// 1 ns for as long as the returned guard lives. Problems come back in words for the run's
+/// warnings.
 pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entered {
     sys::prefault_stack(128 * 1024);
-    let mut entered = Entered {
-        guard: ThreadPolicy { previous: None, _on_this_thread: std::marker::PhantomData },
-        unpinned: None,
-        problem: None,
-        ran: None,
-    };
+    let guard = ThreadPolicy { previous: None, previous_slack: None, _on_this_thread: std::marker::PhantomData };
+    let mut entered = Entered { guard, unpinned: None, problem: None, ran: None, timer_slack_ns: None };
     if let Some(cpu) = cpu {
         if let Err(e) = sys::pin_to_cpu(cpu) {
             entered.unpinned = Some(format!("could not pin a thread to CPU {cpu}: {e}"));
             return entered;
         }
     }
+    let mut problems = Vec::new();
     let previous = sys::current_scheduling();
     match sys::set_scheduler(sched_policy(policy), priority) {
         Ok(()) => entered.guard.previous = previous.ok(),
-        Err(e) => entered.problem = Some(format!("could not set {policy:?} on a thread: {e}")),
+        Err(e) => problems.push(format!("could not set {policy:?} on a thread: {e}")),
+    }
+    // At SCHED_OTHER the default slack (50 µs) would make every wake-up late on purpose; the
+    // real-time policies have none, and asking costs nothing.
+    entered.guard.previous_slack = sys::timer_slack().ok();
+    if let Err(e) = sys::set_timer_slack(1) {
+        let slack = entered.guard.previous_slack.take().map_or("?".into(), |ns| crate::units::fmt_ns_as_us(ns as f64));
+        problems.push(format!(
+            "could not set a thread's timer slack to 1 ns ({e}): at SCHED_OTHER its wake-ups may be up to {slack} µs late"
+        ));
     }
     entered.ran = sys::current_scheduling().ok().map(|s| (policy_of(s.policy()), s.priority()));
+    entered.timer_slack_ns = sys::timer_slack().ok();
+    entered.problem = (!problems.is_empty()).then(|| problems.join("; "));
     entered
 }
 
@@ -291,6 +307,22 @@ mod tests {
             let floating = Housekeeping::avoid(&[Some(measured), None]);
             assert_eq!(sys::affinity().unwrap(), before);
             drop(floating);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_thread_measures_with_a_timer_slack_of_1_ns_whatever_its_policy() {
+        std::thread::spawn(|| {
+            let before = sys::timer_slack().unwrap();
+            assert_ne!(before, 1, "a new thread has the default slack");
+            let entered = enter_thread(None, Policy::Other, 0);
+            assert_eq!(entered.problem, None);
+            assert_eq!(sys::timer_slack().unwrap(), 1);
+            assert_eq!((entered.ran, entered.timer_slack_ns), (Some((Policy::Other, 0)), Some(1)), "and said");
+            drop(entered.guard);
+            assert_eq!(sys::timer_slack().unwrap(), before, "and put back");
         })
         .join()
         .unwrap();

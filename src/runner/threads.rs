@@ -75,7 +75,8 @@ pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(
                 // The policy's guard is held until the thread has measured.
                 Ok(entered) => {
                     if let Some((policy, priority)) = entered.ran {
-                        let _ = ran_here.set(ThreadRan { thread: plan.index as u32, policy, priority });
+                        let (thread, timer_slack_ns) = (plan.index as u32, entered.timer_slack_ns);
+                        let _ = ran_here.set(ThreadRan { thread, policy, priority, timer_slack_ns });
                     }
                     let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
                     probe.run(&mut ctx);

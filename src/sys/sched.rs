@@ -52,6 +52,23 @@ pub fn restore_scheduling(s: Scheduling) -> io::Result<()> {
     check(unsafe { libc::sched_setscheduler(0, s.policy, &param) })
 }
 
+/// Sets the calling thread's timer slack: how late the kernel may fire its timers to group
+/// wake-ups (50 µs by default; ignored at the real-time policies, which get none).
+pub fn set_timer_slack(ns: u64) -> io::Result<()> {
+    // SAFETY: plain prctl on the calling thread.
+    check(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) })
+}
+
+/// The calling thread's timer slack in ns.
+pub fn timer_slack() -> io::Result<u64> {
+    // SAFETY: plain prctl on the calling thread; the slack is its return value.
+    let ns = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    if ns < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ns as u64)
+}
+
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     set_affinity(&[cpu])

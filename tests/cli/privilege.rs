@@ -68,3 +68,38 @@ fn privileged_threads_are_shown_at_their_real_time_priority() {
     let doc = lab.export_json(lab.last_run());
     assert_eq!((&doc["threads"][0]["policy"], &doc["threads"][0]["priority"]), (&"fifo".into(), &42.into()));
 }
+
+/// The timer slack of the process's thread named `name`, once it has one below the default.
+fn thread_slack(pid: u32, name: &str, until: std::time::Instant) -> Option<u64> {
+    let mut seen = None;
+    while std::time::Instant::now() < until {
+        for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim() == name {
+                // Only /proc/TID has it, not /proc/PID/task/TID.
+                let tid = task.file_name().to_string_lossy().into_owned();
+                let slack = std::fs::read_to_string(format!("/proc/{tid}/timerslack_ns")).unwrap_or_default();
+                seen = slack.trim().parse().ok();
+                if seen == Some(1) {
+                    return seen;
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    seen
+}
+
+#[test]
+fn unprivileged_threads_measure_with_a_timer_slack_of_1_ns() {
+    let lab = Lab::new();
+    let Some(mut cmd) = as_nobody(&lab, rtbench(), &["timer", "-t", "1", "-D", "4s", "-q"]) else { return };
+    let child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // setpriv execs rtbench: same process.
+    let slack = thread_slack(child.id(), "rtbench-0", std::time::Instant::now() + std::time::Duration::from_secs(3));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(slack, Some(1), "the measuring thread's timerslack_ns while it measured");
+    let doc = lab.export_json(lab.last_run());
+    assert_eq!(doc["run"]["params"]["ran"][0]["timer_slack_ns"], 1);
+}

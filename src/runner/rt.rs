@@ -78,7 +78,10 @@ pub fn acquire(session: &mut Session, policy: Policy, priority: i32, mlock: bool
         && match MemoryLock::acquire() {
             Ok(guard) => session.hold(guard),
             Err(e) => {
-                warnings.push(format!("memory not locked (mlockall: {e}): page faults may add latency"));
+                warnings.push(format!(
+                    "memory not locked (mlockall: {e}): page faults may add latency{}",
+                    fix(&e, MEMLOCK_FIX)
+                ));
                 false
             }
         };
@@ -88,7 +91,10 @@ pub fn acquire(session: &mut Session, policy: Policy, priority: i32, mlock: bool
     let dma_latency_held = match DmaLatency::hold() {
         Ok(guard) => session.hold(guard),
         Err(e) => {
-            warnings.push(format!("/dev/cpu_dma_latency not set ({e}): deep CPU idle states stay allowed"));
+            warnings.push(format!(
+                "/dev/cpu_dma_latency not set ({e}): deep CPU idle states stay allowed{}",
+                fix(&e, DMA_FIX)
+            ));
             false
         }
     };
@@ -101,13 +107,35 @@ pub fn acquire(session: &mut Session, policy: Policy, priority: i32, mlock: bool
             Ok(()) => rt,
             Err(e) => {
                 warnings.push(format!(
-                    "could not get {rt:?} priority {priority} ({e}); ran at SCHED_OTHER: these are not real-time numbers"
+                    "could not get {rt:?} priority {priority} ({e}); ran at SCHED_OTHER: these are not real-time numbers{}",
+                    fix(&e, POLICY_FIX)
                 ));
                 Policy::Other
             }
         },
     };
     Grant { policy, priority, memory_locked, dma_latency_held, warnings }
+}
+
+/// What gives an unprivileged user locked memory.
+const MEMLOCK_FIX: &str = "raise the memlock limit (`ulimit -l unlimited`, or a memlock line in \
+     /etc/security/limits.d/), or give rtbench the capability cap_ipc_lock (see the README), or run as root";
+/// What gives an unprivileged user a real-time policy.
+const POLICY_FIX: &str = "give rtbench the capability cap_sys_nice (see the README), or join a group \
+     with an rtprio limit in /etc/security/limits.d/, or run as root";
+/// What lets an unprivileged user hold the CPUs out of deep idle states.
+const DMA_FIX: &str = "make /dev/cpu_dma_latency writable for the user (its permissions, e.g. a udev rule), \
+     or run as root";
+
+/// The fix of a privilege warning, when the error says privileges were missing (ENOMEM is
+/// how mlockall says RLIMIT_MEMLOCK is too low).
+fn fix(e: &std::io::Error, how: &str) -> String {
+    let missing = e.kind() == std::io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::ENOMEM);
+    if missing {
+        format!("; to fix: {how}")
+    } else {
+        String::new()
+    }
 }
 
 /// The kernel's number for a policy.

@@ -103,3 +103,25 @@ fn unprivileged_threads_measure_with_a_timer_slack_of_1_ns() {
     let doc = lab.export_json(lab.last_run());
     assert_eq!(doc["run"]["params"]["ran"][0]["timer_slack_ns"], 1);
 }
+
+#[test]
+fn unprivileged_warnings_name_their_fixes() {
+    let lab = Lab::new();
+    let Some(mut cmd) = as_nobody(&lab, rtbench(), &["timer", "-t", "1", "-l", "100", "-q"]) else { return };
+    let (_, err) = ok(cmd.output().unwrap());
+    let line =
+        |what: &str| err.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("{what}: {err}")).to_string();
+    let memlock = line("memory not locked");
+    assert!(
+        memlock.contains("ulimit -l") && memlock.contains("limits.d") && memlock.contains("cap_ipc_lock"),
+        "{memlock}"
+    );
+    let fifo = line("ran at SCHED_OTHER");
+    assert!(fifo.contains("cap_sys_nice") && fifo.contains("rtprio") && fifo.contains("root"), "{fifo}");
+    let dma = line("/dev/cpu_dma_latency not set");
+    assert!(dma.contains("permissions") && dma.contains("root"), "{dma}");
+    // And the stored warnings say the same.
+    let doc = lab.export_json(lab.last_run());
+    let stored = doc["run"]["warnings"].to_string();
+    assert!(stored.contains("cap_sys_nice") && stored.contains("ulimit -l"), "{stored}");
+}

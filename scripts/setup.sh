@@ -7,6 +7,7 @@ set -euo pipefail
 
 need=()
 command -v setpriv >/dev/null || need+=(util-linux)   # the unprivileged-run test drops to nobody
+command -v setcap >/dev/null || need+=(libcap2-bin)  # the capabilities test gives a copy cap_sys_nice
 command -v kill >/dev/null || need+=(procps)          # the signal tests send signals
 command -v script >/dev/null || need+=(bsdutils)      # the live-view test needs a terminal
 command -v chromium >/dev/null || need+=(chromium)    # the report test renders index.html

@@ -136,6 +136,12 @@ impl RunConfig {
         if opts.breach.is_some() && info.synthetic {
             return Err(invalid!("--breach traces the kernel, and {} samples come from no kernel", info.name));
         }
+        if shield.is_some() {
+            needs_root("--shield", "it moves every task and IRQ off the shielded CPUs")?;
+        }
+        if opts.breach.is_some() {
+            needs_root("--breach", "it traces the kernel with ftrace")?;
+        }
         // Shielded CPUs are the ones to measure unless -a says otherwise.
         let cpus = match (&opts.affinity, &shield) {
             (None, Some(s)) => s.clone(),
@@ -212,6 +218,17 @@ impl RunConfig {
             probe: self.probe_params.clone(),
         }
     }
+}
+
+/// Refuses `flag` up front when rtbench is not root: what only root may do is not done by
+/// halves (issue 28). The real-time capabilities do not give it.
+pub fn needs_root(flag: &str, why: &str) -> Result<()> {
+    if crate::sys::is_root() {
+        return Ok(());
+    }
+    Err(invalid!(
+        "{flag} needs root ({why}); cap_sys_nice and cap_ipc_lock do not give it: run as root, or leave {flag} out"
+    ))
 }
 
 /// The CPUs `--shield` names: online, and not all of them.

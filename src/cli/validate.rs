@@ -132,6 +132,7 @@ fn preempt_models(given: Option<&str>) -> Result<Option<Vec<String>>> {
     if let Some(bad) = models.iter().find(|m| !MODELS.contains(&m.as_str())) {
         return Err(crate::invalid!("--preempt: '{bad}' is not a preemption model; use {}", MODELS.join(", ")));
     }
+    crate::config::needs_root("--preempt", "it switches the kernel's preemption model through debugfs")?;
     Ok(Some(models))
 }
 

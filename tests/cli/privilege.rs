@@ -125,3 +125,61 @@ fn unprivileged_warnings_name_their_fixes() {
     let stored = doc["run"]["warnings"].to_string();
     assert!(stored.contains("cap_sys_nice") && stored.contains("ulimit -l"), "{stored}");
 }
+
+/// A copy of rtbench given `caps` as file capabilities, in the lab; None (and a skip) where
+/// `setcap` is missing or the file system takes no capabilities.
+fn with_capabilities(lab: &Lab, caps: &str) -> Option<std::path::PathBuf> {
+    let copy = lab.path("rtbench-caps");
+    std::fs::copy(rtbench(), &copy).unwrap();
+    match Command::new("setcap").args([caps, copy.to_str().unwrap()]).output() {
+        Ok(out) if out.status.success() => Some(copy),
+        Ok(out) => {
+            skip(&format!("setcap failed: {}", text(&out.stderr)));
+            None
+        }
+        Err(_) => {
+            skip("setcap (libcap2-bin) is not installed");
+            None
+        }
+    }
+}
+
+#[test]
+fn capabilities_give_an_unprivileged_user_fifo_and_locked_memory() {
+    let lab = Lab::new();
+    if !is_root() {
+        skip("needs root to set file capabilities and drop to an unprivileged user");
+        return;
+    }
+    let Some(bin) = with_capabilities(&lab, "cap_sys_nice,cap_ipc_lock+ep") else { return };
+    let Some(mut cmd) = as_nobody(&lab, &bin, &["timer", "-t", "1", "-l", "100", "-p", "80"]) else { return };
+    let (summary, err) = ok(cmd.output().unwrap());
+    assert!(summary.contains("P:fifo/80"), "{summary}");
+    assert!(!err.contains("memory not locked") && !err.contains("SCHED_OTHER"), "{err}");
+    let doc = lab.export_json(lab.last_run());
+    assert_eq!(doc["run"]["rt_priority"], true);
+    assert_eq!((&doc["threads"][0]["policy"], &doc["threads"][0]["priority"]), (&"fifo".into(), &80.into()));
+    let warnings = doc["run"]["warnings"].to_string();
+    assert!(!warnings.contains("memory not locked"), "memory was locked: {warnings}");
+}
+
+#[test]
+fn what_only_root_may_do_is_refused_up_front() {
+    let lab = Lab::new();
+    if !is_root() {
+        skip("needs root to set file capabilities and drop to an unprivileged user");
+        return;
+    }
+    let Some(bin) = with_capabilities(&lab, "cap_sys_nice,cap_ipc_lock+ep") else { return };
+    let cases: [(&[&str], &str); 4] = [
+        (&["timer", "-t", "1", "-l", "100", "--breach", "50"], "--breach needs root"),
+        (&["timer", "-t", "1", "-l", "100", "--shield", "0"], "--shield needs root"),
+        (&["study", "-D", "1s", "--preempt", "full"], "--preempt needs root"),
+        (&["study", "-D", "1s", "--shield", "0"], "--shield needs root"),
+    ];
+    for (args, needle) in cases {
+        let Some(mut cmd) = as_nobody(&lab, &bin, args) else { return };
+        assert_rejected(&cmd.output().unwrap(), needle);
+    }
+    assert!(!lab.db().exists() || lab.runs().as_array().is_none_or(|a| a.is_empty()), "nothing was half-done");
+}

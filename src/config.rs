@@ -213,6 +213,7 @@ impl RunConfig {
             envelope_interval_ns: self.envelope_ns,
             samples_file: self.samples.as_ref().map(|p| p.display().to_string()),
             ran: Vec::new(),
+            lacked: Vec::new(),
             shield: None,
             breach: None,
             probe: self.probe_params.clone(),

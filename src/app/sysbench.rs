@@ -132,6 +132,7 @@ fn store_run(
         envelope_interval_ns: 1_000_000_000,
         samples_file: None,
         ran: Vec::new(),
+        lacked: Vec::new(),
         shield: None,
         breach: None,
         probe: own,

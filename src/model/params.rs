@@ -47,6 +47,29 @@ pub struct ThreadRan {
     pub timer_slack_ns: Option<u64>,
 }
 
+/// A privilege a run asked for and did not have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Lacked {
+    /// The real-time policy: the threads ran at SCHED_OTHER.
+    RealTimePolicy,
+    /// Locked memory.
+    MemoryLock,
+    /// `/dev/cpu_dma_latency`: deep CPU idle states stayed allowed.
+    CpuDmaLatency,
+}
+
+impl Lacked {
+    /// In a word, for a table's cell.
+    pub fn short(self) -> &'static str {
+        match self {
+            Lacked::RealTimePolicy => "rt policy",
+            Lacked::MemoryLock => "mlock",
+            Lacked::CpuDmaLatency => "cpu_dma_latency",
+        }
+    }
+}
+
 /// The settings of a run rtbench measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MeasuredParams {
@@ -65,6 +88,9 @@ pub struct MeasuredParams {
     /// rtbench recorded it, and in runs that failed before their end).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ran: Vec<ThreadRan>,
+    /// What the run asked for and could not have (empty in runs stored before rtbench said).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lacked: Vec<Lacked>,
     /// The CPUs shielded from the rest of the system for the run, and how completely.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shield: Option<ShieldRecord>,

@@ -14,6 +14,7 @@ use crate::units::{fmt_ns_as_us as us, fmt_us};
 pub fn caveat(r: &RunView) -> String {
     let w = &r.data.header.warnings;
     let mut notes: Vec<String> = w.clone();
+    notes.splice(0..0, lacked(r));
     if !r.data.header.rt_priority {
         notes.insert(0, "not measured at real-time priority".into());
     }
@@ -26,6 +27,13 @@ pub fn caveat(r: &RunView) -> String {
     } else {
         format!(r#" <span class="warn" title="{}">⚠ {}</span>"#, esc(&notes.join("\n")), notes.len())
     }
+}
+
+/// What the run asked for and could not have, in words ("lacked rt policy, mlock").
+fn lacked(r: &RunView) -> Option<String> {
+    let lacked = &r.data.header.params.measured()?.lacked;
+    let names: Vec<&str> = lacked.iter().map(|l| l.short()).collect();
+    (!names.is_empty()).then(|| format!("lacked {}", names.join(", ")))
 }
 
 fn row_head(r: &RunView) -> String {
@@ -66,10 +74,11 @@ pub fn appendix_iii_text(runs: &[&RunView]) -> String {
     for r in runs {
         let h = &r.data.header;
         let [min, max, avg, stddev] = appendix_values(&r.data.total).map(crate::units::us);
+        let lacked = lacked(r).map_or(String::new(), |l| format!("; {l}"));
         let caveat = if h.warnings.is_empty() && h.status == RunStatus::Complete {
             String::new()
         } else {
-            format!("  ⚠ {} ({} warnings)", h.status, h.warnings.len())
+            format!("  ⚠ {} ({} warnings{lacked})", h.status, h.warnings.len())
         };
         let _ = writeln!(
             out,

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::Write;
 
 use super::session::Session;
-use crate::model::Policy;
+use crate::model::{Lacked, Policy};
 use crate::restore::Guard;
 use crate::sys;
 
@@ -63,6 +63,21 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// What was asked for and not had (a policy or memory lock not asked for is not lacked).
+    pub fn lacked(&self, asked: Policy, mlock: bool) -> Vec<Lacked> {
+        let mut lacked = Vec::new();
+        if asked != Policy::Other && self.policy == Policy::Other {
+            lacked.push(Lacked::RealTimePolicy);
+        }
+        if mlock && !self.memory_locked {
+            lacked.push(Lacked::MemoryLock);
+        }
+        if !self.dma_latency_held {
+            lacked.push(Lacked::CpuDmaLatency);
+        }
+        lacked
+    }
+
     /// True when the measuring threads run at a real-time priority.
     pub fn rt_priority(&self) -> bool {
         self.policy != Policy::Other

@@ -51,6 +51,9 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
     let mut params = cfg.params();
     params.shield = shield;
     params.breach = breach_skipped;
+    if !cfg.info.synthetic {
+        params.lacked = grant.lacked(cfg.policy, cfg.mlock);
+    }
     let system = snapshot(cfg, &grant);
     Ok(Setup { grant, warnings, params, system, samples, admit })
 }

@@ -161,6 +161,8 @@ fn capabilities_give_an_unprivileged_user_fifo_and_locked_memory() {
     assert_eq!((&doc["threads"][0]["policy"], &doc["threads"][0]["priority"]), (&"fifo".into(), &80.into()));
     let warnings = doc["run"]["warnings"].to_string();
     assert!(!warnings.contains("memory not locked"), "memory was locked: {warnings}");
+    // /dev/cpu_dma_latency follows its permissions (root's): no capability opens it.
+    assert_eq!(doc["run"]["params"]["lacked"], serde_json::json!(["cpu_dma_latency"]));
 }
 
 #[test]
@@ -182,4 +184,30 @@ fn what_only_root_may_do_is_refused_up_front() {
         assert_rejected(&cmd.output().unwrap(), needle);
     }
     assert!(!lab.db().exists() || lab.runs().as_array().is_none_or(|a| a.is_empty()), "nothing was half-done");
+}
+
+#[test]
+fn an_unprivileged_study_marks_each_cell_with_what_it_lacked() {
+    let lab = Lab::new();
+    let report = lab.path("report");
+    let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "-o", report.to_str().unwrap()];
+    let Some(mut cmd) = as_nobody(&lab, rtbench(), &args) else { return };
+    let (out, _) = ok(cmd.output().unwrap());
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Appendix III"))
+        .skip(2)
+        .take_while(|l| !l.is_empty() && !l.starts_with("report:"))
+        .collect();
+    assert!(rows.len() >= 2, "{out}");
+    for row in &rows {
+        assert!(row.contains("lacked rt policy, mlock, cpu_dma_latency"), "{row}");
+    }
+    let doc = lab.export_json(lab.last_run());
+    assert_eq!(
+        doc["run"]["params"]["lacked"],
+        serde_json::json!(["real_time_policy", "memory_lock", "cpu_dma_latency"])
+    );
+    let html = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(html.contains("lacked rt policy, mlock, cpu_dma_latency"), "the report's caveats say it too");
 }

@@ -29,8 +29,13 @@ fn operations_are_stored_with_their_unit_and_direction() {
         }
         let total = &doc["total"];
         assert!(total["count"].as_u64().unwrap() >= 11, "at least 11 repetitions: {total}");
-        // The statistics keep their names; their values are in the run's unit.
-        assert!(total["min_ns"].as_u64().unwrap() > 0, "every repetition measured something: {total}");
+        // The statistics keep their names; their values are in the run's unit. A context switch
+        // is the ring's time less the ring's own overhead (as LMbench takes it): on a loaded
+        // machine one repetition's overhead can reach its time, leaving 0 (seen once in CI-like
+        // load), so there the largest repetition must have measured something.
+        let probe = r["probe"].as_str().unwrap();
+        let floor = if probe.starts_with("sysbench.ctx-") { "max_ns" } else { "min_ns" };
+        assert!(total[floor].as_u64().unwrap() > 0, "every repetition measured something: {total}");
         assert_eq!(doc["run"]["params"]["op"], r["probe"].as_str().unwrap().trim_start_matches("sysbench."));
     }
     let shown = lab.ok(&["show", &runs[0]["id"].to_string()]);

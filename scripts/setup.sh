@@ -18,6 +18,7 @@ command -v cc >/dev/null || need+=(gcc)
 command -v cyclictest >/dev/null || need+=(rt-tests)   # the import test reads real cyclictest output
 command -v prometheus >/dev/null || need+=(prometheus) # the fleet test scrapes two monitors with it
 command -v curl >/dev/null || need+=(curl)             # and queries it inside a network namespace
+command -v man >/dev/null || need+=(man-db)         # the man page test reads every page with man -l
 if [ "${1:-}" = "--bench" ]; then
   command -v stress-ng >/dev/null || need+=(stress-ng)
   command -v sockperf >/dev/null || need+=(sockperf)

@@ -60,6 +60,7 @@ pub fn run(cmd: Task) -> Result<i32> {
             | Task::Analyze(_)
             | Task::Audit(_)
             | Task::Compare(_)
+            | Task::Completions(_)
     ) {
         crate::sys::default_sigpipe();
     }
@@ -80,7 +81,26 @@ pub fn run(cmd: Task) -> Result<i32> {
         Task::Monitor(a) => monitor::run(a),
         Task::Show(a) => show_run(a),
         Task::Export(a) => export_run(a),
+        Task::Completions(script) => {
+            print!("{script}");
+            Ok(0)
+        }
+        Task::Man(a) => man(a),
     }
+}
+
+/// `rtbench __man DIR`: writes the rendered man pages.
+fn man(a: ManConfig) -> Result<i32> {
+    std::fs::create_dir_all(&a.dir).map_err(|e| crate::error::InputError::Unwritable {
+        path: a.dir.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    for page in &a.pages {
+        let path = a.dir.join(&page.file);
+        crate::config::write_atomic(&path, &page.roff)?;
+    }
+    println!("wrote {} man pages to {}", a.pages.len(), a.dir.display());
+    Ok(0)
 }
 
 /// `rtbench audit`: the findings, as a table or JSON; 1 under --strict when one is bad.

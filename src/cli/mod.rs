@@ -1,6 +1,7 @@
 //! The command line (clap). Nothing below `config` sees these types: each flag struct turns
 //! into the plain settings of `config`. The probes' subcommands come from the probe registry.
 
+mod docs;
 mod monitor;
 mod probes;
 mod sysbench;
@@ -16,7 +17,7 @@ use crate::model::Policy;
 use crate::report::export::Format;
 
 pub use monitor::MonitorArgs;
-pub use probes::{parse_from, Invocation, ProbeCall};
+pub use probes::{command, parse_from, Invocation, ProbeCall};
 pub use validate::validate;
 
 #[derive(Parser, Debug)]
@@ -61,6 +62,18 @@ pub enum Command {
     /// Watch latency continuously at low cost: timer windows stored as runs, Prometheus
     /// metrics at /metrics (runs until SIGTERM or Ctrl-C)
     Monitor(MonitorArgs),
+    /// Print the completion script of a shell
+    ///
+    /// e.g. `rtbench completions bash > /etc/bash_completion.d/rtbench`, or
+    /// `rtbench completions fish > ~/.config/fish/completions/rtbench.fish`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Internal: write the man pages (rtbench.1, rtbench-study.1, …) into DIR.
+    #[command(name = "__man", hide = true)]
+    Man { dir: PathBuf },
     /// Internal: the process that owns a load's generators.
     #[command(name = "__load-supervisor", hide = true)]
     LoadSupervisor { dir: PathBuf, deadline_s: u64, spec: String },

@@ -25,6 +25,19 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let matches = command().try_get_matches_from(argv)?;
+    if let Some((name, sub)) = matches.subcommand() {
+        if let Some(info) = probe::info(name) {
+            let run = RunArgs::from_arg_matches(sub)?;
+            return Ok(Invocation::Probe(ProbeCall { info, run, args: probe_args(info, sub) }));
+        }
+    }
+    Ok(Invocation::Command(Cli::from_arg_matches(&matches)?.command))
+}
+
+/// The whole command line: the declared commands and one subcommand per probe. `--help`, the
+/// man pages and the shell completions all come from this one definition.
+pub fn command() -> clap::Command {
     let mut cmd = Cli::command();
     // Probes first in --help, in registry order, then the other commands as declared.
     let others: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_string()).collect();
@@ -34,14 +47,7 @@ where
     for (order, info) in probe::REGISTRY.iter().enumerate() {
         cmd = cmd.subcommand(subcommand(info).display_order(order));
     }
-    let matches = cmd.try_get_matches_from(argv)?;
-    if let Some((name, sub)) = matches.subcommand() {
-        if let Some(info) = probe::info(name) {
-            let run = RunArgs::from_arg_matches(sub)?;
-            return Ok(Invocation::Probe(ProbeCall { info, run, args: probe_args(info, sub) }));
-        }
-    }
-    Ok(Invocation::Command(Cli::from_arg_matches(&matches)?.command))
+    cmd
 }
 
 fn subcommand(info: &'static ProbeInfo) -> clap::Command {

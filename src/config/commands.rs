@@ -175,6 +175,19 @@ pub struct ExportConfig {
     pub db: PathBuf,
 }
 
+/// `rtbench __man DIR`: the man pages, rendered from the command line's own definitions.
+pub struct ManConfig {
+    /// Created if missing.
+    pub dir: PathBuf,
+    pub pages: Vec<ManPage>,
+}
+
+/// One rendered man page: its file name (`rtbench-study.1`) and its roff text.
+pub struct ManPage {
+    pub file: String,
+    pub roff: Vec<u8>,
+}
+
 /// The hidden commands a load runs as: its supervisor, or one of its generators.
 pub struct LoadChild {
     pub dir: PathBuf,
@@ -204,4 +217,7 @@ pub enum Task {
     Wcet(WcetConfig),
     Sysbench(SysbenchConfig),
     Monitor(MonitorConfig),
+    /// `rtbench completions SHELL`: the script, to print.
+    Completions(String),
+    Man(ManConfig),
 }

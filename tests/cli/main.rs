@@ -3,6 +3,7 @@
 mod audit;
 mod bad_input;
 mod breach;
+mod docs;
 mod export;
 mod faults;
 mod fleet;

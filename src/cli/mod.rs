@@ -200,6 +200,13 @@ pub struct CompareArgs {
     /// Fail (exit 1) when a condition holds, e.g. 'p99 > 1.10x', 'max > 2x, avg > 1.2x', 'p99.9 > 500us'
     #[arg(long, value_name = "EXPR")]
     pub fail_if: Option<String>,
+    /// Also write the --fail-if checks as JUnit XML to FILE: one test case per probe × load ×
+    /// condition, a failure for each that holds
+    #[arg(long, value_name = "FILE", requires = "fail_if")]
+    pub junit: Option<PathBuf>,
+    /// Print the values and ratios (and the checks) as JSON instead of the table
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub db: DbArg,
 }

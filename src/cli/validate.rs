@@ -74,6 +74,8 @@ impl CompareArgs {
             baseline: self.baseline,
             label: self.label,
             conditions: conditions.unwrap_or_default(),
+            junit: self.junit,
+            json: self.json,
             db: store::default_path(self.db.db.as_deref()),
         })
     }

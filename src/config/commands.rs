@@ -18,6 +18,10 @@ pub struct CompareConfig {
     pub label: String,
     /// `--fail-if`, parsed; empty when not given.
     pub conditions: Vec<Condition>,
+    /// `--junit`: where to write the conditions' checks as JUnit XML (only with conditions).
+    pub junit: Option<PathBuf>,
+    /// `--json`: the ratios as JSON instead of the table.
+    pub json: bool,
     pub db: PathBuf,
 }
 

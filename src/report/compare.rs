@@ -4,11 +4,13 @@
 use std::fmt::Write;
 
 use anyhow::Result;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::figures::load_name;
 use super::select::RunView;
 use crate::invalid;
-use crate::model::{Metric, Unit};
+use crate::model::{Better, Metric, Unit};
 use crate::stats::Stats;
 use crate::units::us;
 
@@ -81,16 +83,19 @@ pub fn parse_conditions(expr: &str) -> Result<Vec<Condition>> {
 }
 
 impl Condition {
-    fn holds(&self, base: f64, cand: f64) -> bool {
-        let v = if self.ratio {
-            if base > 0.0 {
-                cand / base
-            } else {
-                f64::INFINITY
-            }
-        } else {
+    /// What the threshold is compared with: the ratio, or the label's own value.
+    fn compared(&self, base: f64, cand: f64) -> f64 {
+        if !self.ratio {
             cand
-        };
+        } else if base > 0.0 {
+            cand / base
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    fn holds(&self, base: f64, cand: f64) -> bool {
+        let v = self.compared(base, cand);
         match self.op.as_str() {
             ">" => v > self.threshold,
             ">=" => v >= self.threshold,
@@ -100,12 +105,81 @@ impl Condition {
     }
 }
 
-/// One label against a baseline: the table of every compared statistic, and the conditions
-/// that hold.
+/// A statistic of one probe × load in both labels, in the run's unit (ns for latencies).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StatRatio {
+    pub stat: String,
+    pub baseline: f64,
+    pub label: f64,
+    /// label / baseline; `None` when the baseline is 0.
+    pub ratio: Option<f64>,
+}
+
+/// What a `--fail-if` condition says of one probe × load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// Conditions are on latencies; a cost or bandwidth (`sysbench`) compares by its median.
+    Skip,
+}
+
+/// One condition checked on one probe × load, with the numbers it was decided on.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Check {
+    /// The condition as written back, e.g. `p99 > 1.1x`.
+    pub condition: String,
+    pub verdict: Verdict,
+    /// The baseline's and the label's value of the statistic, in the runs' unit.
+    pub baseline: f64,
+    pub label: f64,
+    /// What the threshold was compared with: the ratio, or the label's latency in ns; `None`
+    /// when skipped, or for a ratio over a baseline of 0.
+    pub value: Option<f64>,
+    /// One line for people: the condition and the numbers.
+    pub message: String,
+}
+
+/// One probe × load present in both labels.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Pair {
+    pub probe: String,
+    pub load: String,
+    pub unit: Unit,
+    pub better: Better,
+    pub stats: Vec<StatRatio>,
+    pub checks: Vec<Check>,
+}
+
+/// One label against a baseline: every pair of runs compared, and the table of them.
 pub struct Comparison {
+    pub baseline: String,
+    pub label: String,
+    pub pairs: Vec<Pair>,
     pub table: String,
-    /// One line per condition that holds, per probe × load.
-    pub failures: Vec<String>,
+}
+
+impl Comparison {
+    /// The checks whose condition holds, in pair order.
+    pub fn failures(&self) -> impl Iterator<Item = &Check> {
+        self.pairs.iter().flat_map(|p| &p.checks).filter(|c| c.verdict == Verdict::Fail)
+    }
+}
+
+/// What `compare --json` prints (schema: `schema/compare.schema.json`).
+#[derive(Serialize, JsonSchema)]
+pub struct Document<'a> {
+    pub baseline: &'a str,
+    pub label: &'a str,
+    /// True when a `--fail-if` condition holds somewhere (the exit code is then 1).
+    pub failed: bool,
+    /// Every probe × load of both labels.
+    pub pairs: &'a [Pair],
+}
+
+pub fn document(c: &Comparison) -> Document<'_> {
+    Document { baseline: &c.baseline, label: &c.label, failed: c.failures().next().is_some(), pairs: &c.pairs }
 }
 
 /// Compares `label` against `baseline` over `runs`, pairing runs by probe, load and length (a
@@ -121,53 +195,100 @@ pub fn compare(runs: &[RunView], baseline: &str, label: &str, conditions: &[Cond
     if pairs.is_empty() {
         return Err(invalid!("labels '{baseline}' and '{label}' share no probe × load to compare"));
     }
+    let pairs: Vec<Pair> = pairs.iter().map(|(b, c)| pair(b, c, conditions)).collect();
     let mut table =
         format!("{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}\n", "probe", "load", "stat", baseline, label, "ratio");
-    let mut failures = Vec::new();
-    for (b, c) in &pairs {
-        let load = load_name(&b.load());
-        let metric = b.data.header.metric;
-        if metric != Metric::LATENCY {
-            let _ = writeln!(table, "{}", cost_row(b, c, metric, &load));
-            continue;
-        }
-        for stat in STATS {
+    for p in &pairs {
+        table_rows(p, &mut table);
+    }
+    Ok(Comparison { baseline: baseline.into(), label: label.into(), pairs, table })
+}
+
+/// The statistics of one pair of runs and the conditions checked on them.
+fn pair(b: &RunView, c: &RunView, conditions: &[Condition]) -> Pair {
+    let metric = b.data.header.metric;
+    let ratio = |vb: f64, vc: f64| (vb > 0.0).then(|| vc / vb);
+    let (probe, load) = (b.probe().to_string(), load_name(&b.load()));
+    if metric != Metric::LATENCY {
+        let (vb, vc) = (b.data.total.percentile(0.5) as f64, c.data.total.percentile(0.5) as f64);
+        let stats = vec![StatRatio { stat: "median".into(), baseline: vb, label: vc, ratio: ratio(vb, vc) }];
+        let checks = conditions
+            .iter()
+            .map(|cond| Check {
+                condition: cond.to_string(),
+                verdict: Verdict::Skip,
+                baseline: vb,
+                label: vc,
+                value: None,
+                message: format!("{probe} {load}: {cond} not checked: --fail-if applies to latencies"),
+            })
+            .collect();
+        return Pair { probe, load, unit: metric.unit, better: metric.better, stats, checks };
+    }
+    let stats = STATS
+        .iter()
+        .map(|stat| {
             let (vb, vc) = (value(&b.data.total, stat), value(&c.data.total, stat));
-            let ratio = if vb > 0.0 { format!("{:.3}", vc / vb) } else { "-".into() };
-            let _ = writeln!(
-                table,
-                "{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}",
-                b.probe(),
-                load,
-                stat,
-                us(vb),
-                us(vc),
-                ratio
-            );
-        }
-        for cond in conditions {
-            let (vb, vc) = (value(&b.data.total, &cond.stat), value(&c.data.total, &cond.stat));
-            if cond.holds(vb, vc) {
-                failures.push(format!(
-                    "{} {load}: {} {} {}{} ({} µs vs {} µs)",
-                    b.probe(),
-                    cond.stat,
-                    cond.op,
-                    if cond.ratio { cond.threshold } else { cond.threshold / 1000.0 },
-                    if cond.ratio { "x" } else { " µs" },
-                    us(vc),
-                    us(vb)
-                ));
-            }
+            StatRatio { stat: stat.to_string(), baseline: vb, label: vc, ratio: ratio(vb, vc) }
+        })
+        .collect();
+    let checks = conditions.iter().map(|cond| cond.check(&probe, &load, &b.data.total, &c.data.total)).collect();
+    Pair { probe, load, unit: metric.unit, better: metric.better, stats, checks }
+}
+
+impl std::fmt::Display for Condition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.ratio {
+            write!(f, "{} {} {}x", self.stat, self.op, self.threshold)
+        } else {
+            write!(f, "{} {} {} µs", self.stat, self.op, self.threshold / 1000.0)
         }
     }
-    Ok(Comparison { table, failures })
+}
+
+impl Condition {
+    /// This condition on one probe × load: `base` is the baseline's run, `cand` the label's.
+    fn check(&self, probe: &str, load: &str, base: &Stats, cand: &Stats) -> Check {
+        let (vb, vc) = (value(base, &self.stat), value(cand, &self.stat));
+        let holds = self.holds(vb, vc);
+        Check {
+            condition: self.to_string(),
+            verdict: if holds { Verdict::Fail } else { Verdict::Pass },
+            baseline: vb,
+            label: vc,
+            value: Some(self.compared(vb, vc)).filter(|v| v.is_finite()),
+            message: format!("{probe} {load}: {self} ({} µs vs {} µs)", us(vc), us(vb)),
+        }
+    }
+}
+
+/// The table's lines of one pair.
+fn table_rows(p: &Pair, table: &mut String) {
+    let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.3}"));
+    if (Metric { unit: p.unit, better: p.better }) != Metric::LATENCY {
+        let _ = writeln!(table, "{}", cost_row(p));
+        return;
+    }
+    for s in &p.stats {
+        let (vb, vc) = (us(s.baseline), us(s.label));
+        let _ = writeln!(
+            table,
+            "{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}",
+            p.probe,
+            p.load,
+            s.stat,
+            vb,
+            vc,
+            ratio(s.ratio)
+        );
+    }
 }
 
 /// A cost or a bandwidth (`sysbench`): the medians in the table's units and the change in the
 /// metric's direction, as LMbench comparisons give it.
-fn cost_row(b: &RunView, c: &RunView, metric: Metric, load: &str) -> String {
-    let (vb, vc) = (b.data.total.percentile(0.5) as f64, c.data.total.percentile(0.5) as f64);
+fn cost_row(p: &Pair) -> String {
+    let metric = Metric { unit: p.unit, better: p.better };
+    let (vb, vc) = (p.stats[0].baseline, p.stats[0].label);
     let (scale, unit) = match metric.unit {
         Unit::KilobytesPerSecond => (1e3, "MB/s"),
         Unit::Picoseconds => (1e6, "µs"),
@@ -183,8 +304,8 @@ fn cost_row(b: &RunView, c: &RunView, metric: Metric, load: &str) -> String {
     };
     format!(
         "{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}  {change:+.1} % {verdict} ({unit}, {} is better)",
-        b.probe(),
-        load,
+        p.probe,
+        p.load,
         "median",
         format!("{:.4}", vb / scale),
         format!("{:.4}", vc / scale),
@@ -196,6 +317,40 @@ fn cost_row(b: &RunView, c: &RunView, metric: Metric, load: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const COMMITTED: &str = "schema/compare.schema.json";
+
+    /// The committed schema of `compare --json` is the one its types generate. After changing
+    /// them, `RTBENCH_BLESS=1 cargo test --lib report::compare` writes it anew (review its diff).
+    #[test]
+    fn the_committed_schema_is_generated_from_the_document() {
+        let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+        let schema = settings.into_generator().into_root_schema_for::<Document>();
+        let generated = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(COMMITTED);
+        if std::env::var_os("RTBENCH_BLESS").is_some_and(|v| v == "1") {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(committed == generated, "{COMMITTED} differs from the schema the types generate; bless it");
+    }
+
+    #[test]
+    fn a_check_carries_its_numbers_and_a_zero_baseline_has_no_ratio() {
+        let stats = |v: u64| {
+            let mut s = Stats::default();
+            s.record(v);
+            s
+        };
+        let c = parse_conditions("max > 1.5x, max > 1us").unwrap();
+        let check = c[0].check("timer", "idle", &stats(2000), &stats(4000));
+        assert_eq!(check.verdict, Verdict::Fail);
+        assert_eq!((check.baseline, check.label, check.value), (2000.0, 4000.0, Some(2.0)));
+        assert_eq!(check.message, "timer idle: max > 1.5x (4.000 µs vs 2.000 µs)");
+        assert_eq!(c[1].check("timer", "idle", &stats(2000), &stats(900)).verdict, Verdict::Pass);
+        let zero = c[0].check("timer", "idle", &stats(0), &stats(5));
+        assert_eq!((zero.verdict, zero.value), (Verdict::Fail, None));
+    }
 
     #[test]
     fn conditions_parse_and_reject() {

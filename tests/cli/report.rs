@@ -409,3 +409,69 @@ fn killed_mid_study_the_model_is_put_back_by_the_next_command(
     assert!(!journal.exists(), "the journal is gone once done");
     assert_eq!(mounts(), mounts_before, "debugfs is unmounted again if the study mounted it");
 }
+
+/// The elements named `tag` under `node`, at any depth.
+fn elements<'a, 'i>(node: roxmltree::Node<'a, 'i>, tag: &str) -> Vec<roxmltree::Node<'a, 'i>> {
+    node.descendants().filter(|n| n.has_tag_name(tag)).collect()
+}
+
+fn count_attr(node: roxmltree::Node, attr: &str) -> usize {
+    node.attribute(attr).unwrap_or_else(|| panic!("<{}> lacks {attr}", node.tag_name().name())).parse().unwrap()
+}
+
+#[test]
+fn compare_writes_junit_that_names_the_failing_condition_and_json_ratios() {
+    let lab = Lab::new();
+    two_labels(&lab);
+    let junit = lab.path("compare.xml");
+    let gate = ["compare", "--baseline", "k-base", "k-new", "--fail-if", "p50 > 1.2x, max > 10s"];
+    let out = lab.run(&[&gate[..], &["--junit", junit.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("FAIL: synthetic idle: p50 > 1.2x"), "{}", text(&out.stdout));
+
+    let json = lab.run(&[&gate[..], &["--json"]].concat());
+    assert_eq!(json.status.code(), Some(1), "--json gates too: {}", text(&json.stderr));
+    let doc: serde_json::Value = serde_json::from_str(&text(&json.stdout)).expect("--json prints one JSON document");
+    assert_matches_schema(&doc, "compare.schema.json");
+    assert_eq!(doc["failed"], true);
+    let pairs = doc["pairs"].as_array().unwrap();
+    assert!(!pairs.is_empty());
+    for pair in pairs {
+        let p50 = pair["stats"].as_array().unwrap().iter().find(|s| s["stat"] == "p50").unwrap();
+        let ratio = p50["ratio"].as_f64().unwrap();
+        assert!((ratio - p50["label"].as_f64().unwrap() / p50["baseline"].as_f64().unwrap()).abs() < 1e-9);
+        assert!(ratio > 1.2, "the new label's body is 30 % slower by construction: {ratio}");
+    }
+
+    let xml = std::fs::read_to_string(&junit).expect("--junit writes the file");
+    let parsed = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("JUnit is not XML ({e}):\n{xml}"));
+    let root = parsed.root_element();
+    assert!(root.has_tag_name("testsuites"), "{xml}");
+    let suites = elements(root, "testsuite");
+    assert_eq!(suites.len(), 1, "{xml}");
+    let cases = elements(suites[0], "testcase");
+    let failures = elements(suites[0], "failure");
+    // One case per probe × load × condition; only the p50 condition holds, on every pair.
+    assert_eq!(cases.len(), pairs.len() * 2, "{xml}");
+    assert_eq!(failures.len(), pairs.len(), "{xml}");
+    for node in [root, suites[0]] {
+        assert_eq!(count_attr(node, "tests"), cases.len(), "{xml}");
+        assert_eq!(count_attr(node, "failures"), failures.len(), "{xml}");
+        assert_eq!(count_attr(node, "errors"), 0);
+    }
+    for failure in &failures {
+        let case = failure.parent_element().unwrap();
+        assert!(case.has_tag_name("testcase"));
+        assert_eq!(case.attribute("name"), Some("synthetic idle: p50 > 1.2x"), "{xml}");
+        let message = failure.attribute("message").unwrap();
+        assert!(message.contains("p50 > 1.2x") && message.contains("µs vs"), "the numbers: {message}");
+    }
+    let passed: Vec<_> = cases.iter().filter(|c| c.children().all(|n| !n.is_element())).collect();
+    assert_eq!(passed.len(), pairs.len(), "{xml}");
+    assert!(passed.iter().all(|c| c.attribute("name").unwrap().starts_with("synthetic idle: max > ")), "{xml}");
+
+    assert_rejected(&lab.run(&["compare", "--baseline", "k-base", "k-new", "--junit", "x.xml"]), "--fail-if");
+    // Under a regular file: no directory can be made there, root or not.
+    let nowhere = junit.join("x.xml");
+    assert_rejected(&lab.run(&[&gate[..], &["--junit", nowhere.to_str().unwrap()]].concat()), "x.xml");
+}

@@ -1,0 +1,133 @@
+//! `compare --junit FILE`: the `--fail-if` checks as JUnit XML, the format CI systems read
+//! (Jenkins, GitLab, GitHub test reporters): one test case per probe × load × condition.
+
+use std::fmt::Write;
+
+use super::compare::{Comparison, Verdict};
+use crate::units::us;
+
+/// The comparison's checks as a JUnit document: one suite (`LABEL vs BASELINE`), one test
+/// case per check, named by the condition and classed by probe and load; a holding condition
+/// is a `<failure>` whose message has the numbers.
+pub fn render(c: &Comparison) -> String {
+    let checks: Vec<_> = c.pairs.iter().flat_map(|p| p.checks.iter().map(move |k| (p, k))).collect();
+    let count = |v: Verdict| checks.iter().filter(|(_, k)| k.verdict == v).count();
+    let (tests, failures, skipped) = (checks.len(), count(Verdict::Fail), count(Verdict::Skip));
+    let suite = esc(&format!("{} vs {}", c.label, c.baseline));
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"rtbench compare\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">"
+    );
+    let _ = writeln!(
+        x,
+        "  <testsuite name=\"{suite}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">"
+    );
+    let _ = writeln!(x, "    <properties>");
+    let _ = writeln!(x, "      <property name=\"baseline\" value=\"{}\"/>", esc(&c.baseline));
+    let _ = writeln!(x, "      <property name=\"label\" value=\"{}\"/>", esc(&c.label));
+    let _ = writeln!(x, "    </properties>");
+    for (pair, check) in checks {
+        let name = esc(&format!("{} {}: {}", pair.probe, pair.load, check.condition));
+        let class = esc(&format!("rtbench.compare.{}.{}", pair.probe, pair.load));
+        let open = format!("    <testcase name=\"{name}\" classname=\"{class}\" time=\"0\"");
+        let message = esc(&check.message);
+        match check.verdict {
+            Verdict::Pass => {
+                let _ = writeln!(x, "{open}/>");
+            }
+            Verdict::Skip => {
+                let _ = writeln!(x, "{open}>\n      <skipped message=\"{message}\"/>\n    </testcase>");
+            }
+            Verdict::Fail => {
+                let detail = esc(&format!(
+                    "{}: {} {} µs, {} {} µs; compared with the threshold: {}",
+                    check.condition,
+                    c.label,
+                    us(check.label),
+                    c.baseline,
+                    us(check.baseline),
+                    check.value.map_or("infinite (a baseline of 0)".into(), |v| format!("{v:.3}"))
+                ));
+                let _ = writeln!(
+                    x,
+                    "{open}>\n      <failure message=\"{message}\" type=\"fail-if\">{detail}</failure>\n    </testcase>"
+                );
+            }
+        }
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}
+
+/// Text fit for an XML attribute or element: the five special characters escaped, and control
+/// characters XML 1.0 cannot hold dropped.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(ch),
+            c if (c as u32) < 0x20 => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Better, Unit};
+    use crate::report::compare::{Check, Pair};
+
+    fn check(condition: &str, verdict: Verdict) -> Check {
+        let message = format!("{condition} said <so> & \"so\"");
+        Check { condition: condition.into(), verdict, baseline: 1000.0, label: 3000.0, value: Some(3.0), message }
+    }
+
+    fn pair(probe: &str, unit: Unit, checks: Vec<Check>) -> Pair {
+        Pair { probe: probe.into(), load: "paper".into(), unit, better: Better::Smaller, stats: vec![], checks }
+    }
+
+    #[test]
+    fn names_survive_escaping_and_the_counts_match_the_cases() {
+        let c = Comparison {
+            baseline: "6.1 <rt> & 'co'".into(),
+            label: "k\"new\"\u{1}".into(),
+            pairs: vec![
+                pair(
+                    "timer",
+                    Unit::Nanoseconds,
+                    vec![
+                        check("p99 > 2x", Verdict::Fail),
+                        check("max < 1us", Verdict::Pass),
+                        check("max > 2x", Verdict::Fail),
+                    ],
+                ),
+                pair("sysbench.null-call", Unit::Picoseconds, vec![check("p99 > 2x", Verdict::Skip)]),
+            ],
+            table: String::new(),
+        };
+        let xml = render(&c);
+        let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}:\n{xml}"));
+        let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+        assert_eq!(suite.attribute("name"), Some("k\"new\" vs 6.1 <rt> & 'co'"));
+        let attrs = |n: roxmltree::Node| ["tests", "failures", "skipped"].map(|a| n.attribute(a).unwrap().to_string());
+        assert_eq!(attrs(suite), ["4", "2", "1"]);
+        assert_eq!(attrs(doc.root_element()), ["4", "2", "1"]);
+        let failure = doc.descendants().find(|n| n.has_tag_name("failure")).unwrap();
+        assert_eq!(failure.attribute("message"), Some("p99 > 2x said <so> & \"so\""));
+        assert_eq!(failure.parent_element().unwrap().attribute("name"), Some("timer paper: p99 > 2x"));
+        assert!(failure.text().unwrap().contains("3.000 µs") && failure.text().unwrap().contains("3.000"));
+        let skipped = doc.descendants().find(|n| n.has_tag_name("skipped")).unwrap();
+        assert_eq!(
+            skipped.parent_element().unwrap().attribute("classname"),
+            Some("rtbench.compare.sysbench.null-call.paper")
+        );
+    }
+}

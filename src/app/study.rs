@@ -76,6 +76,7 @@ fn cell_options(a: &StudyConfig, cell: &Cell, label: &str) -> RunOptions {
 }
 
 pub fn run(a: StudyConfig) -> Result<i32> {
+    super::compare::check_gate(a.gate.as_ref(), &a.db)?;
     let label = a.label.clone();
     let (probes, skipped) = study_probes();
     for (name, why) in &skipped {
@@ -113,11 +114,13 @@ pub fn run(a: StudyConfig) -> Result<i32> {
         (None, None) => unreachable!("a local server exists without --peer"),
     };
     let mut cells_run = || run_cells(&a, &mut session, &cells, &passes, &peer);
-    match local {
+    let code = match local {
         // Stopped however the cells end, a panic included (issue 29).
         Some(server) => server.serve_during(&enter_server, cells_run),
         None => cells_run(),
-    }
+    }?;
+    let labels: Vec<&str> = passes.iter().map(|(label, _)| label.as_str()).collect();
+    super::compare::gate_study(a.gate.as_ref(), &a.db, &labels, code)
 }
 
 /// The study's echo server thread: at the runs' real-time priority, like `pingpong --serve`.

@@ -122,6 +122,15 @@ pub struct StudyArgs {
     /// Skip the last cell, `sysbench --quick` idle (the throughput price)
     #[arg(long)]
     pub no_sysbench: bool,
+    /// When the cells are done, compare the study's label with this stored label (as `compare`)
+    #[arg(long, value_name = "LABEL")]
+    pub baseline: Option<String>,
+    /// Exit 1 when a condition holds against --baseline, e.g. 'p99 > 1.10x' (see `compare`)
+    #[arg(long, value_name = "EXPR", requires = "baseline")]
+    pub fail_if: Option<String>,
+    /// Also write the --fail-if checks as JUnit XML to FILE (see `compare`)
+    #[arg(long, value_name = "FILE", requires = "fail_if")]
+    pub junit: Option<PathBuf>,
     #[command(flatten)]
     pub load_args: LoadArgs,
     #[command(flatten)]

@@ -109,6 +109,12 @@ impl LoadCmdArgs {
 
 impl StudyArgs {
     pub fn config(self) -> Result<StudyConfig> {
+        let conditions = self.fail_if.as_deref().map(crate::report::compare::parse_conditions).transpose()?;
+        let gate = self.baseline.map(|baseline| StudyGate {
+            baseline,
+            conditions: conditions.unwrap_or_default(),
+            junit: self.junit,
+        });
         Ok(StudyConfig {
             preempt: preempt_models(self.preempt.as_deref())?,
             duration: self.duration,
@@ -124,6 +130,7 @@ impl StudyArgs {
             no_sysbench: self.no_sysbench,
             load_flags: self.load_args.flags(),
             db: store::default_path(self.db.db.as_deref()),
+            gate,
         })
     }
 }

@@ -112,6 +112,17 @@ pub struct StudyConfig {
     pub no_sysbench: bool,
     pub load_flags: LoadFlags,
     pub db: PathBuf,
+    /// `--baseline`: compare the study's labels with a stored one when its cells are done.
+    pub gate: Option<StudyGate>,
+}
+
+/// `study --baseline L [--fail-if EXPR [--junit FILE]]`: what `compare` would do with the
+/// study's labels, in the same command.
+pub struct StudyGate {
+    pub baseline: String,
+    /// `--fail-if`, parsed; empty when not given (the comparison is printed, nothing gates).
+    pub conditions: Vec<Condition>,
+    pub junit: Option<PathBuf>,
 }
 
 /// A probe's subcommand, checked: the server its flags ask for, or a measuring run.

@@ -161,9 +161,14 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// Every check, in pair order.
+    pub fn checks(&self) -> impl Iterator<Item = &Check> {
+        self.pairs.iter().flat_map(|p| &p.checks)
+    }
+
     /// The checks whose condition holds, in pair order.
     pub fn failures(&self) -> impl Iterator<Item = &Check> {
-        self.pairs.iter().flat_map(|p| &p.checks).filter(|c| c.verdict == Verdict::Fail)
+        self.checks().filter(|c| c.verdict == Verdict::Fail)
     }
 }
 

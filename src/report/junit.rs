@@ -3,61 +3,77 @@
 
 use std::fmt::Write;
 
-use super::compare::{Comparison, Verdict};
+use super::compare::{Check, Comparison, Pair, Verdict};
 use crate::units::us;
 
-/// The comparison's checks as a JUnit document: one suite (`LABEL vs BASELINE`), one test
-/// case per check, named by the condition and classed by probe and load; a holding condition
-/// is a `<failure>` whose message has the numbers.
-pub fn render(c: &Comparison) -> String {
-    let checks: Vec<_> = c.pairs.iter().flat_map(|p| p.checks.iter().map(move |k| (p, k))).collect();
-    let count = |v: Verdict| checks.iter().filter(|(_, k)| k.verdict == v).count();
-    let (tests, failures, skipped) = (checks.len(), count(Verdict::Fail), count(Verdict::Skip));
-    let suite = esc(&format!("{} vs {}", c.label, c.baseline));
+/// Tests, failures and skips among `checks`, as the JUnit attributes count them.
+fn counts<'a>(checks: impl Iterator<Item = &'a Check>) -> String {
+    let (mut tests, mut failures, mut skipped) = (0, 0, 0);
+    for k in checks {
+        tests += 1;
+        failures += usize::from(k.verdict == Verdict::Fail);
+        skipped += usize::from(k.verdict == Verdict::Skip);
+    }
+    format!("tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\"")
+}
+
+/// The comparisons' checks as a JUnit document: one suite per comparison (`LABEL vs
+/// BASELINE`), one test case per check, named by the condition and classed by probe and load;
+/// a holding condition is a `<failure>` whose message has the numbers.
+pub fn render(comparisons: &[Comparison]) -> String {
+    let all = comparisons.iter().flat_map(|c| c.checks());
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        x,
-        "<testsuites name=\"rtbench compare\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">"
-    );
-    let _ = writeln!(
-        x,
-        "  <testsuite name=\"{suite}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">"
-    );
+    let _ = writeln!(x, "<testsuites name=\"rtbench compare\" {}>", counts(all));
+    for c in comparisons {
+        suite(c, &mut x);
+    }
+    x.push_str("</testsuites>\n");
+    x
+}
+
+fn suite(c: &Comparison, x: &mut String) {
+    let name = esc(&format!("{} vs {}", c.label, c.baseline));
+    let _ = writeln!(x, "  <testsuite name=\"{name}\" {}>", counts(c.checks()));
     let _ = writeln!(x, "    <properties>");
     let _ = writeln!(x, "      <property name=\"baseline\" value=\"{}\"/>", esc(&c.baseline));
     let _ = writeln!(x, "      <property name=\"label\" value=\"{}\"/>", esc(&c.label));
     let _ = writeln!(x, "    </properties>");
-    for (pair, check) in checks {
-        let name = esc(&format!("{} {}: {}", pair.probe, pair.load, check.condition));
-        let class = esc(&format!("rtbench.compare.{}.{}", pair.probe, pair.load));
-        let open = format!("    <testcase name=\"{name}\" classname=\"{class}\" time=\"0\"");
-        let message = esc(&check.message);
-        match check.verdict {
-            Verdict::Pass => {
-                let _ = writeln!(x, "{open}/>");
-            }
-            Verdict::Skip => {
-                let _ = writeln!(x, "{open}>\n      <skipped message=\"{message}\"/>\n    </testcase>");
-            }
-            Verdict::Fail => {
-                let detail = esc(&format!(
-                    "{}: {} {} µs, {} {} µs; compared with the threshold: {}",
-                    check.condition,
-                    c.label,
-                    us(check.label),
-                    c.baseline,
-                    us(check.baseline),
-                    check.value.map_or("infinite (a baseline of 0)".into(), |v| format!("{v:.3}"))
-                ));
-                let _ = writeln!(
-                    x,
-                    "{open}>\n      <failure message=\"{message}\" type=\"fail-if\">{detail}</failure>\n    </testcase>"
-                );
-            }
+    for pair in &c.pairs {
+        for check in &pair.checks {
+            testcase(c, pair, check, x);
         }
     }
-    x.push_str("  </testsuite>\n</testsuites>\n");
-    x
+    x.push_str("  </testsuite>\n");
+}
+
+fn testcase(c: &Comparison, pair: &Pair, check: &Check, x: &mut String) {
+    let name = esc(&format!("{} {}: {}", pair.probe, pair.load, check.condition));
+    let class = esc(&format!("rtbench.compare.{}.{}", pair.probe, pair.load));
+    let open = format!("    <testcase name=\"{name}\" classname=\"{class}\" time=\"0\"");
+    let message = esc(&check.message);
+    match check.verdict {
+        Verdict::Pass => {
+            let _ = writeln!(x, "{open}/>");
+        }
+        Verdict::Skip => {
+            let _ = writeln!(x, "{open}>\n      <skipped message=\"{message}\"/>\n    </testcase>");
+        }
+        Verdict::Fail => {
+            let detail = esc(&format!(
+                "{}: {} {} µs, {} {} µs, ratio {}",
+                check.condition,
+                c.label,
+                us(check.label),
+                c.baseline,
+                us(check.baseline),
+                if check.baseline > 0.0 { format!("{:.3}", check.label / check.baseline) } else { "-".into() }
+            ));
+            let _ = writeln!(
+                x,
+                "{open}>\n      <failure message=\"{message}\" type=\"fail-if\">{detail}</failure>\n    </testcase>"
+            );
+        }
+    }
 }
 
 /// Text fit for an XML attribute or element: the five special characters escaped, and control
@@ -113,7 +129,7 @@ mod tests {
             ],
             table: String::new(),
         };
-        let xml = render(&c);
+        let xml = render(&[c]);
         let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}:\n{xml}"));
         let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
         assert_eq!(suite.attribute("name"), Some("k\"new\" vs 6.1 <rt> & 'co'"));

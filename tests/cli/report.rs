@@ -475,3 +475,33 @@ fn compare_writes_junit_that_names_the_failing_condition_and_json_ratios() {
     let nowhere = junit.join("x.xml");
     assert_rejected(&lab.run(&[&gate[..], &["--junit", nowhere.to_str().unwrap()]].concat()), "x.xml");
 }
+
+#[test]
+fn a_study_gates_on_its_baseline_in_the_same_command() {
+    let lab = Lab::new();
+    let (junit, out) = (lab.path("study.xml"), lab.path("rep"));
+    let study = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--label", "new", "-o"];
+    let study = [&study[..], &[out.to_str().unwrap(), "--baseline", "base"]].concat();
+    // A typo in the baseline is refused before the first cell, not after the study.
+    assert_rejected(&lab.run(&[&study[..], &["--fail-if", "p99 > 2x"]].concat()), "'base'");
+    assert!(!lab.db().exists() && !out.exists(), "nothing ran");
+    assert_rejected(&lab.run(&["study", "-D", "1s", "--fail-if", "p99 > 2x"]), "--baseline");
+
+    lab.ok(&["timer", "-D", "1s", "-q", "--label", "base"]);
+    // One condition that always holds, one that never does: the gate must fail on the first.
+    let gate = ["--fail-if", "max >= 0ns, max < 0ns", "--junit", junit.to_str().unwrap()];
+    let run = lab.run(&[&study[..], &gate].concat());
+    assert_eq!(run.status.code(), Some(1), "{}{}", text(&run.stdout), text(&run.stderr));
+    let stdout = text(&run.stdout);
+    assert!(stdout.contains("study: label new against baseline base"), "{stdout}");
+    assert!(stdout.contains("FAIL: timer idle: max >= 0 µs"), "{stdout}");
+    assert!(out.join("index.html").is_file(), "the report is written before the gate");
+    let xml = std::fs::read_to_string(&junit).expect("--junit writes the file");
+    let parsed = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}:\n{xml}"));
+    let cases = elements(parsed.root_element(), "testcase");
+    let names: Vec<_> = cases.iter().map(|c| c.attribute("name").unwrap()).collect();
+    // Only the timer ran under label base, so only its idle cell pairs.
+    assert_eq!(names, ["timer idle: max >= 0 µs", "timer idle: max < 0 µs"], "{xml}");
+    assert_eq!(elements(parsed.root_element(), "failure").len(), 1, "{xml}");
+    assert_eq!(count_attr(parsed.root_element(), "failures"), 1, "{xml}");
+}

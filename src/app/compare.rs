@@ -1,9 +1,9 @@
 //! `rtbench compare`: prints the comparison (a table, or JSON), writes the checks as JUnit,
 //! and exits 1 when a `--fail-if` condition holds.
 
-use anyhow::Result;
-
 use std::path::Path;
+
+use anyhow::Result;
 
 use crate::config::{CompareConfig, StudyGate};
 use crate::report::compare::{compare, Comparison};

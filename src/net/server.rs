@@ -185,7 +185,7 @@ fn serve_udp(s: &UdpSocket, fixed: Option<u64>, host: &str, stop: &AtomicBool, c
     while !stop.load(Ordering::Relaxed) {
         let (n, from) = match s.recv_from(&mut buf) {
             Ok(x) => x,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
+            Err(e) if again(&e) => continue,
             Err(e) => return Err(e.into()),
         };
         let session = peers.iter().find(|p| p.0 == from).map(|p| p.1);
@@ -220,7 +220,7 @@ fn serve_zmq(s: &zmq::Socket, fixed: Option<u64>, host: &str, stop: &AtomicBool,
     while !stop.load(Ordering::Relaxed) {
         let n = match s.recv_into(&mut buf, 0) {
             Ok(n) => n.min(buf.len()),
-            Err(zmq::Error::EAGAIN) => continue,
+            Err(zmq::Error::EAGAIN | zmq::Error::EINTR) => continue,
             Err(e) => return Err(anyhow::anyhow!("zmq: {e}")),
         };
         // REP must answer every request: a foreign one gets an empty reply, never more bytes.
@@ -350,6 +350,13 @@ fn session(
     }
 }
 
+/// Whether a read that failed with `e` is tried again: its poll ran out, or a signal landed on
+/// this thread (the runner's handlers do not restart calls, so a SIGTERM that the kernel gives
+/// to the server's thread used to end the server; issue 29).
+fn again(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+}
+
 /// Reads exactly `buf.len()` bytes, waking up to check `stop`.
 fn read_full(s: &mut Box<dyn ReadWrite>, buf: &mut [u8], stop: &AtomicBool) -> io::Result<()> {
     let mut got = 0;
@@ -357,7 +364,7 @@ fn read_full(s: &mut Box<dyn ReadWrite>, buf: &mut [u8], stop: &AtomicBool) -> i
         match s.read(&mut buf[got..]) {
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => got += n,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e) if again(&e) => {
                 if stop.load(Ordering::Relaxed) {
                     return Err(e);
                 }
@@ -391,6 +398,57 @@ mod tests {
         // The server polls every 200 ms: 10 s is ample, and the hang was for ever.
         let panicked = rx.recv_timeout(Duration::from_secs(10)).expect("serve_during hung after a panic");
         assert!(panicked, "the work's panic goes on to the caller");
+    }
+
+    /// Issue 29: a signal that lands on a serving thread interrupts its read (EINTR); the
+    /// server reads again instead of ending.
+    fn serves_on_through_signals(transport: Transport) {
+        let server = Server::bind(transport, "127.0.0.1:0", None).unwrap();
+        let (addr, counters) = (server.local.clone(), Arc::clone(&server.counters));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        let enter = move || -> Box<dyn std::any::Any> {
+            let _ = tx.lock().unwrap().send(crate::sys::thread_id());
+            Box::new(())
+        };
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let serving = s.spawn(|| server.serve(&stop, &enter));
+            // A failed assertion must not leave the scope waiting for the server.
+            let _stop = StopOnDrop(&stop);
+            let timeout = Duration::from_secs(2);
+            // A stream's session thread starts with the connection; the UDP server's at once.
+            let (mut conn, _) = super::super::transport::connect(transport, &addr, 7, 1, timeout, false).unwrap();
+            let mut threads: Vec<i32> = Vec::new();
+            // Many signals over a second: most land while a thread waits in its read.
+            for _ in 0..100 {
+                threads.extend(rx.try_iter());
+                // A session thread that ended has no one to interrupt.
+                threads.iter().for_each(|t| drop(crate::sys::interrupt_thread(*t)));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(!threads.is_empty(), "the serving thread said who it is");
+            // The same session goes on: its ping comes back.
+            let mut ping = vec![0u8; wire::HEADER + 1];
+            wire::write_header(&mut ping, wire::Header { kind: Kind::Ping, token: 7, seq: 1 });
+            conn.send(&ping).unwrap();
+            let mut back = vec![0u8; ping.len()];
+            let got = conn.recv(&mut back, ping.len());
+            assert!(!serving.is_finished(), "a signal ended the {transport:?} server");
+            assert_eq!(got.expect("the session still answers after the signals"), ping.len());
+            assert_eq!(back, ping);
+        });
+        assert_eq!(counters.answered.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_signal_on_the_udp_server_thread_does_not_end_it() {
+        serves_on_through_signals(Transport::Udp);
+    }
+
+    #[test]
+    fn a_signal_on_a_tcp_session_thread_does_not_end_it() {
+        serves_on_through_signals(Transport::Tcp);
     }
 
     #[test]

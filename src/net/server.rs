@@ -433,7 +433,7 @@ mod tests {
             wire::write_header(&mut ping, wire::Header { kind: Kind::Ping, token: 7, seq: 1 });
             conn.send(&ping).unwrap();
             let mut back = vec![0u8; ping.len()];
-            let got = conn.recv(&mut back, ping.len());
+            let got = conn.recv(&mut back, ping.len(), &|| false);
             assert!(!serving.is_finished(), "a signal ended the {transport:?} server");
             assert_eq!(got.expect("the session still answers after the signals"), ping.len());
             assert_eq!(back, ping);

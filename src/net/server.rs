@@ -17,6 +17,9 @@ use crate::error::InputError;
 /// At most this many answers per second: the server cannot be turned into a flood.
 const MAX_RATE: u64 = 2_000_000;
 const POLL: Duration = Duration::from_millis(200);
+/// The longest a stream session waits to write an answer: a client that sends and never reads
+/// would otherwise hold its session, and the server's stop, for ever (issue 29).
+const WRITE_WAIT: Duration = Duration::from_secs(1);
 /// Concurrent stream sessions at most.
 const MAX_SESSIONS: usize = 16;
 /// UDP peers remembered at most.
@@ -258,6 +261,7 @@ impl SessionStream for std::net::TcpStream {
     fn make_ready(&self) -> io::Result<()> {
         self.set_nodelay(true)?;
         self.set_nonblocking(false)?;
+        self.set_write_timeout(Some(WRITE_WAIT))?;
         self.set_read_timeout(Some(POLL))
     }
 }
@@ -265,6 +269,7 @@ impl SessionStream for std::net::TcpStream {
 impl SessionStream for std::os::unix::net::UnixStream {
     fn make_ready(&self) -> io::Result<()> {
         self.set_nonblocking(false)?;
+        self.set_write_timeout(Some(WRITE_WAIT))?;
         self.set_read_timeout(Some(POLL))
     }
 }
@@ -449,6 +454,34 @@ mod tests {
     #[test]
     fn a_signal_on_a_tcp_session_thread_does_not_end_it() {
         serves_on_through_signals(Transport::Tcp);
+    }
+
+    /// Issue 29: a client that sends pings and never reads filled the socket until the
+    /// session's write blocked for ever, and with it the server's stop.
+    #[test]
+    fn a_client_that_never_reads_does_not_hold_the_server() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let server = Server::bind(Transport::Tcp, "127.0.0.1:0", None).unwrap();
+            let addr = server.local.clone();
+            server.serve_during(&no_setup, || {
+                let mut s = std::net::TcpStream::connect(&addr).unwrap();
+                s.write_all(&wire::hello(9, 1000)).unwrap();
+                let mut welcome = [0u8; wire::HELLO_LEN];
+                s.read_exact(&mut welcome).unwrap();
+                s.set_write_timeout(Some(Duration::from_millis(50))).unwrap();
+                let mut ping = vec![0u8; wire::HEADER + 1000];
+                wire::write_header(&mut ping, wire::Header { kind: Kind::Ping, token: 9, seq: 1 });
+                let until = Instant::now() + Duration::from_secs(2);
+                while Instant::now() < until {
+                    let _ = s.write_all(&ping);
+                }
+                // Kept open, unread, while the server stops.
+                std::mem::forget(s);
+            });
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(30)).expect("the server's stop waited on a client that never reads");
     }
 
     #[test]

@@ -123,7 +123,7 @@ fn report(a: ReportConfig) -> Result<i32> {
     let count = runs.len();
     let (latency, costs) = crate::report::select::split(runs);
     let monitors = crate::report::select::monitors(&store, &a.labels, &a.runs)?;
-    let files = crate::report::build::write(&a.output, &latency, &costs, &monitors, &catalog())?;
+    let files = crate::report::build::write(&a.output, &latency, &costs, &monitors, &catalog(), &|| false)?;
     println!(
         "report: {} ({} runs, {} figures, index.html {} KB, {:.2} s)",
         files.index.display(),

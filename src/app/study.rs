@@ -159,7 +159,9 @@ fn run_cells(
         done.extend(sysbench_cells(session, &mut store, passes)?);
     }
     report(a, &store, &done, passes)?;
-    Ok(code)
+    // A signal during the last cell's sysbench or the report ends the study as one during a
+    // cell does: with 128 + the signal, not 0.
+    Ok(session.signal().map_or(code, |sig| 128 + sig))
 }
 
 /// Every pass's cells with their run settings. Everything is checked before the first cell
@@ -276,7 +278,19 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
         print!("{}", crate::report::tables::appendix_iii_text(&these));
     }
     let (latency, costs) = select::split(runs);
-    let files = crate::report::build::write(&a.output, &latency, &costs, &[], &super::catalog())?;
-    println!("report: {} ({} figures)", files.index.display(), files.figures);
+    // A study asked to stop still draws what it measured, within the 2 s a stop may take:
+    // without the PNG copies (issue 29: 15 s of them after a SIGTERM).
+    let stopping = || crate::runner::signals::received().is_some();
+    let files = crate::report::build::write(&a.output, &latency, &costs, &[], &super::catalog(), &stopping)?;
+    if files.pngs < files.figures {
+        println!(
+            "report: {} ({} figures; {} without their PNG copy: stopped by a signal; `rtbench report` draws them)",
+            files.index.display(),
+            files.figures,
+            files.figures - files.pngs
+        );
+    } else {
+        println!("report: {} ({} figures)", files.index.display(), files.figures);
+    }
     Ok(())
 }

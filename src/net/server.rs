@@ -17,6 +17,9 @@ use crate::error::InputError;
 /// At most this many answers per second: the server cannot be turned into a flood.
 const MAX_RATE: u64 = 2_000_000;
 const POLL: Duration = Duration::from_millis(200);
+/// The longest a stream session waits to write an answer: a client that sends and never reads
+/// would otherwise hold its session, and the server's stop, for ever (issue 29).
+const WRITE_WAIT: Duration = Duration::from_secs(1);
 /// Concurrent stream sessions at most.
 const MAX_SESSIONS: usize = 16;
 /// UDP peers remembered at most.
@@ -185,7 +188,7 @@ fn serve_udp(s: &UdpSocket, fixed: Option<u64>, host: &str, stop: &AtomicBool, c
     while !stop.load(Ordering::Relaxed) {
         let (n, from) = match s.recv_from(&mut buf) {
             Ok(x) => x,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
+            Err(e) if again(&e) => continue,
             Err(e) => return Err(e.into()),
         };
         let session = peers.iter().find(|p| p.0 == from).map(|p| p.1);
@@ -220,7 +223,7 @@ fn serve_zmq(s: &zmq::Socket, fixed: Option<u64>, host: &str, stop: &AtomicBool,
     while !stop.load(Ordering::Relaxed) {
         let n = match s.recv_into(&mut buf, 0) {
             Ok(n) => n.min(buf.len()),
-            Err(zmq::Error::EAGAIN) => continue,
+            Err(zmq::Error::EAGAIN | zmq::Error::EINTR) => continue,
             Err(e) => return Err(anyhow::anyhow!("zmq: {e}")),
         };
         // REP must answer every request: a foreign one gets an empty reply, never more bytes.
@@ -258,6 +261,7 @@ impl SessionStream for std::net::TcpStream {
     fn make_ready(&self) -> io::Result<()> {
         self.set_nodelay(true)?;
         self.set_nonblocking(false)?;
+        self.set_write_timeout(Some(WRITE_WAIT))?;
         self.set_read_timeout(Some(POLL))
     }
 }
@@ -265,6 +269,7 @@ impl SessionStream for std::net::TcpStream {
 impl SessionStream for std::os::unix::net::UnixStream {
     fn make_ready(&self) -> io::Result<()> {
         self.set_nonblocking(false)?;
+        self.set_write_timeout(Some(WRITE_WAIT))?;
         self.set_read_timeout(Some(POLL))
     }
 }
@@ -350,6 +355,13 @@ fn session(
     }
 }
 
+/// Whether a read that failed with `e` is tried again: its poll ran out, or a signal landed on
+/// this thread (the runner's handlers do not restart calls, so a SIGTERM that the kernel gives
+/// to the server's thread used to end the server; issue 29).
+fn again(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+}
+
 /// Reads exactly `buf.len()` bytes, waking up to check `stop`.
 fn read_full(s: &mut Box<dyn ReadWrite>, buf: &mut [u8], stop: &AtomicBool) -> io::Result<()> {
     let mut got = 0;
@@ -357,7 +369,7 @@ fn read_full(s: &mut Box<dyn ReadWrite>, buf: &mut [u8], stop: &AtomicBool) -> i
         match s.read(&mut buf[got..]) {
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => got += n,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e) if again(&e) => {
                 if stop.load(Ordering::Relaxed) {
                     return Err(e);
                 }
@@ -391,6 +403,85 @@ mod tests {
         // The server polls every 200 ms: 10 s is ample, and the hang was for ever.
         let panicked = rx.recv_timeout(Duration::from_secs(10)).expect("serve_during hung after a panic");
         assert!(panicked, "the work's panic goes on to the caller");
+    }
+
+    /// Issue 29: a signal that lands on a serving thread interrupts its read (EINTR); the
+    /// server reads again instead of ending.
+    fn serves_on_through_signals(transport: Transport) {
+        let server = Server::bind(transport, "127.0.0.1:0", None).unwrap();
+        let (addr, counters) = (server.local.clone(), Arc::clone(&server.counters));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        let enter = move || -> Box<dyn std::any::Any> {
+            let _ = tx.lock().unwrap().send(crate::sys::thread_id());
+            Box::new(())
+        };
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let serving = s.spawn(|| server.serve(&stop, &enter));
+            // A failed assertion must not leave the scope waiting for the server.
+            let _stop = StopOnDrop(&stop);
+            let timeout = Duration::from_secs(2);
+            // A stream's session thread starts with the connection; the UDP server's at once.
+            let (mut conn, _) = super::super::transport::connect(transport, &addr, 7, 1, timeout, false).unwrap();
+            let mut threads: Vec<i32> = Vec::new();
+            // Many signals over a second: most land while a thread waits in its read.
+            for _ in 0..100 {
+                threads.extend(rx.try_iter());
+                // A session thread that ended has no one to interrupt.
+                threads.iter().for_each(|t| drop(crate::sys::interrupt_thread(*t)));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(!threads.is_empty(), "the serving thread said who it is");
+            // The same session goes on: its ping comes back.
+            let mut ping = vec![0u8; wire::HEADER + 1];
+            wire::write_header(&mut ping, wire::Header { kind: Kind::Ping, token: 7, seq: 1 });
+            conn.send(&ping).unwrap();
+            let mut back = vec![0u8; ping.len()];
+            let got = conn.recv(&mut back, ping.len(), &|| false);
+            assert!(!serving.is_finished(), "a signal ended the {transport:?} server");
+            assert_eq!(got.expect("the session still answers after the signals"), ping.len());
+            assert_eq!(back, ping);
+        });
+        assert_eq!(counters.answered.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_signal_on_the_udp_server_thread_does_not_end_it() {
+        serves_on_through_signals(Transport::Udp);
+    }
+
+    #[test]
+    fn a_signal_on_a_tcp_session_thread_does_not_end_it() {
+        serves_on_through_signals(Transport::Tcp);
+    }
+
+    /// Issue 29: a client that sends pings and never reads filled the socket until the
+    /// session's write blocked for ever, and with it the server's stop.
+    #[test]
+    fn a_client_that_never_reads_does_not_hold_the_server() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let server = Server::bind(Transport::Tcp, "127.0.0.1:0", None).unwrap();
+            let addr = server.local.clone();
+            server.serve_during(&no_setup, || {
+                let mut s = std::net::TcpStream::connect(&addr).unwrap();
+                s.write_all(&wire::hello(9, 1000)).unwrap();
+                let mut welcome = [0u8; wire::HELLO_LEN];
+                s.read_exact(&mut welcome).unwrap();
+                s.set_write_timeout(Some(Duration::from_millis(50))).unwrap();
+                let mut ping = vec![0u8; wire::HEADER + 1000];
+                wire::write_header(&mut ping, wire::Header { kind: Kind::Ping, token: 9, seq: 1 });
+                let until = Instant::now() + Duration::from_secs(2);
+                while Instant::now() < until {
+                    let _ = s.write_all(&ping);
+                }
+                // Kept open, unread, while the server stops.
+                std::mem::forget(s);
+            });
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(30)).expect("the server's stop waited on a client that never reads");
     }
 
     #[test]

@@ -229,13 +229,17 @@ impl Probe for Pingpong {
             }
             // A late answer to an earlier, given-up round trip is skipped, not timed.
             let got = loop {
-                match conn.recv(&mut back, len) {
+                match conn.recv(&mut back, len, &|| ctx.stopped()) {
                     Ok(n) if n == len && wire::read_header(&back[..n]).is_some_and(|h| h.seq == seq) => break true,
                     Ok(_) => continue,
                     Err(_) => break false,
                 }
             };
             let t1 = sys::now_ns();
+            if !got && ctx.stopped() {
+                // Cut short by the stop: not a round trip lost.
+                break;
+            }
             if !got {
                 ctx.rec.overrun();
                 if self.transport != Transport::Udp {

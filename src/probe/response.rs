@@ -157,13 +157,17 @@ impl Probe for Response {
             let sent = conn.send(&msg).is_ok();
             let answered = sent
                 && loop {
-                    match conn.recv(&mut back, wire::HEADER) {
+                    match conn.recv(&mut back, wire::HEADER, &|| ctx.stopped()) {
                         Ok(n) if wire::read_header(&back[..n]).is_some_and(|h| h.seq == seq) => break true,
                         Ok(_) => continue,
                         Err(_) => break false,
                     }
                 };
             let now = sys::now_ns();
+            if !answered && ctx.stopped() {
+                // Cut short by the stop: not a trigger lost.
+                break;
+            }
             if answered {
                 let latency = now - intended;
                 ctx.rec.record(intended - ctx.start_ns, latency);

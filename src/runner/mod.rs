@@ -42,6 +42,9 @@ const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 const LIVE_EVERY: Duration = Duration::from_millis(100);
 /// How long the end of a run waits for a store that cannot take its last checkpoint.
 const FINAL_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
+/// How long the measuring threads get to end once told to stop, beyond one step of their
+/// probe: a probe that ignores the stop must not hold the command for ever (issue 29).
+const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// How a run, or any wait of a session, ended: its time or work was done, or a signal came.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,7 +152,8 @@ fn drive(
     let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
-    join(&mut run, threads, &mut warnings)?;
+    let bound = STOP_GRACE + Duration::from_nanos(cfg.probe.step_ns());
+    join(&mut run, threads, bound, &mut warnings)?;
     params.ran = run.ran();
     // A breach of the last moments is still taken.
     session.with(|t: &mut crate::trace::Tracer| {
@@ -283,13 +287,13 @@ fn end_load(session: &mut Session, warnings: &mut Vec<String>) -> Option<LoadRep
     Some(report)
 }
 
-/// Waits for every measuring thread, taking all it hands over; a thread's placement problem is
-/// a warning of the run.
-fn join(run: &mut Flow, threads: Threads, warnings: &mut Vec<String>) -> Result<()> {
-    // A thread may be waiting to hand over raw samples: keep draining until every one is done.
-    while !threads.handles.iter().all(|h| h.is_finished()) {
-        run.drain_samples();
-        std::thread::sleep(Duration::from_millis(1));
+/// Waits up to `bound` for every measuring thread, taking all it hands over; a thread's
+/// placement problem is a warning of the run. A thread still running then fails the run (its
+/// checkpoints stay) and is left behind: it ends with the process.
+fn join(run: &mut Flow, threads: Threads, bound: Duration, warnings: &mut Vec<String>) -> Result<()> {
+    let stuck = threads.wait_finished(bound, || run.drain_samples());
+    if !stuck.is_empty() {
+        anyhow::bail!("measuring threads {stuck:?} did not stop within {:.1} s of being told to", bound.as_secs_f64());
     }
     for (i, h) in threads.handles.into_iter().enumerate() {
         let (last, problem) = h.join().map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?;

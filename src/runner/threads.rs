@@ -34,6 +34,18 @@ impl Threads {
     pub(super) fn all_ended(&self) -> bool {
         self.ended.load(Ordering::SeqCst) == self.handles.len()
     }
+
+    /// Waits up to `bound` for every thread to finish, doing `meanwhile` every millisecond (a
+    /// thread may be waiting to hand over samples); returns the indices of those still running.
+    pub(super) fn wait_finished(&self, bound: std::time::Duration, mut meanwhile: impl FnMut()) -> Vec<usize> {
+        let until = std::time::Instant::now() + bound;
+        let running = || self.handles.iter().enumerate().filter(|(_, h)| !h.is_finished()).map(|(i, _)| i);
+        while running().next().is_some() && std::time::Instant::now() < until {
+            meanwhile();
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        running().collect()
+    }
 }
 
 /// What every thread is started with.
@@ -106,4 +118,29 @@ fn place(plan: ThreadPlan, admit: Option<PathBuf>, policy: Policy, priority: i32
         return Err(format!("thread {} measured nothing: {why}", plan.index));
     }
     Ok(entered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Issue 29: the runner waited for its measuring threads without a bound, so a probe that
+    /// ignored the stop held the command for ever. A thread that does not end is named.
+    #[test]
+    fn a_thread_that_ignores_the_stop_is_waited_for_no_longer_than_the_bound() {
+        let (hold, held) = std::sync::mpsc::channel::<()>();
+        let ignores = std::thread::spawn(move || -> Ended {
+            let _ = held.recv();
+            (Box::default(), None)
+        });
+        let ends = std::thread::spawn(|| -> Ended { (Box::default(), None) });
+        let threads = Threads { handles: vec![ignores, ends], ended: Arc::default() };
+        let (started, mut drained) = (Instant::now(), 0);
+        let stuck = threads.wait_finished(Duration::from_millis(300), || drained += 1);
+        assert_eq!(stuck, [0], "the thread that ignores the stop is named, the other is not");
+        assert!(started.elapsed() < Duration::from_secs(20), "waited {:?}", started.elapsed());
+        assert!(drained > 0, "samples are drained while waiting");
+        drop(hold);
+    }
 }

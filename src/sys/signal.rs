@@ -132,3 +132,29 @@ pub fn default_sigpipe() {
     // SAFETY: SIG_DFL is always a valid disposition.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
+
+/// The calling thread's id, for [`interrupt_thread`].
+pub fn thread_id() -> i32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// Sends SIGUSR2 to thread `tid` of this process, with a handler that does nothing and does
+/// not restart system calls: a blocking call of that thread returns EINTR, as one does when a
+/// stop signal lands on it. For tests of code that must retry such a call.
+pub fn interrupt_thread(tid: i32) -> io::Result<()> {
+    // SAFETY: a zeroed sigaction with a plain handler, no SA_RESTART and an empty mask is
+    // valid; tgkill takes plain integers.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = ignore_signal as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        check(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()))?;
+        if libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR2) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}

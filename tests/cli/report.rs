@@ -308,6 +308,11 @@ fn an_interrupted_study_keeps_its_cells_and_says_what_is_missing() {
     let statuses: Vec<_> = runs.as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap().to_string()).collect();
     assert_eq!(statuses, ["complete", "interrupted"]);
     assert!(out.join("index.html").is_file(), "the report covers what was measured");
+    // Within the 2 s a stop may take: the page and its SVGs, not the PNG copies (issue 29).
+    assert!(said.contains("without their PNG copy: stopped by a signal"), "{said}");
+    let figures = std::fs::read_dir(out.join("figures")).unwrap().flatten().map(|e| e.file_name());
+    let names: Vec<String> = figures.map(|n| n.to_string_lossy().into_owned()).collect();
+    assert!(names.iter().any(|n| n.ends_with(".svg")) && !names.iter().any(|n| n.ends_with(".png")), "{names:?}");
 }
 
 #[test]

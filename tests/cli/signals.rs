@@ -198,3 +198,129 @@ fn a_first_signal_ends_sysbench_after_the_operation_it_interrupted_keeping_those
     assert!(runs.len() >= 2 && runs.len() < listed, "{} of {listed} operations stored", runs.len());
     assert!(runs.iter().all(|r| r["status"] == "complete"), "each stored operation is whole: {runs:?}");
 }
+
+/// A small generator for the moments of the stop test; its seed is printed, and
+/// RTBENCH_STOP_SEED replays a failing sequence.
+struct Moments(u64);
+
+impl Moments {
+    fn new() -> Moments {
+        let seed = std::env::var("RTBENCH_STOP_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64 | 1
+        });
+        eprintln!("stop test: RTBENCH_STOP_SEED={seed}");
+        Moments(seed)
+    }
+
+    /// A moment in `0..span`.
+    fn within(&mut self, span: Duration) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        span.mul_f64((self.0 % 10_000) as f64 / 10_000.0)
+    }
+}
+
+/// Every descendant of `pid` now (children of each of its threads, and theirs).
+fn descendants(pid: u32, into: &mut Vec<u32>) {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return };
+    for task in tasks.flatten() {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for child in children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()) {
+            if !into.contains(&child) {
+                into.push(child);
+                descendants(child, into);
+            }
+        }
+    }
+}
+
+/// Whether process `pid` still runs rtbench (neither gone nor a zombie).
+fn alive_rtbench(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let zombie = stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z'));
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    !stat.is_empty() && !zombie && String::from_utf8_lossy(&cmdline).contains("rtbench")
+}
+
+/// Starts `args`, sends SIGTERM after `after`, and checks the promise of issue 29: exit 143
+/// within 2 s of the signal, a sound store, and no process of its left behind.
+/// None when it ended before the signal (its moment fell after its end).
+fn stop_at(args: &[&str], after: Duration) -> Option<Duration> {
+    let lab = Lab::new();
+    let out = lab.path("report");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["-o", out.to_str().unwrap()].iter().filter(|_| args[0] == "study"));
+    let mut child = lab.cmd(&all).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let pid = child.id();
+    let mut seen = Vec::new();
+    let until = Instant::now() + after;
+    while Instant::now() < until {
+        descendants(pid, &mut seen);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let what = format!("{args:?} stopped after {after:?}");
+    if child.try_wait().unwrap().is_some() {
+        return None;
+    }
+    signal(pid, "-TERM");
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() >= Duration::from_secs(2) {
+            let _ = child.kill();
+            panic!("{what}: still running 2 s after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = sent.elapsed();
+    // 143 either way in a shell: exited with it, or ended by the signal itself in the moment
+    // after its handlers were put back.
+    let signalled = std::os::unix::process::ExitStatusExt::signal(&status) == Some(libc::SIGTERM);
+    assert!(status.code() == Some(143) || signalled, "{what}: {status}");
+    let left: Vec<u32> = seen.into_iter().filter(|p| alive_rtbench(*p)).collect();
+    assert!(left.is_empty(), "{what}: its processes {left:?} outlived it");
+    assert!(load_supervisors_of(pid).is_empty(), "{what}: its load outlived it");
+    if lab.db().exists() {
+        let db = rusqlite::Connection::open(lab.db()).unwrap();
+        let check: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(check, "ok", "{what}");
+    }
+    Some(took)
+}
+
+/// RTBENCH_STOP_RUNS="50,20" runs more studies and monitors than CI does.
+fn stop_counts() -> (usize, usize) {
+    let asked = std::env::var("RTBENCH_STOP_RUNS").unwrap_or_default();
+    let mut n = asked.split(',').filter_map(|c| c.trim().parse().ok());
+    (n.next().unwrap_or(8), n.next().unwrap_or(4))
+}
+
+/// Issue 29: a first SIGTERM ends a study or a monitor at any moment (starting, between and
+/// inside cells, while a load starts or stops, while the report is drawn) within 2 s.
+#[test]
+fn a_first_sigterm_at_any_moment_ends_a_study_or_a_monitor_within_2_s() {
+    let (studies, monitors) = stop_counts();
+    let mut moments = Moments::new();
+    let idle = ["study", "-D", "1s", "--no-sysbench", "--load", "none", "-q"];
+    let loaded = ["study", "-D", "1s", "--no-sysbench", "--load", "cpu", "--settle", "300ms", "-q"];
+    let (mut slowest, mut stopped) = (Duration::ZERO, 0);
+    let mut note = |took: Option<Duration>| {
+        stopped += took.is_some() as usize;
+        slowest = slowest.max(took.unwrap_or_default());
+    };
+    for k in 0..studies {
+        // About as long as each study takes here, so the signal lands anywhere in it.
+        let (args, span): (&[&str], _) = if k % 2 == 0 { (&idle, 6.5) } else { (&loaded, 10.0) };
+        note(stop_at(args, moments.within(Duration::from_secs_f64(span))));
+    }
+    let monitor = ["monitor", "-a", "0", "--listen", "127.0.0.1:0", "--window", "500ms", "--label", "mon"];
+    for _ in 0..monitors {
+        note(stop_at(&monitor, moments.within(Duration::from_secs(3))));
+    }
+    let all = studies + monitors;
+    eprintln!("stop test: {stopped} of {all} stopped by the signal (the rest had ended); slowest stop {slowest:?}");
+    assert!(stopped * 2 >= all, "most runs must still be running when the signal comes");
+}

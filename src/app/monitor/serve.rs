@@ -43,10 +43,20 @@ impl Endpoint {
     }
 }
 
+/// How long a stopping monitor waits for the endpoint's thread: it may be writing an answer
+/// to a scraper that does not read (issue 29: no wait without a bound).
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 impl Drop for Endpoint {
     fn drop(&mut self) {
         self.server.unblock();
-        if let Some(t) = self.thread.take() {
+        let Some(t) = self.thread.take() else { return };
+        let until = std::time::Instant::now() + STOP_WAIT;
+        while !t.is_finished() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // One still writing is left behind: it ends with the process.
+        if t.is_finished() {
             let _ = t.join();
         }
     }

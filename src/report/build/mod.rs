@@ -16,6 +16,11 @@ use super::select::{Monitor, RunView};
 use super::ProbeNote;
 use crate::error::InputError;
 
+/// Tells the figure renderers to leave the PNG copies out from now on: a command that was
+/// asked to stop (issue 29) still writes the page and its SVGs, which take a moment, but not
+/// the rasters, which take seconds. `rtbench report` draws them later from the store.
+pub type SkipPngs<'a> = &'a (dyn Fn() -> bool + Sync);
+
 /// Writes the report into `out` atomically: built beside it, then moved into place.
 pub fn write(
     out: &Path,
@@ -23,6 +28,7 @@ pub fn write(
     costs: &[RunView],
     monitors: &[Monitor],
     notes: &[ProbeNote],
+    skip_pngs: SkipPngs,
 ) -> Result<ReportFiles> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
@@ -40,10 +46,10 @@ pub fn write(
         let mut figs = figures(runs);
         figs.extend(draw::cost_figure(costs));
         figs.extend(draw::monitor_figures(monitors));
-        render_files(&partial.join("figures"), &figs)?;
+        let pngs = render_files(&partial.join("figures"), &figs, skip_pngs)?;
         let page = html(runs, costs, &figs, notes);
         std::fs::write(partial.join("index.html"), &page)?;
-        Ok(ReportFiles { index: out.join("index.html"), figures: figs.len(), html_bytes: page.len() })
+        Ok(ReportFiles { index: out.join("index.html"), figures: figs.len(), pngs, html_bytes: page.len() })
     })();
     match result {
         Ok(files) => {
@@ -66,11 +72,13 @@ pub fn write(
 pub struct ReportFiles {
     pub index: PathBuf,
     pub figures: usize,
+    /// Figures drawn as PNG too (all of them unless told to skip).
+    pub pngs: usize,
     pub html_bytes: usize,
 }
 
-/// Each figure as SVG and PNG, rendered on every core.
-fn render_files(dir: &Path, figs: &[Figure]) -> Result<()> {
+/// Each figure as SVG and PNG, rendered on every core; returns how many have a PNG.
+fn render_files(dir: &Path, figs: &[Figure], skip_pngs: SkipPngs) -> Result<usize> {
     let mut opt = resvg::usvg::Options::default();
     opt.fontdb_mut().load_system_fonts();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -81,9 +89,13 @@ fn render_files(dir: &Path, figs: &[Figure]) -> Result<()> {
             .map(|chunk| {
                 let opt = &opt;
                 // Parsing and rasterizing SVG recurse: these get a main thread's stack.
-                std::thread::Builder::new().stack_size(8 << 20).spawn_scoped(s, move || -> Result<()> {
+                std::thread::Builder::new().stack_size(8 << 20).spawn_scoped(s, move || -> Result<usize> {
+                    let mut pngs = 0;
                     for f in chunk {
                         std::fs::write(dir.join(format!("{}.svg", f.name)), &f.svg)?;
+                        if skip_pngs() {
+                            continue;
+                        }
                         let tree = resvg::usvg::Tree::from_str(&f.svg, opt)
                             .with_context(|| format!("figure {} is not valid SVG", f.name))?;
                         let size = tree.size().to_int_size();
@@ -91,13 +103,14 @@ fn render_files(dir: &Path, figs: &[Figure]) -> Result<()> {
                             resvg::tiny_skia::Pixmap::new(size.width(), size.height()).context("figure has no size")?;
                         resvg::render(&tree, resvg::tiny_skia::Transform::default(), &mut pixmap.as_mut());
                         pixmap.save_png(dir.join(format!("{}.png", f.name)))?;
+                        pngs += 1;
                     }
-                    Ok(())
+                    Ok(pngs)
                 })
             })
             .collect::<std::io::Result<Vec<_>>>()
             .context("could not start a figure renderer")?;
-        handles.into_iter().try_for_each(|h| h.join().map_err(|_| anyhow::anyhow!("figure renderer panicked"))?)
+        handles.into_iter().map(|h| h.join().map_err(|_| anyhow::anyhow!("figure renderer panicked"))?).sum()
     })
 }
 

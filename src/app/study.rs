@@ -154,14 +154,23 @@ fn run_cells(
     let planned = plan(a, pass_cells, passes, peer)?;
     crate::config::check_writable(&a.output.with_extension("check"))?;
     let mut store = super::writable_store(&a.db)?;
-    let (mut done, code) = run_planned(session, &mut store, &planned, a.settle)?;
-    if code == 0 && !a.no_sysbench {
+    let ran = run_planned(session, &mut store, &planned, a.settle)?;
+    let mut done = ran.done;
+    let stopped = ran.signal.or(session.signal());
+    if stopped.is_none() && !a.no_sysbench {
         done.extend(sysbench_cells(session, &mut store, passes)?);
     }
     report(a, &store, &done, passes)?;
+    if !ran.failed.is_empty() {
+        let failed: Vec<String> =
+            ran.failed.iter().map(|k| format!("{} ({})", k + 1, cell_name(planned[*k].cell))).collect();
+        println!("study: {} of {} cells failed: {}", failed.len(), planned.len(), failed.join(", "));
+    }
     // A signal during the last cell's sysbench or the report ends the study as one during a
-    // cell does: with 128 + the signal, not 0.
-    Ok(session.signal().map_or(code, |sig| 128 + sig))
+    // cell does: with 128 + the signal. Else a failed cell makes it 1: the report draws the
+    // rest, but a script or CI job must not take an incomplete study for a complete one.
+    let code = if ran.failed.is_empty() { 0 } else { 1 };
+    Ok(session.signal().or(stopped).map_or(code, |sig| 128 + sig))
 }
 
 /// Every pass's cells with their run settings. Everything is checked before the first cell
@@ -187,16 +196,26 @@ fn plan<'a>(
     Ok(planned)
 }
 
+/// What the cells left: the stored runs, the cells (indices) that failed, the signal that
+/// ended the study early.
+struct Ran {
+    done: Vec<i64>,
+    failed: Vec<usize>,
+    signal: Option<i32>,
+}
+
 /// Runs the cells in order, switching the preemption model where a pass begins. A signal,
-/// between two cells or during one, ends the study there and says which cells are missing.
-/// Returns the stored runs and the exit code (0, or 128 + the signal).
-fn run_planned(session: &Session, store: &mut Store, planned: &[Planned], settle: Duration) -> Result<(Vec<i64>, i32)> {
-    let mut done = Vec::new();
+/// between two cells or during one, ends the study there and says which cells are missing. A
+/// cell whose run fails is said and the study goes on: its run, if one was begun, stays stored
+/// as `failed` with the reason.
+fn run_planned(session: &Session, store: &mut Store, planned: &[Planned], settle: Duration) -> Result<Ran> {
+    let mut ran = Ran { done: Vec::new(), failed: Vec::new(), signal: None };
     let mut model_now: Option<&str> = None;
     for (k, p) in planned.iter().enumerate() {
         if let Some(sig) = session.signal() {
             println!("study interrupted before cell {}; missing cells: {}", k + 1, names(&planned[k..]));
-            return Ok((done, 128 + sig));
+            ran.signal = Some(sig);
+            return Ok(ran);
         }
         announce(planned, k, settle);
         if let Some(model) = p.model {
@@ -206,17 +225,25 @@ fn run_planned(session: &Session, store: &mut Store, planned: &[Planned], settle
                 model_now = Some(model);
             }
         }
-        let (id, outcome) = crate::runner::run(&p.cfg, store)?;
-        done.push(id);
+        let (id, outcome) = match crate::runner::run(&p.cfg, store) {
+            Ok(ended) => ended,
+            Err(e) => {
+                println!("cell {} failed: {e:#}", k + 1);
+                ran.failed.push(k);
+                continue;
+            }
+        };
+        ran.done.push(id);
         if let Outcome::Interrupted(sig) = outcome {
             println!("study interrupted: cell {} kept as run {id} (interrupted)", k + 1);
             if k + 1 < planned.len() {
                 println!("missing cells: {}", names(&planned[k + 1..]));
             }
-            return Ok((done, 128 + sig));
+            ran.signal = Some(sig);
+            return Ok(ran);
         }
     }
-    Ok((done, 0))
+    Ok(ran)
 }
 
 /// "== cell 3 of 10: gtod idle for 0:01:00  (study time left …)"; a loaded cell's time counts

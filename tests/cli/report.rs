@@ -316,6 +316,37 @@ fn an_interrupted_study_keeps_its_cells_and_says_what_is_missing() {
 }
 
 #[test]
+fn a_study_goes_on_when_a_cell_fails_and_says_which() {
+    let lab = Lab::new();
+    let out = lab.path("study-report");
+    // A peer where nothing answers: a port this test held and let go (issue 29).
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let peer = format!("127.0.0.1:{port}");
+    let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer, "-o"];
+    let result = lab.run(&[&args[..], &[out.to_str().unwrap()]].concat());
+    let said = text(&result.stdout);
+    assert_eq!(result.status.code(), Some(1), "a failed cell is not a complete study: {said}");
+    // The network cells fail, each said with its reason; the others run after them.
+    for (k, probe) in [(3, "pingpong"), (4, "response")] {
+        let line =
+            said.lines().find(|l| l.starts_with(&format!("cell {k} failed: "))).unwrap_or_else(|| panic!("{said}"));
+        assert!(line.contains(&peer), "{probe}'s reason names the peer: {line}");
+    }
+    assert!(said.contains("study: 2 of 5 cells failed: 3 (pingpong idle), 4 (response idle)"), "{said}");
+    let runs = lab.runs();
+    let stored: Vec<(&str, &str)> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["probe"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(stored, [("timer", "complete"), ("gtod", "complete"), ("noise", "complete")]);
+    assert!(said.contains("Appendix III"), "{said}");
+    assert!(out.join("index.html").is_file(), "the report covers the cells that ran");
+    assert!(figures_in(&out).iter().any(|f| f == "noise-nines.svg"), "the cell after the failures is drawn");
+}
+
+#[test]
 fn short_runs_are_drawn_sample_by_sample_and_long_ones_from_the_envelope() {
     let lab = Lab::new();
     lab.ok(&["synthetic", "-t", "2", "-l", "1500", "-q", "--label", "short"]);

@@ -153,6 +153,7 @@ fn run_cells(
 ) -> Result<i32> {
     let planned = plan(a, pass_cells, passes, peer)?;
     crate::config::check_writable(&a.output.with_extension("check"))?;
+    try_load(session, &planned)?;
     let mut store = super::writable_store(&a.db)?;
     let ran = run_planned(session, &mut store, &planned, a.settle)?;
     let mut done = ran.done;
@@ -194,6 +195,19 @@ fn plan<'a>(
         }
     }
     Ok(planned)
+}
+
+/// Runs the study's load through its first second before the first cell: a generator that
+/// fails at once (stress-ng given bad arguments) refuses the study now, not at its first loaded
+/// cell after the idle ones.
+fn try_load(session: &mut Session, planned: &[Planned]) -> Result<()> {
+    let Some((spec, tmp)) = planned.iter().find_map(|p| Some((p.cfg.load.as_ref()?, &p.cfg.tmpdir))) else {
+        return Ok(());
+    };
+    let how = crate::runner::LoadStart { spec, tmp, deadline_s: 60, settle: Duration::ZERO, quiet: true };
+    let started = crate::runner::start_load(session, &how);
+    crate::runner::stop_load(session);
+    started
 }
 
 /// What the cells left: the stored runs, the cells (indices) that failed, the signal that

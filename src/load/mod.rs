@@ -14,7 +14,7 @@ pub mod supervisor;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-pub use gen::{run_worker, REGISTRY};
+pub use gen::{run_worker, FIRST_SECOND, REGISTRY};
 pub use procstat::CpuSample;
 pub use session::{report as session_report, LoadSession};
 
@@ -65,6 +65,7 @@ pub struct WorkerCtx<'a> {
     counter: std::sync::atomic::AtomicU64,
     status: std::path::PathBuf,
     deadline: Option<std::time::Instant>,
+    started: std::time::Instant,
 }
 
 /// A load to run: named generators plus options.

@@ -59,6 +59,20 @@ impl LoadSession {
             .collect()
     }
 
+    /// Whether every generator is past its first second (`Some(Ok)`), one failed in it, with
+    /// its own message (`Some(Err)`), or some are not decided yet (`None`).
+    pub fn first_second(&self) -> Option<Result<(), String>> {
+        let status = self.dir.join("status");
+        let mut decided = true;
+        for (i, g) in self.spec.generators.iter().enumerate() {
+            if let Ok(why) = std::fs::read_to_string(status.join(format!("{i}.failed"))) {
+                return Some(Err(format!("load generator '{}' failed: {}", g.name, why.trim())));
+            }
+            decided &= status.join(format!("{i}.up")).exists();
+        }
+        decided.then_some(Ok(()))
+    }
+
     /// Stops every load process and removes the temporary directory; returns the last progress.
     pub fn stop(mut self) -> Vec<GeneratorReport> {
         let progress = self.progress();

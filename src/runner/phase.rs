@@ -4,12 +4,12 @@
 //! with it, however the command ends.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use super::Session;
-use crate::load::{CpuSample, LoadSession, LoadSpec};
+use crate::load::{CpuSample, LoadSession, LoadSpec, FIRST_SECOND};
 use crate::model::{GeneratorReport, LoadReport};
 use crate::restore::Guard;
 
@@ -37,17 +37,38 @@ pub struct LoadStart<'a> {
     pub quiet: bool,
 }
 
-/// Starts the load, holds it in `session` and lets it settle; a stop signal cuts the settling
-/// short (the caller sees the signal).
+/// Starts the load, holds it in `session`, checks that it is past its first second and lets it
+/// settle (the first second counts); a stop signal cuts the settling short (the caller sees the
+/// signal). A generator that failed in its first second (bad arguments) is bad input: measuring
+/// "under load" with nothing loading would store a lie.
 pub fn start_load(session: &mut Session, how: &LoadStart) -> Result<()> {
+    let started = Instant::now();
     let load = LoadSession::start(how.spec, how.tmp, how.deadline_s)?;
     session.hold(LoadPhase { load, settle: how.settle, before: CpuSample::read() });
     if !how.quiet {
         eprintln!("rtbench: load '{}' started; settling for {:.0} s", how.spec.profile, how.settle.as_secs_f64());
     }
-    session.pause(how.settle);
+    if let Err(why) = first_second(session) {
+        drop(session.release::<LoadPhase>());
+        return Err(crate::invalid!("{why}"));
+    }
+    session.pause(how.settle.saturating_sub(started.elapsed()));
     // What the load does is read over the measurement only, after its settling.
     session.with(|phase: &mut LoadPhase| phase.before = CpuSample::read());
+    Ok(())
+}
+
+/// Waits until every generator is past its first second or one failed in it. Bounded: a worker
+/// too slow to say either is taken as started (as before this check existed).
+fn first_second(session: &Session) -> Result<(), String> {
+    session.pause(FIRST_SECOND);
+    let until = Instant::now() + Duration::from_secs(5);
+    while session.signal().is_none() && Instant::now() < until {
+        match session.with(|phase: &mut LoadPhase| phase.load.first_second()).flatten() {
+            Some(r) => return r,
+            None => session.pause(Duration::from_millis(50)),
+        }
+    }
     Ok(())
 }
 

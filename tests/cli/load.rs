@@ -211,3 +211,63 @@ fn bad_loads_are_rejected_before_anything_runs() {
     }
     assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "nothing was measured");
 }
+
+/// A directory for PATH whose `stress-ng` is the installed one if there is one, else a stand-in
+/// that answers bad arguments as stress-ng does (getopt's message, exit 1) and otherwise runs.
+fn stress_ng_path(lab: &Lab) -> String {
+    let bin = lab.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    if std::process::Command::new("stress-ng").arg("--version").output().is_err() {
+        let script = "#!/bin/sh\ncase \"$1\" in --cpu) exec sleep 60;; esac\n\
+                      echo \"stress-ng: unrecognized option '$1'\" >&2\nexit 1\n";
+        std::fs::write(bin.join("stress-ng"), script).unwrap();
+        std::fs::set_permissions(bin.join("stress-ng"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+/// Issue 26: a stress-ng given bad arguments used to be restarted every second while rtbench
+/// measured "under load" with nothing loading, and exited 0.
+#[test]
+fn a_load_that_fails_in_its_first_second_stops_the_command_and_stores_nothing() {
+    let lab = Lab::new();
+    let path = stress_ng_path(&lab);
+    let mark = format!("failing-{}", std::process::id());
+    let tmp = lab.dir.path().to_str().unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = lab.cmd(args);
+        cmd.args(["--tmpdir", tmp]).env("PATH", &path).env("RTBENCH_TEST_MARK", &mark);
+        cmd.output().unwrap()
+    };
+    let out = run(&["load", "stress-ng:--nosuchflag", "-D", "5s"]);
+    assert_rejected(&out, "load generator 'stress-ng' failed");
+    assert!(text(&out.stderr).contains("nosuchflag"), "stress-ng's own message: {}", text(&out.stderr));
+    assert_clean_within_2s(&lab, &mark);
+    let out = run(&["timer", "-D", "2s", "-q", "--load", "stress-ng:--nosuchflag"]);
+    assert_rejected(&out, "load generator 'stress-ng' failed");
+    assert_clean_within_2s(&lab, &mark);
+    let out = run(&["study", "-D", "1s", "--load", "stress-ng:--nosuchflag", "--no-sysbench"]);
+    assert_rejected(&out, "load generator 'stress-ng' failed");
+    assert!(!text(&out.stdout).contains("cell 1"), "refused before its first cell: {}", text(&out.stdout));
+    assert_clean_within_2s(&lab, &mark);
+    assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "no run stored: {}", lab.runs());
+    // A stress-ng that runs is still a load.
+    let out = run(&["load", "stress-ng:--cpu 1", "-D", "2s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("stress-ng"), "{}", text(&out.stdout));
+    assert_clean_within_2s(&lab, &mark);
+}
+
+/// The same for a generator of rtbench's own: a kernel tree whose build stops at once.
+#[test]
+fn a_compile_whose_tree_fails_at_once_stops_the_command() {
+    let lab = Lab::new();
+    let tree = lab.path("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("Makefile"), "$(error no .config in this tree)\n").unwrap();
+    let tmp = lab.dir.path().to_str().unwrap();
+    let out = lab.run(&["load", "compile", "--kernel-tree", tree.to_str().unwrap(), "-D", "5s", "--tmpdir", tmp]);
+    assert_rejected(&out, "load generator 'compile' failed");
+    assert!(text(&out.stderr).contains("no .config in this tree"), "make's own message: {}", text(&out.stderr));
+    assert!(leftovers(&lab).is_empty(), "{:?}", leftovers(&lab));
+}

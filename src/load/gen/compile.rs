@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::load::{on_path, GeneratorInfo, LoadOptions, WorkerCtx};
 
@@ -48,9 +48,7 @@ fn work(ctx: &WorkerCtx) -> Result<()> {
     let make = |args: &[&str]| -> Result<bool> {
         let mut cmd = std::process::Command::new("make");
         cmd.arg("-s").arg(format!("-j{jobs}")).args(args).current_dir(&tree);
-        cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-        crate::sys::own_child(&mut cmd, libc::SIGKILL, None, 0);
-        Ok(cmd.spawn().context("could not start make")?.wait()?.success())
+        ctx.run_child("make", &mut cmd)
     };
     while ctx.keep_going() {
         let built = make(&[])?;

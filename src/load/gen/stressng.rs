@@ -1,6 +1,7 @@
-//! `stress-ng:ARGS`: the installed stress-ng with the given arguments, restarted when it ends.
+//! `stress-ng:ARGS`: the installed stress-ng with the given arguments, restarted when it ends
+//! (a stress-ng that fails in its first second fails the load).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::load::{on_path, GeneratorInfo, LoadOptions, WorkerCtx};
 
@@ -25,10 +26,8 @@ fn work(ctx: &WorkerCtx) -> Result<()> {
     let args: Vec<&str> = ctx.spec.args.as_deref().unwrap_or("").split_whitespace().collect();
     while ctx.keep_going() {
         let mut cmd = std::process::Command::new("stress-ng");
-        cmd.args(&args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-        crate::sys::own_child(&mut cmd, libc::SIGKILL, None, 0);
-        let status = cmd.spawn().context("could not start stress-ng")?.wait()?;
-        if !status.success() {
+        cmd.args(&args);
+        if !ctx.run_child("stress-ng", &mut cmd)? {
             // Bad arguments would otherwise restart at full speed.
             std::thread::sleep(std::time::Duration::from_secs(1));
         }

@@ -158,6 +158,12 @@ fn run_cells(
     let ran = run_planned(session, &mut store, &planned, a.settle)?;
     let mut done = ran.done;
     let stopped = ran.signal.or(session.signal());
+    if let Some(sig) = stopped.filter(|_| done.is_empty()) {
+        // Stopped before any cell stored a run (during the load's first-second check, say):
+        // nothing to report, and an empty selection must not report the store's other runs.
+        println!("study interrupted before any cell was stored: nothing to report");
+        return Ok(128 + sig);
+    }
     if stopped.is_none() && !a.no_sysbench {
         done.extend(sysbench_cells(session, &mut store, passes)?);
     }

@@ -220,8 +220,12 @@ pub struct Pinned {
 
 impl Pinned {
     pub fn to(cpu: usize) -> std::io::Result<Pinned> {
+        Pinned::to_cpus(&[cpu])
+    }
+
+    fn to_cpus(cpus: &[usize]) -> std::io::Result<Pinned> {
         let previous = sys::affinity().ok();
-        sys::set_affinity(&[cpu])?;
+        sys::set_affinity(cpus)?;
         Ok(Pinned { previous, _on_this_thread: std::marker::PhantomData })
     }
 }
@@ -245,31 +249,23 @@ impl Drop for Pinned {
 /// Its old affinity comes back on drop; nothing changes when every CPU is measured or a thread
 /// floats.
 pub struct Housekeeping {
-    previous: Option<Vec<usize>>,
+    /// Held for its drop, which gives the thread its CPUs back.
+    _pinned: Option<Pinned>,
 }
 
 impl Housekeeping {
     pub fn avoid(measured: &[Option<usize>]) -> Housekeeping {
-        let none = Housekeeping { previous: None };
         if measured.iter().any(|c| c.is_none()) {
-            return none;
+            return Housekeeping { _pinned: None };
         }
-        let Ok(previous) = sys::affinity() else { return none };
+        let Ok(previous) = sys::affinity() else { return Housekeeping { _pinned: None } };
         let online = crate::sysinfo::online_cpus();
         let free: Vec<usize> =
             previous.iter().copied().filter(|c| online.contains(c) && !measured.contains(&Some(*c))).collect();
-        if free.is_empty() || free.len() == previous.len() || sys::set_affinity(&free).is_err() {
-            return none;
+        if free.is_empty() || free.len() == previous.len() {
+            return Housekeeping { _pinned: None };
         }
-        Housekeeping { previous: Some(previous) }
-    }
-}
-
-impl Drop for Housekeeping {
-    fn drop(&mut self) {
-        if let Some(cpus) = self.previous.take() {
-            let _ = sys::set_affinity(&cpus);
-        }
+        Housekeeping { _pinned: Pinned::to_cpus(&free).ok() }
     }
 }
 

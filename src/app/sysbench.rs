@@ -9,8 +9,8 @@ use anyhow::Result;
 use crate::config::{SysbenchConfig, SysbenchMode, SysbenchRun};
 use crate::load::LoadSpec;
 use crate::model::{
-    probe_part, LoadPlan, LoadRecord, MeasuredParams, Policy, RunKind, RunParams, SysbenchOpParams,
-    SysbenchTotalParams, ThreadResult,
+    probe_part, LoadRecord, MeasuredParams, Policy, RunKind, RunParams, SysbenchOpParams, SysbenchTotalParams,
+    ThreadResult,
 };
 use crate::runner::rt::Pinned;
 use crate::runner::{LoadStart, Session};
@@ -49,11 +49,7 @@ pub fn run(a: SysbenchConfig) -> Result<i32> {
         LoadRecord::idle()
     } else {
         start_load(&mut session, spec, flags, a.settle)?;
-        LoadRecord::Planned(LoadPlan {
-            profile: spec.profile.clone(),
-            generators: spec.generators.iter().map(|g| g.name.clone()).collect(),
-            settle_s: a.settle.as_secs_f64(),
-        })
+        spec.planned(a.settle)
     };
     let pass = Pass { method, cpu, label: &label, load: &load_record, fixed: None };
     let done = measure_into(&mut session, &mut store, &chosen, &pass)?;

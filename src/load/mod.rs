@@ -117,6 +117,16 @@ impl LoadSpec {
         self.generators.is_empty()
     }
 
+    /// What a run under this load is stored with when it begins; replaced by what the load did
+    /// once it stops.
+    pub fn planned(&self, settle: std::time::Duration) -> crate::model::LoadRecord {
+        crate::model::LoadRecord::Planned(crate::model::LoadPlan {
+            profile: self.profile.clone(),
+            generators: self.generators.iter().map(|g| g.name.clone()).collect(),
+            settle_s: settle.as_secs_f64(),
+        })
+    }
+
     /// True when the load should keep every CPU busy.
     pub fn cpu_target(&self) -> Option<f64> {
         self.generators.iter().any(|g| info(&g.name).is_some_and(|i| i.cpu_bound)).then_some(95.0)

@@ -98,12 +98,6 @@ impl LoadSession {
     }
 }
 
-impl crate::restore::Guard for LoadSession {
-    fn name(&self) -> &'static str {
-        "load"
-    }
-}
-
 impl Drop for LoadSession {
     fn drop(&mut self) {
         self.shutdown();

@@ -26,9 +26,7 @@ pub use phase::{load_progress, start_load, stop_load, LoadStart};
 pub use session::Session;
 
 use crate::config::RunConfig;
-use crate::model::{
-    attribute, EnvPoint, LoadPlan, LoadRecord, LoadReport, RunKind, RunParams, RunStatus, StealFinding,
-};
+use crate::model::{attribute, EnvPoint, LoadRecord, LoadReport, RunKind, RunParams, RunStatus, StealFinding};
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::store::{RunHead, RunWriter, Store};
 use crate::sys;
@@ -417,11 +415,7 @@ fn envelope_pace(t_ns: u64, interval_ns: u64) -> Duration {
 fn load_header(cfg: &RunConfig) -> LoadRecord {
     match &cfg.load {
         None => LoadRecord::idle(),
-        Some(spec) => LoadRecord::Planned(LoadPlan {
-            profile: spec.profile.clone(),
-            generators: spec.generators.iter().map(|g| g.name.clone()).collect(),
-            settle_s: cfg.settle.as_secs_f64(),
-        }),
+        Some(spec) => spec.planned(cfg.settle),
     }
 }
 

@@ -104,8 +104,9 @@ impl WorkerCtx<'_> {
         let _ = crate::restore::write_atomic(&self.status, self.counter.load(Ordering::Relaxed).to_string().as_bytes());
         // A margin past the first second, so that a child failing just inside it is reported
         // as failed before the worker is reported as up.
-        if self.started.elapsed() >= FIRST_SECOND + Duration::from_millis(200) {
-            let _ = crate::restore::write_atomic(&self.status.with_extension("up"), b"");
+        let up = self.status.with_extension("up");
+        if self.started.elapsed() >= FIRST_SECOND + Duration::from_millis(200) && !up.exists() {
+            let _ = crate::restore::write_atomic(&up, b"");
         }
     }
 }

@@ -68,11 +68,31 @@ pub trait Conn: Send {
     fn set_timeout(&mut self, timeout: Duration) -> io::Result<()>;
 }
 
-/// Whether a receive that failed with `e` waits on: its slice ran out, or a signal landed on
-/// this thread, and neither its time is up nor its run stopped.
-fn wait_on(e: &io::Error, until: Instant, stop: Stop) -> bool {
-    use io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
-    matches!(e.kind(), WouldBlock | TimedOut | Interrupted) && Instant::now() < until && !stop()
+/// The time a receive may still wait, read from the clock only once it has had to wait: an
+/// answer that is already there costs no clock read inside the timed round trip.
+struct Deadline {
+    timeout: Duration,
+    /// How long the first failed read already waited (one slice, or nothing when polling).
+    first_wait: Duration,
+    until: Option<Instant>,
+}
+
+impl Deadline {
+    fn new(timeout: Duration, first_wait: Duration) -> Deadline {
+        Deadline { timeout, first_wait: first_wait.min(timeout), until: None }
+    }
+
+    /// Whether a receive that failed with `e` waits on: its slice ran out, or a signal landed
+    /// on this thread, and neither its time is up nor its run stopped.
+    fn wait_on(&mut self, e: &io::Error, stop: Stop) -> bool {
+        use io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
+        if !matches!(e.kind(), WouldBlock | TimedOut | Interrupted) {
+            return false;
+        }
+        let (timeout, first) = (self.timeout, self.first_wait);
+        let until = *self.until.get_or_insert_with(|| Instant::now() + (timeout - first));
+        Instant::now() < until && !stop()
+    }
 }
 
 struct Udp {
@@ -94,10 +114,11 @@ impl Conn for Udp {
         Ok(())
     }
     fn recv(&mut self, buf: &mut [u8], _len: usize, stop: Stop) -> io::Result<usize> {
-        let until = Instant::now() + self.timeout;
+        let slice = if self.busy { Duration::ZERO } else { SLICE };
+        let mut deadline = Deadline::new(self.timeout, slice);
         loop {
             match self.sock.recv(buf) {
-                Err(e) if wait_on(&e, until, stop) => {
+                Err(e) if deadline.wait_on(&e, stop) => {
                     if self.busy {
                         std::hint::spin_loop()
                     }
@@ -124,13 +145,13 @@ impl<S: Read + Write + Send> Conn for Stream<S> {
     /// The socket's own timeout is one slice: what a slice read stays in the buffer, so a
     /// message split over two slices is still read whole.
     fn recv(&mut self, buf: &mut [u8], len: usize, stop: Stop) -> io::Result<usize> {
-        let until = Instant::now() + self.timeout;
+        let mut deadline = Deadline::new(self.timeout, SLICE);
         let mut got = 0;
         while got < len {
             match self.s.read(&mut buf[got..len]) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
                 Ok(n) => got += n,
-                Err(e) if wait_on(&e, until, stop) => {}
+                Err(e) if deadline.wait_on(&e, stop) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -154,10 +175,10 @@ impl Conn for Zmq {
         Ok(())
     }
     fn recv(&mut self, buf: &mut [u8], _len: usize, stop: Stop) -> io::Result<usize> {
-        let until = Instant::now() + self.timeout;
+        let mut deadline = Deadline::new(self.timeout, SLICE);
         loop {
             match self.s.recv_into(buf, 0).map_err(zmq_io) {
-                Err(e) if wait_on(&e, until, stop) => {}
+                Err(e) if deadline.wait_on(&e, stop) => {}
                 other => return other,
             }
         }

@@ -76,23 +76,11 @@ fn testcase(c: &Comparison, pair: &Pair, check: &Check, x: &mut String) {
     }
 }
 
-/// Text fit for an XML attribute or element: the five special characters escaped, and control
-/// characters XML 1.0 cannot hold dropped.
+/// Text fit for an XML attribute or element: the SVG figures' escaping (JUnit is XML too),
+/// after the control characters XML cannot hold at all are dropped.
 fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(ch),
-            c if (c as u32) < 0x20 => {}
-            c => out.push(c),
-        }
-    }
-    out
+    let kept: String = s.chars().filter(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r')).collect();
+    super::svg::esc(&kept)
 }
 
 #[cfg(test)]

@@ -17,7 +17,8 @@ use crate::units::us;
 /// The statistics compared, by the names conditions use.
 const STATS: &[&str] = &["min", "avg", "stddev", "p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999", "max"];
 
-fn value(s: &Stats, stat: &str) -> f64 {
+/// A statistic of a run by the name conditions use ("max", "avg", "p99.9").
+pub(crate) fn value(s: &Stats, stat: &str) -> f64 {
     match stat {
         "min" => {
             if s.count == 0 {
@@ -190,13 +191,7 @@ pub fn document(c: &Comparison) -> Document<'_> {
 /// Compares `label` against `baseline` over `runs`, pairing runs by probe, load and length (a
 /// study's extended cells compare with each other).
 pub fn compare(runs: &[RunView], baseline: &str, label: &str, conditions: &[Condition]) -> Result<Comparison> {
-    let length = |r: &RunView| r.data.header.params.duration_s().map(f64::to_bits);
-    let pick = |b: &RunView| {
-        runs.iter()
-            .find(|r| r.label() == label && r.probe() == b.probe() && r.load() == b.load() && length(r) == length(b))
-    };
-    let pairs: Vec<(&RunView, &RunView)> =
-        runs.iter().filter(|r| r.label() == baseline).filter_map(|b| pick(b).map(|c| (b, c))).collect();
+    let pairs = matched(runs, baseline, label);
     if pairs.is_empty() {
         return Err(invalid!("labels '{baseline}' and '{label}' share no probe × load to compare"));
     }
@@ -207,6 +202,17 @@ pub fn compare(runs: &[RunView], baseline: &str, label: &str, conditions: &[Cond
         table_rows(p, &mut table);
     }
     Ok(Comparison { baseline: baseline.into(), label: label.into(), pairs, table })
+}
+
+/// The runs of `baseline` and `label` that compare: the same probe, load and length, in the
+/// baseline's order.
+pub fn matched<'a>(runs: &'a [RunView], baseline: &str, label: &str) -> Vec<(&'a RunView, &'a RunView)> {
+    let length = |r: &RunView| r.data.header.params.duration_s().map(f64::to_bits);
+    let pick = |b: &RunView| {
+        runs.iter()
+            .find(|r| r.label() == label && r.probe() == b.probe() && r.load() == b.load() && length(r) == length(b))
+    };
+    runs.iter().filter(|r| r.label() == baseline).filter_map(|b| pick(b).map(|c| (b, c))).collect()
 }
 
 /// The statistics of one pair of runs and the conditions checked on them.

@@ -18,6 +18,7 @@ pub struct ProbeNote {
 pub mod build;
 pub mod compare;
 pub mod figures;
+pub mod findings;
 pub mod junit;
 pub mod select;
 pub mod svg;

@@ -267,10 +267,7 @@ pub fn sysbench(costs: &[RunView]) -> String {
 /// column per load, the wall time of one pass over the operations, and a % row per label
 /// against the baseline the newest pass names.
 pub fn sysbench_total(costs: &[RunView]) -> String {
-    let load_item = |r: &RunView| r.data.header.sysbench_total().map_or_else(|| r.load(), |p| p.load_item);
-    // In the order they ran: loads as the passes went, labels as they were measured.
-    let mut totals: Vec<&RunView> = costs.iter().filter(|r| r.kind() == RunKind::SysbenchTotal).collect();
-    totals.sort_by_key(|r| r.data.header.id);
+    let totals = totals(costs);
     let Some(baseline) = totals.last().and_then(|r| r.data.header.sysbench_total()).map(|p| p.baseline) else {
         return String::new();
     };
@@ -285,9 +282,7 @@ pub fn sysbench_total(costs: &[RunView]) -> String {
             labels.push(r.label());
         }
     }
-    let seconds = |label: &str, item: &str| {
-        totals.iter().rev().find(|r| r.label() == label && load_item(r) == item).map(|r| r.data.total.max as f64 / 1e9)
-    };
+    let seconds = |label: &str, item: &str| total_seconds(&totals, label, item);
     let mut out = String::from(r#"<table class="sysbench-total"><tr><th>label</th>"#);
     for l in &loads {
         let _ = write!(out, "<th>{}</th>", esc(l));
@@ -312,4 +307,22 @@ pub fn sysbench_total(costs: &[RunView]) -> String {
         out.push_str("</tr>");
     }
     out + "</table>"
+}
+
+/// The passes of `sysbench --total` in the order they ran: loads as the passes went, labels as
+/// they were measured.
+pub fn totals(costs: &[RunView]) -> Vec<&RunView> {
+    let mut totals: Vec<&RunView> = costs.iter().filter(|r| r.kind() == RunKind::SysbenchTotal).collect();
+    totals.sort_by_key(|r| r.data.header.id);
+    totals
+}
+
+/// The load a total pass ran under, as its table's column names it.
+pub fn load_item(r: &RunView) -> String {
+    r.data.header.sysbench_total().map_or_else(|| r.load(), |p| p.load_item)
+}
+
+/// The newest total time in seconds of `label` under `item`, among `totals`.
+pub fn total_seconds(totals: &[&RunView], label: &str, item: &str) -> Option<f64> {
+    totals.iter().rev().find(|r| r.label() == label && load_item(r) == item).map(|r| r.data.total.max as f64 / 1e9)
 }

@@ -1,0 +1,182 @@
+//! The report's answer in words (issue 24): short sentences computed only from the stored runs a
+//! report covers, each with the numbers behind it, the element of the page that shows it and
+//! its caveats, the ones that matter most first. No sentence the data do not support: one label
+//! has no comparison, a run without a CPU clock no rule of thumb.
+
+mod machine;
+mod pairs;
+mod price;
+mod steal;
+mod tail;
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::select::RunView;
+use super::svg::esc;
+
+/// How many findings the page shows before folding the rest: the answer must fit the first
+/// screen.
+const SHOWN: usize = 8;
+
+/// What a number of a finding counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    Us,
+    Percent,
+    /// A factor: one value over another.
+    Ratio,
+    Count,
+    /// Per sample.
+    Probability,
+}
+
+/// One number behind a sentence.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Number {
+    pub name: String,
+    pub value: f64,
+    pub unit: Unit,
+}
+
+impl Number {
+    pub fn new(name: impl Into<String>, value: f64, unit: Unit) -> Number {
+        Number { name: name.into(), value, unit }
+    }
+
+    /// A latency in ns, kept in µs like every latency the report shows.
+    pub fn us(name: impl Into<String>, ns: f64) -> Number {
+        Number::new(name, ns / 1000.0, Unit::Us)
+    }
+}
+
+/// What a finding is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Topic {
+    /// One label against its baseline, per probe and load.
+    Pair,
+    /// sysbench: the throughput price.
+    Price,
+    RuleOfThumb,
+    /// The extreme-value estimate of the loaded timer cell.
+    WorstCase,
+    FixFirst,
+}
+
+/// One sentence of the answer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    /// How much it matters: findings are shown largest first.
+    pub weight: u32,
+    pub topic: Topic,
+    pub sentence: String,
+    pub numbers: Vec<Number>,
+    /// The id of the element of the report's page that shows it.
+    pub link: String,
+    pub caveats: Vec<String>,
+}
+
+/// The findings over a report's runs, most important first. `baseline`: the label the others
+/// are compared against when the command names one (`compare`, a gated study).
+pub fn compute(runs: &[RunView], costs: &[RunView], baseline: Option<&str>) -> Vec<Finding> {
+    let pairs = pairs::choose(runs, costs, baseline);
+    let mut out = Vec::new();
+    for (b, c) in &pairs {
+        out.extend(pairs::sentences(runs, b, c));
+        out.extend(price::sentences(costs, b, c));
+    }
+    out.extend(machine::rules(runs));
+    out.extend(tail::sentences(runs));
+    out.extend(machine::fix_first(runs));
+    out.sort_by_key(|f| std::cmp::Reverse(f.weight));
+    out
+}
+
+/// The findings of one label against another only (`compare`).
+pub fn of_pair(runs: &[RunView], costs: &[RunView], baseline: &str, label: &str) -> Vec<Finding> {
+    let mut out = pairs::sentences(runs, baseline, label);
+    out.extend(price::sentences(costs, baseline, label));
+    out.sort_by_key(|f| std::cmp::Reverse(f.weight));
+    out
+}
+
+/// The findings for a terminal: one numbered sentence each, its caveats below it.
+pub fn text(findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return "Findings: none the stored runs support\n".into();
+    }
+    let mut out = String::from("Findings\n");
+    for (i, f) in findings.iter().enumerate() {
+        let _ = writeln!(out, "{:>3}. {}", i + 1, f.sentence);
+        for c in &f.caveats {
+            let _ = writeln!(out, "     ⚠ {c}");
+        }
+    }
+    out
+}
+
+/// What `report --findings --json` prints.
+#[derive(Serialize)]
+pub struct Document<'a> {
+    pub findings: &'a [Finding],
+}
+
+/// The findings section of the page: each sentence links to what shows it; past the first few
+/// they fold, so the answer fits the first screen.
+pub fn html(findings: &[Finding]) -> String {
+    let mut b = String::from(r#"<section id="findings"><h2>Findings</h2>"#);
+    if findings.is_empty() {
+        b.push_str(r#"<p class="note">None that the stored runs support.</p>"#);
+    }
+    let item = |f: &Finding| {
+        let caveats: String =
+            f.caveats.iter().map(|c| format!(r#"<span class="caveat">⚠ {}</span>"#, esc(c))).collect();
+        format!(r##"<li><a href="#{}">{}</a>{caveats}</li>"##, esc(&f.link), esc(&f.sentence))
+    };
+    let (first, rest) = findings.split_at(findings.len().min(SHOWN));
+    let _ = write!(b, r#"<ol class="findings">{}</ol>"#, first.iter().map(item).collect::<String>());
+    if !rest.is_empty() {
+        let _ = write!(
+            b,
+            r#"<details><summary>{} more findings</summary><ol class="findings" start="{}">{}</ol></details>"#,
+            rest.len(),
+            SHOWN + 1,
+            rest.iter().map(item).collect::<String>()
+        );
+    }
+    b + "</section>"
+}
+
+/// A factor as the sentences print it: two decimals below 2×, one above.
+pub fn factor(r: f64) -> String {
+    if r < 2.0 {
+        format!("{r:.2}×")
+    } else {
+        format!("{r:.1}×")
+    }
+}
+
+/// A latency in ns as the sentences print it (as the tables do).
+fn us(ns: f64) -> String {
+    crate::units::fmt_ns_as_us(ns)
+}
+
+/// The labels of `runs` in the order they first appear.
+fn labels<'a>(runs: impl Iterator<Item = &'a RunView>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for r in runs {
+        if !out.contains(&r.label()) {
+            out.push(r.label());
+        }
+    }
+    out
+}
+
+/// "timer loaded", "gtod idle".
+fn cell(r: &RunView) -> String {
+    let load = if r.load() == "none" { "idle".to_string() } else { format!("loaded ({})", r.load()) };
+    format!("{} {load}", r.probe())
+}

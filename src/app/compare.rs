@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use crate::config::{CompareConfig, StudyGate};
 use crate::report::compare::{compare, Comparison};
+use crate::report::findings;
 use crate::store::Store;
 
 pub fn run(a: CompareConfig) -> Result<i32> {
@@ -25,6 +26,9 @@ pub fn run(a: CompareConfig) -> Result<i32> {
         }
     } else {
         print_table(&result, !a.conditions.is_empty());
+        // The same comparison in words, so a CI log says it too (issue 24).
+        let (latency, costs) = crate::report::select::split(runs);
+        print!("\n{}", findings::text(&findings::of_pair(&latency, &costs, &a.baseline, &a.label)));
     }
     Ok(if failed { 1 } else { 0 })
 }

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::config::*;
 use crate::report::export::{self, ExportOptions, Format};
-use crate::report::{show, ProbeNote, Run};
+use crate::report::{findings, show, ProbeNote, Run};
 use crate::stats::Stats;
 use crate::store::Store;
 
@@ -60,6 +60,7 @@ pub fn run(cmd: Task) -> Result<i32> {
             | Task::Analyze(_)
             | Task::Audit(_)
             | Task::Compare(_)
+            | Task::Report(ReportConfig { findings: Some(_), .. })
             | Task::Completions(_)
     ) {
         crate::sys::default_sigpipe();
@@ -122,8 +123,20 @@ fn report(a: ReportConfig) -> Result<i32> {
     let runs = crate::report::select::runs(&store, &a.labels, &a.runs, &catalog())?;
     let count = runs.len();
     let (latency, costs) = crate::report::select::split(runs);
+    let found = findings::compute(&latency, &costs, None);
+    match a.findings {
+        Some(Output::Json) => {
+            println!("{}", serde_json::to_string_pretty(&findings::Document { findings: &found })?);
+            return Ok(0);
+        }
+        Some(Output::Text) => {
+            print!("{}", findings::text(&found));
+            return Ok(0);
+        }
+        None => {}
+    }
     let monitors = crate::report::select::monitors(&store, &a.labels, &a.runs)?;
-    let files = crate::report::build::write(&a.output, &latency, &costs, &monitors, &catalog(), &|| false)?;
+    let files = crate::report::build::write(&a.output, &latency, &costs, &monitors, &catalog(), &found, &|| false)?;
     println!(
         "report: {} ({} runs, {} figures, index.html {} KB, {:.2} s)",
         files.index.display(),

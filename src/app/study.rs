@@ -325,10 +325,14 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
         print!("{}", crate::report::tables::appendix_iii_text(&these));
     }
     let (latency, costs) = select::split(runs);
+    // The answer in words, after the tables and before the report's path (issue 24).
+    let baseline = a.gate.as_ref().map(|g| g.baseline.as_str());
+    let findings = crate::report::findings::compute(&latency, &costs, baseline);
+    print!("\n{}", crate::report::findings::text(&findings));
     // A study asked to stop still draws what it measured, within the 2 s a stop may take:
     // without the PNG copies (issue 29: 15 s of them after a SIGTERM).
     let stopping = || crate::runner::signals::received().is_some();
-    let files = crate::report::build::write(&a.output, &latency, &costs, &[], &super::catalog(), &stopping)?;
+    let files = crate::report::build::write(&a.output, &latency, &costs, &[], &super::catalog(), &findings, &stopping)?;
     if files.pngs < files.figures {
         println!(
             "report: {} ({} figures; {} without their PNG copy: stopped by a signal; `rtbench report` draws them)",

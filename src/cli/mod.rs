@@ -161,6 +161,13 @@ pub struct ReportArgs {
     /// Where to write the report
     #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
     pub output: PathBuf,
+    /// Print the findings in words (the report page's first section) instead of writing the
+    /// report
+    #[arg(long)]
+    pub findings: bool,
+    /// With --findings: print them as JSON, with the numbers behind each sentence
+    #[arg(long, requires = "findings")]
+    pub json: bool,
     #[command(flatten)]
     pub db: DbArg,
 }

@@ -36,7 +36,8 @@ pub fn validate(invocation: Invocation) -> Result<Task> {
             strict: a.strict,
         }),
         Command::Report(a) => {
-            Task::Report(ReportConfig { labels: a.labels, runs: a.runs, output: a.output, db: db(a.db) })
+            let findings = a.findings.then_some(if a.json { Output::Json } else { Output::Text });
+            Task::Report(ReportConfig { labels: a.labels, runs: a.runs, output: a.output, findings, db: db(a.db) })
         }
         Command::Compare(a) => Task::Compare(a.config()?),
         Command::Import(a) => Task::Import(ImportConfig { file: a.file, label: a.label, load: a.load, db: db(a.db) }),

@@ -144,7 +144,16 @@ pub struct ReportConfig {
     pub labels: Vec<String>,
     pub runs: Vec<i64>,
     pub output: PathBuf,
+    /// Print the findings (as text or JSON) instead of writing the report.
+    pub findings: Option<Output>,
     pub db: PathBuf,
+}
+
+/// How a command that prints prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Text,
+    Json,
 }
 
 /// `rtbench import`.

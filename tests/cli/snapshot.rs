@@ -298,19 +298,20 @@ fn outline(html: &str) -> String {
                 i += 1;
             }
             Tok::Open("table", attrs) => table(&toks, &mut i, attrs, &mut lines),
-            Tok::Open("ul", attrs) => {
+            Tok::Open(list @ ("ul" | "ol"), attrs) => {
                 lines.push(format!("list.{}", attr(attrs, "class").unwrap_or("")));
                 loop {
                     match toks[i] {
                         Tok::Open("li", _) => {
                             i += 1;
                             let item = inline(&toks, &mut i, "li");
-                            // Follows from the CPU clock, and is there only when the clock is known.
-                            if !item.starts_with("rule of thumb:") {
+                            // Follows from the CPU clock, and is there only when the clock is known:
+                            // a run's verdict, and the findings' rule-of-thumb sentences.
+                            if !item.starts_with("rule of thumb:") && !item.starts_with("Rule of thumb, ") {
                                 lines.push(format!("  - {item}"));
                             }
                         }
-                        Tok::Close("ul") => break,
+                        Tok::Close(name) if name == list => break,
                         Tok::Text(s) if s.trim().is_empty() => i += 1,
                         ref other => panic!("unexpected in a list: {other:?}"),
                     }

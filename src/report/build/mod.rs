@@ -12,6 +12,7 @@ pub use draw::figures;
 pub use page::html;
 
 use super::figures::Figure;
+use super::findings::Finding;
 use super::select::{Monitor, RunView};
 use super::ProbeNote;
 use crate::error::InputError;
@@ -28,6 +29,7 @@ pub fn write(
     costs: &[RunView],
     monitors: &[Monitor],
     notes: &[ProbeNote],
+    findings: &[Finding],
     skip_pngs: SkipPngs,
 ) -> Result<ReportFiles> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -47,7 +49,7 @@ pub fn write(
         figs.extend(draw::cost_figure(costs));
         figs.extend(draw::monitor_figures(monitors));
         let pngs = render_files(&partial.join("figures"), &figs, skip_pngs)?;
-        let page = html(runs, costs, &figs, notes);
+        let page = html(runs, costs, &figs, notes, findings);
         std::fs::write(partial.join("index.html"), &page)?;
         Ok(ReportFiles { index: out.join("index.html"), figures: figs.len(), pngs, html_bytes: page.len() })
     })();

@@ -1,11 +1,13 @@
-//! The report's index.html: the summary tables, a section per probe, the monitors' watch,
-//! sysbench's price, then per label its probes and its system.
+//! The report's index.html: the findings in words and a table of contents, then the summary
+//! tables, a section per probe (each run's figures folded), the monitors' watch, sysbench's
+//! price, then per label its probes and its system.
 
 use std::fmt::Write;
 
 use super::{distinct, file_safe};
 use crate::model::SystemSnapshot;
 use crate::report::figures::{load_name, Figure};
+use crate::report::findings::Finding;
 use crate::report::select::RunView;
 use crate::report::svg::esc;
 use crate::report::tables;
@@ -30,23 +32,47 @@ impl<'a> Drawn<'a> {
     }
 }
 
-/// The whole page.
-pub fn html(runs: &[RunView], costs: &[RunView], figs: &[Figure], notes: &[ProbeNote]) -> String {
+/// One top-level section of the page: its anchor, its heading and what follows the heading.
+struct Section {
+    id: String,
+    title: String,
+    body: String,
+}
+
+impl Section {
+    fn new(id: impl Into<String>, title: impl Into<String>, body: String) -> Section {
+        Section { id: id.into(), title: title.into(), body }
+    }
+}
+
+/// The whole page: the findings first, then a table of contents, then every section.
+pub fn html(runs: &[RunView], costs: &[RunView], figs: &[Figure], notes: &[ProbeNote], findings: &[Finding]) -> String {
     let labels = distinct(runs.iter().chain(costs).map(|r| r.label().to_string()));
     let drawn = Drawn(figs);
-    let mut b = heading(runs, &labels);
-    b.push_str(&summary(runs));
+    let mut sections = summary(runs);
     for probe in distinct(runs.iter().map(|r| r.probe().to_string())) {
-        b.push_str(&probe_section(runs, &probe, drawn, notes));
+        let body = probe_section(runs, &probe, drawn, notes);
+        sections.push(Section::new(format!("probe-{}", file_safe(&probe)), probe, body));
     }
-    b.push_str(&watch_section(drawn));
-    b.push_str(&price_section(costs, drawn));
-    b.push_str("<h2>Per label</h2>");
-    for label in &labels {
-        b.push_str(&drawn.html(&format!("label-{}-probes", file_safe(label))));
+    sections.extend(watch_section(drawn));
+    sections.extend(price_section(costs, drawn));
+    let per_label = labels.iter().map(|l| drawn.html(&format!("label-{}-probes", file_safe(l)))).collect();
+    sections.push(Section::new("per-label", "Per label", per_label));
+    sections.push(Section::new("systems", "Systems", systems_section(runs, &labels)));
+    let mut b = heading(runs, &labels);
+    b.push_str(&crate::report::findings::html(findings));
+    b.push_str(&contents(&sections));
+    for s in &sections {
+        let _ = write!(b, r#"<h2 id="{}">{}</h2>{}"#, esc(&s.id), esc(&s.title), s.body);
     }
-    b.push_str(&systems_section(runs, &labels));
     TEMPLATE.replace("{{title}}", &esc(&format!("rtbench report: {}", labels.join(" vs ")))).replace("{{body}}", &b)
+}
+
+/// The table of contents: a link to every section.
+fn contents(sections: &[Section]) -> String {
+    let items: String =
+        sections.iter().map(|s| format!(r##"<li><a href="#{}">{}</a></li>"##, esc(&s.id), esc(&s.title))).collect();
+    format!(r#"<nav class="toc"><h2>Contents</h2><ul class="toc">{items}</ul></nav>"#)
 }
 
 /// The title and what the page holds.
@@ -64,41 +90,46 @@ fn heading(runs: &[RunView], labels: &[String]) -> String {
 }
 
 /// The tables over every latency run.
-fn summary(runs: &[RunView]) -> String {
-    let mut b = String::new();
-    b.push_str("<h2>Summary (Appendix III)</h2>");
-    b.push_str(&tables::appendix_iii(runs));
-    b.push_str("<h2>Percentiles</h2>");
-    b.push_str(&tables::percentiles(runs));
-    b.push_str("<h2>By kernel and load (I-pipe layout)</h2>");
-    b.push_str(&tables::ipipe(runs));
-    b.push_str("<h2>Rule of thumb: worst case within 10⁵ CPU cycles</h2>");
-    b.push_str(&tables::rules(runs));
-    b
+fn summary(runs: &[RunView]) -> Vec<Section> {
+    vec![
+        Section::new("summary", "Summary (Appendix III)", tables::appendix_iii(runs)),
+        Section::new("percentiles", "Percentiles", tables::percentiles(runs)),
+        Section::new("ipipe", "By kernel and load (I-pipe layout)", tables::ipipe(runs)),
+        Section::new("rule-of-thumb", "Rule of thumb: worst case within 10⁵ CPU cycles", tables::rules(runs)),
+    ]
 }
 
-/// One probe: what a sample is, its comparisons, the tails by label, then each of its runs.
+/// One probe: what a sample is, its comparisons and the tails by label; each of its runs
+/// folded behind a `<details>`, so the page stays readable with many runs.
 fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote]) -> String {
     let mut b = String::new();
     let help = notes.iter().find(|p| p.name == probe).map_or("", |p| p.help);
-    let _ = write!(b, "<h2>{}</h2><p class=\"note\">{}</p>", esc(probe), esc(help));
+    let _ = write!(b, "<p class=\"note\">{}</p>", esc(help));
     for tag in ["bars", "percentiles", "nines"] {
         b.push_str(&drawn.html(&format!("{probe}-{tag}")));
     }
     for f in drawn.starting(&format!("{probe}-tails-")) {
         b.push_str(&figure_html(f));
     }
-    for r in runs.iter().filter(|r| r.probe() == probe) {
+    let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
+    let _ = write!(b, "<details class=\"runs\"><summary>each run's figures ({} runs)</summary>", these.len());
+    for r in these {
         b.push_str(&run_section(r, drawn));
     }
-    b
+    b + "</details>"
 }
 
 /// One run: its figures, its breaches and its caveats.
 fn run_section(r: &RunView, drawn: Drawn) -> String {
     let id = r.data.header.id;
     let mut b = String::new();
-    let _ = write!(b, "<h3>run {id} · {} · {}{}</h3>", esc(r.label()), esc(&load_name(&r.load())), tables::caveat(r));
+    let _ = write!(
+        b,
+        r#"<h3 id="run{id}">run {id} · {} · {}{}</h3>"#,
+        esc(r.label()),
+        esc(&load_name(&r.load())),
+        tables::caveat(r)
+    );
     for kind in ["histogram", "scatter", "tail"] {
         b.push_str(&drawn.html(&format!("run{id}-{kind}")));
     }
@@ -113,46 +144,47 @@ fn run_section(r: &RunView, drawn: Drawn) -> String {
 }
 
 /// The monitors' long-term plots, when there are any.
-fn watch_section(drawn: Drawn) -> String {
+fn watch_section(drawn: Drawn) -> Option<Section> {
     let watched = drawn.starting("monitor-");
     if watched.is_empty() {
-        return String::new();
+        return None;
     }
     let mut b = String::new();
-    b.push_str("<h2>Long-term watch (rtbench monitor)</h2>");
     b.push_str(r#"<p class="note">Every stored window of a monitor; retention (<code>--keep</code>) decides how far back.</p>"#);
     for f in watched {
         b.push_str(&figure_html(f));
     }
-    b
+    Some(Section::new("watch", "Long-term watch (rtbench monitor)", b))
 }
 
 /// sysbench's costs per label and, where measured, the total time under each load.
-fn price_section(costs: &[RunView], drawn: Drawn) -> String {
+fn price_section(costs: &[RunView], drawn: Drawn) -> Option<Section> {
     if costs.is_empty() {
-        return String::new();
+        return None;
     }
     let mut b = String::new();
-    b.push_str("<h2>The price of real time (LMbench layout, rtbench sysbench)</h2>");
     b.push_str(r#"<p class="note">Median of the repetitions of each operation, one row per label; hover a value for its spread. rtbench's own implementation of LMbench's measurements.</p>"#);
     b.push_str(&drawn.html("sysbench-costs"));
     b.push_str(&tables::sysbench(costs));
     let total = tables::sysbench_total(costs);
     if !total.is_empty() {
-        b.push_str("<h3>Total time of the operations under each load (the I-pipe study's table)</h3>");
+        b.push_str(
+            r#"<h3 id="sysbench-total">Total time of the operations under each load (the I-pipe study's table)</h3>"#,
+        );
         b.push_str(&total);
     }
-    b
+    Some(Section::new("price", "The price of real time (LMbench layout, rtbench sysbench)", b))
 }
 
 /// Per label, the system of its newest latency run and that run's audit.
 fn systems_section(runs: &[RunView], labels: &[String]) -> String {
-    let mut b = String::from("<h2>Systems</h2>");
+    let mut b = String::new();
     for label in labels {
         if let Some(r) = runs.iter().rev().find(|r| r.label() == label) {
             b.push_str(&system_html(label, &r.data.header.system));
             if let Some(findings) = &r.data.header.system.audit {
-                let _ = write!(b, "<h4>audit of run {} when it began</h4>", r.data.header.id);
+                let id = r.data.header.id;
+                let _ = write!(b, r#"<h4 id="audit-run{id}">audit of run {id} when it began</h4>"#);
                 b.push_str(&tables::audit(findings));
             }
         }

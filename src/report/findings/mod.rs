@@ -141,8 +141,9 @@ pub fn html(findings: &[Finding]) -> String {
     if !rest.is_empty() {
         let _ = write!(
             b,
-            r#"<details><summary>{} more findings</summary><ol class="findings" start="{}">{}</ol></details>"#,
+            r#"<details><summary>{} more finding{}</summary><ol class="findings" start="{}">{}</ol></details>"#,
             rest.len(),
+            if rest.len() == 1 { "" } else { "s" },
             SHOWN + 1,
             rest.iter().map(item).collect::<String>()
         );

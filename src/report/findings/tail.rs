@@ -8,6 +8,8 @@ use crate::report::select::RunView;
 
 /// The probability of the level stated.
 const LEVEL: &str = "1e-9";
+/// A level more than this many times the observed max is stated as no bound at all.
+const BEYOND: f64 = 1000.0;
 /// A level rarer than this many times the run's samples is an extrapolation.
 const EXTRAPOLATED: f64 = 1000.0;
 
@@ -26,12 +28,24 @@ fn sentence(r: &RunView) -> Option<Finding> {
         vec![Number::new("samples", samples, Unit::Count), Number::us("observed max", e.observed_max_ns as f64)];
     let mut caveats = Vec::new();
     let level = e.levels.iter().find(|l| l.name == LEVEL).filter(|_| e.verdict != Verdict::TooFew);
+    let observed = us(e.observed_max_ns as f64);
     let sentence = match level {
-        None => format!(
-            "{head}: too few exceedances in its {} samples for an extreme-value estimate; the observed max is {} µs.",
-            e.samples,
-            us(e.observed_max_ns as f64)
+        // An unsettled shape gives levels that mean nothing (10¹⁸ µs and beyond): none is stated.
+        Some(_) if !e.stable => format!(
+            "{head}: the tail's shape did not settle over the thresholds tried (ξ = {:.2}), so no level is stated; the observed max is {observed} µs.",
+            e.xi.unwrap_or(f64::NAN)
         ),
+        None => format!(
+            "{head}: too few exceedances in its {} samples for an extreme-value estimate; the observed max is {observed} µs.",
+            e.samples
+        ),
+        // A level beyond 1000× what was seen bounds nothing a reader can use.
+        Some(l) if l.ns > BEYOND * e.observed_max_ns as f64 => {
+            numbers.push(Number::us("level", l.ns));
+            format!(
+                "{head}: the fitted tail is so heavy that the 1e-9 level lies beyond {BEYOND:.0}× the observed max of {observed} µs: no useful bound.",
+            )
+        }
         Some(l) => {
             let hi = l.hi_ns.map_or("unbounded".to_string(), |h| format!("{} µs", us(h)));
             numbers.push(Number::new("probability", l.probability, Unit::Probability));
@@ -49,9 +63,6 @@ fn sentence(r: &RunView) -> Option<Finding> {
                     "an extrapolation: a 1e-9 level is {rarer:.0}× rarer than the run's {} samples",
                     e.samples
                 ));
-            }
-            if !e.stable {
-                caveats.push("the tail's shape did not settle: do not trust the level".into());
             }
             format!(
                 "{head}: the latency exceeded once in 10⁹ samples is estimated at {} µs (95 %: {} to {hi}); {shape}.",

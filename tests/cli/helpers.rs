@@ -111,3 +111,38 @@ pub fn skip(reason: &str) {
     assert!(std::env::var("CI").map_or(true, |v| v != "true"), "a prerequisite is missing on CI: {reason}");
     eprintln!("skipped: {reason}");
 }
+
+/// The headless Chromium installed here, if any.
+pub fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| std::process::Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))
+}
+
+/// Opens `url` in headless `chromium` with a profile of its own under `lab`, offline, with
+/// `extra` flags (--dump-dom, --screenshot=…, --window-size=…).
+pub fn headless(chromium: &str, lab: &Lab, url: &str, extra: &[String]) -> Output {
+    let flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let mut c = Command::new(chromium);
+    c.args(flags).arg(format!("--user-data-dir={}", lab.path("chromium-profile").display())).args(extra).arg(url);
+    c.stdin(std::process::Stdio::null());
+    c.output().expect("chromium runs")
+}
+
+/// A number the page's script wrote as an attribute of `<body>` in a `--dump-dom`.
+pub fn page_attr(page: &str, name: &str) -> usize {
+    let key = format!("{name}=\"");
+    let at = page.find(&key).unwrap_or_else(|| panic!("the page script did not run: no {name}"));
+    page[at + key.len()..].split('"').next().unwrap().parse().unwrap()
+}

@@ -6,6 +6,7 @@ mod breach;
 mod docs;
 mod export;
 mod faults;
+mod findings;
 mod fleet;
 mod helpers;
 mod live;

@@ -71,10 +71,7 @@ fn report_writes_every_figure_as_svg_and_png_and_an_offline_page() {
 
 #[test]
 fn report_renders_in_headless_chromium_without_errors() {
-    let Some(chromium) = ["chromium", "chromium-browser"]
-        .into_iter()
-        .find(|c| std::process::Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))
-    else {
+    let Some(chromium) = chromium() else {
         skip("chromium is not installed (scripts/setup.sh installs it)");
         return;
     };
@@ -83,35 +80,13 @@ fn report_renders_in_headless_chromium_without_errors() {
     let out = lab.path("rep");
     lab.ok(&["report", "-o", out.to_str().unwrap()]);
     let url = format!("file://{}", out.join("index.html").display());
-    let profile = lab.path("chromium-profile");
     let shot = lab.path("shot.png");
-    let flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--enable-logging=stderr",
-        "--v=0",
-    ];
-    let run = |extra: &[String]| {
-        let mut c = std::process::Command::new(chromium);
-        c.args(flags).arg(format!("--user-data-dir={}", profile.display())).args(extra).arg(&url);
-        c.stdin(Stdio::null());
-        c.output().unwrap()
-    };
+    let run = |extra: &[String]| headless(chromium, &lab, &url, extra);
     let dom = run(&["--dump-dom".to_string(), "--virtual-time-budget=3000".to_string()]);
     let page = text(&dom.stdout);
     let figures = page.matches("<figure").count();
     assert!(figures >= 9, "the page has its figures: {figures}");
-    let attr = |name: &str| -> usize {
-        let key = format!("{name}=\"");
-        let at = page.find(&key).unwrap_or_else(|| panic!("the page script did not run: no {name}"));
-        page[at + key.len()..].split('"').next().unwrap().parse().unwrap()
-    };
+    let attr = |name: &str| page_attr(&page, name);
     assert_eq!(attr("data-figures"), figures, "every figure is an inline SVG");
     assert_eq!(attr("data-figures-drawn"), figures, "every figure was laid out with a size");
     let log = text(&dom.stderr);

@@ -165,7 +165,7 @@ fn one_label_says_the_rule_of_thumb_and_the_audit_and_compares_nothing() {
     );
     assert!(!rule.contains("governor"), "only bad findings explain: {rule}");
     let fix = said.lines().find(|l| l.contains("Fix first (k-one): ")).unwrap_or_else(|| panic!("{said}"));
-    assert!(fix.contains("rt-throttling is bad — a busy FIFO thread is stopped 50 ms a second. Fix: sysctl -w kernel.sched_rt_runtime_us=-1"), "{fix}");
+    assert!(fix.contains("rt-throttling is bad — a busy FIFO thread is stopped 50 ms a second; fix: sysctl -w kernel.sched_rt_runtime_us=-1"), "{fix}");
     let worst = said
         .lines()
         .find(|l| l.contains("Worst case, k-one timer loaded (paper): "))

@@ -162,7 +162,11 @@ pub fn fix_first(runs: &[RunView]) -> Vec<Finding> {
         .map(|(check, fix, labels, id)| Finding {
             weight: 560,
             topic: Topic::FixFirst,
-            sentence: format!("Fix first ({}): {check} is bad — {} Fix: {fix}", labels.join(", "), summary(&check, id)),
+            sentence: format!(
+                "Fix first ({}): {check} is bad — {}; fix: {fix}",
+                labels.join(", "),
+                summary(&check, id).trim_end_matches('.')
+            ),
             numbers: Vec::new(),
             link: format!("audit-run{id}"),
             caveats: Vec::new(),

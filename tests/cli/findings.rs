@@ -140,6 +140,9 @@ fn one_label_says_the_rule_of_thumb_and_the_audit_and_compares_nothing() {
         ),
         id,
     );
+    // The load fell short of its target on CPU 0, as a load's stored report says.
+    let load = r#"{"profile":"paper","generators":[],"activity":{"cpu_busy_percent":[80.0,99.0],"context_switches_per_s":1.0,"interrupts_per_s":1.0,"seconds":2.0},"cpu_target_percent":95.0}"#;
+    sql(&lab, &format!("UPDATE runs SET load = '{load}' WHERE id = ?1"), id);
     lab.ok(&["synthetic", "-l", "2000", "-q", "--label", "k-one"]);
     let other = lab.last_run();
     sql(
@@ -163,6 +166,7 @@ fn one_label_says_the_rule_of_thumb_and_the_audit_and_compares_nothing() {
         rule.contains(&format!("1 of 2 runs were measured at SCHED_OTHER, not at real-time priority (run {other})")),
         "{rule}"
     );
+    assert!(rule.contains(&format!("load 'paper' of run {id} did not reach its 95 % target (CPU 0 80 %)")), "{rule}");
     assert!(!rule.contains("governor"), "only bad findings explain: {rule}");
     let fix = said.lines().find(|l| l.contains("Fix first (k-one): ")).unwrap_or_else(|| panic!("{said}"));
     assert!(fix.contains("rt-throttling is bad — a busy FIFO thread is stopped 50 ms a second; fix: sysctl -w kernel.sched_rt_runtime_us=-1"), "{fix}");
@@ -257,4 +261,27 @@ fn the_page_opens_with_the_findings_on_the_first_screen_and_every_link_lands() {
     assert!(shot.is_file(), "screenshot taken: {}", text(&taken.stderr));
     // Kept for people, beside the report test's: the first screen a reader sees.
     let _ = std::fs::copy(&shot, std::env::temp_dir().join("rtbench-findings-screenshot.png"));
+}
+
+#[test]
+fn the_price_names_the_operations_that_changed_most_in_their_direction() {
+    let lab = Lab::new();
+    for label in ["k-a", "k-b"] {
+        lab.ok(&["sysbench", "--quick", "--only", "null-call,null-io,stat,sig-install", "--label", label]);
+    }
+    let found = findings_json(&lab);
+    let price = found.iter().find(|f| f["topic"] == "price").unwrap_or_else(|| panic!("no price: {found:?}"));
+    let sentence = price["sentence"].as_str().unwrap();
+    assert!(sentence.starts_with("The price, k-b against k-a: the operations that changed most are "), "{sentence}");
+    let named: Vec<&str> = sentence.split(" are ").nth(1).unwrap().trim_end_matches('.').split(", ").collect();
+    assert_eq!(named.len(), 3, "three of the four operations: {sentence}");
+    for said in &named {
+        // Costs: smaller is better, so a rise is worse.
+        let rose = said.contains(" +");
+        assert_eq!(said.ends_with("(worse)"), rose, "{said}");
+    }
+    let changes: Vec<f64> =
+        price["numbers"].as_array().unwrap().iter().map(|n| n["value"].as_f64().unwrap().abs()).collect();
+    assert!(changes.windows(2).all(|w| w[0] >= w[1]), "largest change first: {changes:?}");
+    assert!(price["numbers"].as_array().unwrap().iter().all(|n| n["unit"] == "percent"));
 }

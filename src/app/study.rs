@@ -77,6 +77,9 @@ fn cell_options(a: &StudyConfig, cell: &Cell, label: &str) -> RunOptions {
 
 pub fn run(a: StudyConfig) -> Result<i32> {
     super::compare::check_gate(a.gate.as_ref(), &a.db)?;
+    if let Some(p) = &a.peer {
+        check_peer(&crate::net::transport::address(Transport::Udp, Some(p)))?;
+    }
     let label = a.label.clone();
     let (probes, skipped) = study_probes();
     for (name, why) in &skipped {
@@ -121,6 +124,19 @@ pub fn run(a: StudyConfig) -> Result<i32> {
     }?;
     let labels: Vec<&str> = passes.iter().map(|(label, _)| label.as_str()).collect();
     super::compare::gate_study(a.gate.as_ref(), &a.db, &labels, code)
+}
+
+/// How long the check of `--peer` waits for its answer, as long as a pingpong cell's hello does.
+const PEER_CHECK_WAIT: Duration = Duration::from_secs(2);
+
+/// Says hello to `--peer` before the first cell: a peer that does not answer ends the study now,
+/// as bad input, not at its network cells after the others have run (issue 29).
+fn check_peer(peer: &str) -> Result<()> {
+    let token = crate::net::wire::random_token();
+    match crate::net::transport::connect(Transport::Udp, peer, token, 1, PEER_CHECK_WAIT, false) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(crate::invalid!("--peer: {e:#}")),
+    }
 }
 
 /// The study's echo server thread: at the runs' real-time priority, like `pingpong --serve`.

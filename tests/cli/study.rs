@@ -1,0 +1,80 @@
+//! The study when its parts fail: a peer that cannot be reached, a cell that fails or stops
+//! making progress, and the gate over a study with failed cells (issue 29).
+
+use std::time::{Duration, Instant};
+
+use crate::helpers::*;
+use crate::report::figures_in;
+
+/// An echo server of the test's own, as a second machine runs `rtbench pingpong --serve`, and
+/// its address.
+fn peer(lab: &Lab) -> (Srv, String) {
+    let srv = server(lab.cmd(&["pingpong", "--serve", "127.0.0.1:0"]));
+    let addr = srv.serving.split(" on ").nth(1).and_then(|a| a.split(';').next()).unwrap().to_string();
+    (srv, addr)
+}
+
+/// Waits for a line of a running command that starts with `prefix`; the lines before it too.
+fn wait_line(lines: &std::sync::mpsc::Receiver<String>, prefix: &str, said: &mut Vec<String>) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < until {
+        let Ok(line) = lines.recv_timeout(Duration::from_millis(100)) else { continue };
+        let found = line.starts_with(prefix);
+        said.push(line);
+        if found {
+            return;
+        }
+    }
+    panic!("no line starting with '{prefix}' in:\n{}", said.join("\n"));
+}
+
+#[test]
+fn an_unreachable_peer_is_refused_before_the_first_cell() {
+    let lab = Lab::new();
+    let out = lab.path("study-report");
+    // A port this test held and let go: nothing answers there.
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let peer = format!("127.0.0.1:{port}");
+    let started = Instant::now();
+    let run = lab.run(&["study", "-D", "1s", "--no-sysbench", "-q", "--peer", &peer, "-o", out.to_str().unwrap()]);
+    assert_rejected(&run, &format!("--peer: cannot reach {peer}"));
+    assert!(!text(&run.stdout).contains("== cell"), "no cell ran: {}", text(&run.stdout));
+    assert!(!lab.db().exists() && !out.exists(), "nothing was stored or drawn");
+    assert!(started.elapsed() < Duration::from_secs(10), "refused at once, not after the cells");
+}
+
+#[test]
+fn a_study_goes_on_when_a_cell_fails_and_says_which() {
+    let lab = Lab::new();
+    let out = lab.path("study-report");
+    let (mut srv, peer) = peer(&lab);
+    let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer, "-o"];
+    let (study, lines) = spawn_lines(lab.cmd(&[&args[..], &[out.to_str().unwrap()]].concat()));
+    // The peer answered the study's check, then goes away before its cells (issue 29).
+    let mut said = Vec::new();
+    wait_line(&lines, "== cell 1 of 5", &mut said);
+    srv.child.kill().unwrap();
+    srv.child.wait().unwrap();
+    let result = study.wait_with_output().unwrap();
+    said.extend(lines.iter());
+    let said = said.join("\n");
+    assert_eq!(result.status.code(), Some(1), "a failed cell is not a complete study: {said}");
+    // The network cells fail, each said with its reason; the others run after them.
+    for (k, probe) in [(3, "pingpong"), (4, "response")] {
+        let line =
+            said.lines().find(|l| l.starts_with(&format!("cell {k} failed: "))).unwrap_or_else(|| panic!("{said}"));
+        assert!(line.contains(&peer), "{probe}'s reason names the peer: {line}");
+    }
+    assert!(said.contains("study: 2 of 5 cells failed: 3 (pingpong idle), 4 (response idle)"), "{said}");
+    let runs = lab.runs();
+    let stored: Vec<(&str, &str)> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["probe"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(stored, [("timer", "complete"), ("gtod", "complete"), ("noise", "complete")]);
+    assert!(said.contains("Appendix III"), "{said}");
+    assert!(out.join("index.html").is_file(), "the report covers the cells that ran");
+    assert!(figures_in(&out).iter().any(|f| f == "noise-nines.svg"), "the cell after the failures is drawn");
+}

@@ -313,6 +313,10 @@ fn an_interrupted_study_keeps_its_cells_and_says_what_is_missing() {
     let figures = std::fs::read_dir(out.join("figures")).unwrap().flatten().map(|e| e.file_name());
     let names: Vec<String> = figures.map(|n| n.to_string_lossy().into_owned()).collect();
     assert!(names.iter().any(|n| n.ends_with(".svg")) && !names.iter().any(|n| n.ends_with(".png")), "{names:?}");
+    // The page says what is there, not what a whole report would have had.
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(!html.contains("as SVG and PNG"), "the page promises PNGs that were skipped");
+    assert!(html.contains("as SVG; their PNG copies were skipped when the command was stopped"), "{html}");
 }
 
 #[test]

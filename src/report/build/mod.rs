@@ -47,7 +47,7 @@ pub fn write(
         figs.extend(draw::cost_figure(costs));
         figs.extend(draw::monitor_figures(monitors));
         let pngs = render_files(&partial.join("figures"), &figs, skip_pngs)?;
-        let page = html(runs, costs, &figs, notes);
+        let page = html(runs, costs, &figs, pngs, notes);
         std::fs::write(partial.join("index.html"), &page)?;
         Ok(ReportFiles { index: out.join("index.html"), figures: figs.len(), pngs, html_bytes: page.len() })
     })();

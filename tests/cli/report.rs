@@ -420,11 +420,11 @@ fn killed_mid_study_the_model_is_put_back_by_the_next_command(
 }
 
 /// The elements named `tag` under `node`, at any depth.
-fn elements<'a, 'i>(node: roxmltree::Node<'a, 'i>, tag: &str) -> Vec<roxmltree::Node<'a, 'i>> {
+pub fn elements<'a, 'i>(node: roxmltree::Node<'a, 'i>, tag: &str) -> Vec<roxmltree::Node<'a, 'i>> {
     node.descendants().filter(|n| n.has_tag_name(tag)).collect()
 }
 
-fn count_attr(node: roxmltree::Node, attr: &str) -> usize {
+pub fn count_attr(node: roxmltree::Node, attr: &str) -> usize {
     node.attribute(attr).unwrap_or_else(|| panic!("<{}> lacks {attr}", node.tag_name().name())).parse().unwrap()
 }
 

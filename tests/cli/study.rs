@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
-use crate::report::figures_in;
+use crate::report::{count_attr, elements, figures_in};
 
 /// An echo server of the test's own, as a second machine runs `rtbench pingpong --serve`, and
 /// its address.
@@ -43,22 +43,28 @@ fn an_unreachable_peer_is_refused_before_the_first_cell() {
     assert!(started.elapsed() < Duration::from_secs(10), "refused at once, not after the cells");
 }
 
-#[test]
-fn a_study_goes_on_when_a_cell_fails_and_says_which() {
-    let lab = Lab::new();
-    let out = lab.path("study-report");
-    let (mut srv, peer) = peer(&lab);
-    let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer, "-o"];
-    let (study, lines) = spawn_lines(lab.cmd(&[&args[..], &[out.to_str().unwrap()]].concat()));
-    // The peer answered the study's check, then goes away before its cells (issue 29).
+/// Runs a study against a peer of the test's own that goes away once the study has checked it:
+/// its network cells (3 and 4) fail. Returns its exit code and what it printed.
+fn study_losing_its_peer(lab: &Lab, extra: &[&str]) -> (Option<i32>, String, String) {
+    let (mut srv, peer) = peer(lab);
+    let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
+    let (study, lines) = spawn_lines(lab.cmd(&[&args[..], extra].concat()));
     let mut said = Vec::new();
     wait_line(&lines, "== cell 1 of 5", &mut said);
     srv.child.kill().unwrap();
     srv.child.wait().unwrap();
     let result = study.wait_with_output().unwrap();
     said.extend(lines.iter());
-    let said = said.join("\n");
-    assert_eq!(result.status.code(), Some(1), "a failed cell is not a complete study: {said}");
+    (result.status.code(), said.join("\n"), peer)
+}
+
+#[test]
+fn a_study_goes_on_when_a_cell_fails_and_says_which() {
+    let lab = Lab::new();
+    let out = lab.path("study-report");
+    // The peer answered the study's check, then goes away before its cells (issue 29).
+    let (code, said, peer) = study_losing_its_peer(&lab, &["-o", out.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "a failed cell is not a complete study: {said}");
     // The network cells fail, each said with its reason; the others run after them.
     for (k, probe) in [(3, "pingpong"), (4, "response")] {
         let line =
@@ -77,4 +83,32 @@ fn a_study_goes_on_when_a_cell_fails_and_says_which() {
     assert!(said.contains("Appendix III"), "{said}");
     assert!(out.join("index.html").is_file(), "the report covers the cells that ran");
     assert!(figures_in(&out).iter().any(|f| f == "noise-nines.svg"), "the cell after the failures is drawn");
+}
+
+#[test]
+fn a_gated_study_with_failed_cells_prints_the_gate_and_writes_them_as_junit_errors() {
+    let lab = Lab::new();
+    let (junit, out) = (lab.path("study.xml"), lab.path("rep"));
+    lab.ok(&["timer", "-D", "1s", "-q", "--label", "base"]);
+    let gate = ["--label", "new", "--baseline", "base", "--fail-if", "max < 0ns", "--junit", junit.to_str().unwrap()];
+    let (code, said, _) = study_losing_its_peer(&lab, &[&gate[..], &["-o", out.to_str().unwrap()]].concat());
+    assert_eq!(code, Some(1), "{said}");
+    // The cells that ran are compared; no condition holds on them.
+    assert!(said.contains("study: label new against baseline base"), "{said}");
+    assert!(said.contains("no --fail-if condition holds"), "{said}");
+    assert!(said.contains("ERROR: pingpong idle: the cell failed: "), "{said}");
+    let xml = std::fs::read_to_string(&junit).expect("--junit is written for the cells that ran");
+    let parsed = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}:\n{xml}"));
+    let root = parsed.root_element();
+    let cases = elements(root, "testcase");
+    let names: Vec<_> = cases.iter().map(|c| c.attribute("name").unwrap()).collect();
+    assert_eq!(
+        names,
+        ["timer idle: max < 0 µs", "pingpong idle: the cell ran", "response idle: the cell ran"],
+        "{xml}"
+    );
+    let errors = elements(root, "error");
+    assert_eq!(errors.len(), 2, "{xml}");
+    assert!(errors.iter().all(|e| e.attribute("message").unwrap().contains("cannot reach")), "{xml}");
+    assert_eq!((count_attr(root, "errors"), count_attr(root, "failures"), count_attr(root, "tests")), (2, 0, 3));
 }

@@ -1,6 +1,7 @@
 //! The study when its parts fail: a peer that cannot be reached, a cell that fails or stops
 //! making progress, and the gate over a study with failed cells (issue 29).
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
@@ -12,6 +13,24 @@ fn peer(lab: &Lab) -> (Srv, String) {
     let srv = server(lab.cmd(&["pingpong", "--serve", "127.0.0.1:0"]));
     let addr = srv.serving.split(" on ").nth(1).and_then(|a| a.split(';').next()).unwrap().to_string();
     (srv, addr)
+}
+
+/// A server the test stops with SIGSTOP: resumed and killed however the test ends.
+struct Stoppable(Srv);
+
+impl Stoppable {
+    fn signal(&self, sig: &str) {
+        let pid = self.0.child.id().to_string();
+        assert!(Command::new("kill").args([sig, &pid]).status().unwrap().success(), "kill {sig} {pid}");
+    }
+}
+
+impl Drop for Stoppable {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.0.child.id().to_string()]).status();
+        let _ = self.0.child.kill();
+        let _ = self.0.child.wait();
+    }
 }
 
 /// Waits for a line of a running command that starts with `prefix`; the lines before it too.
@@ -111,4 +130,48 @@ fn a_gated_study_with_failed_cells_prints_the_gate_and_writes_them_as_junit_erro
     assert_eq!(errors.len(), 2, "{xml}");
     assert!(errors.iter().all(|e| e.attribute("message").unwrap().contains("cannot reach")), "{xml}");
     assert_eq!((count_attr(root, "errors"), count_attr(root, "failures"), count_attr(root, "tests")), (2, 0, 3));
+}
+
+#[test]
+fn a_cell_whose_peer_stops_answering_fails_on_the_watchdog_and_the_study_goes_on() {
+    let lab = Lab::new();
+    let out = lab.path("study-report");
+    let (srv, peer) = peer(&lab);
+    let srv = Stoppable(srv);
+    // Longer than the moment the peer stops and the watchdog's margin (5 s) after it.
+    let cell = Duration::from_secs(9);
+    let args = ["study", "-D", "9s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
+    let (study, lines) = spawn_lines(lab.cmd(&[&args[..], &["-o", out.to_str().unwrap()]].concat()));
+    let mut said = Vec::new();
+    wait_line(&lines, "== cell 3 of 5: pingpong idle", &mut said);
+    let began = Instant::now();
+    // Its round trips counted by the runner (it collects every second), the peer stops
+    // answering: every round trip is lost from now on.
+    std::thread::sleep(Duration::from_millis(1500));
+    srv.signal("-STOP");
+    wait_line(&lines, "cell 3 failed: ", &mut said);
+    let failed_after = began.elapsed();
+    // The peer answers again for the next cell: the study went on.
+    srv.signal("-CONT");
+    let result = study.wait_with_output().unwrap();
+    said.extend(lines.iter());
+    let said = said.join("\n");
+    let line = said.lines().find(|l| l.starts_with("cell 3 failed: ")).unwrap();
+    assert!(line.contains("no progress: no sample for "), "the watchdog's reason: {line}");
+    assert!(failed_after < cell + Duration::from_secs(5), "ended within its duration and the margin: {failed_after:?}");
+    assert_eq!(result.status.code(), Some(1), "{said}");
+    assert!(said.contains("study: 1 of 5 cells failed: 3 (pingpong idle)"), "{said}");
+    let runs = lab.runs();
+    let stored: Vec<(&str, &str)> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["probe"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    let want = [("timer", "complete"), ("gtod", "complete"), ("pingpong", "failed")];
+    assert_eq!(stored, [&want[..], &[("response", "complete"), ("noise", "complete")]].concat());
+    let pingpong = lab.export_json(runs[2]["id"].as_i64().unwrap());
+    let warnings = pingpong["run"]["warnings"].to_string();
+    assert!(warnings.contains("the run failed: no progress: no sample for "), "{warnings}");
+    assert!(pingpong["run"]["status"] == "failed" && pingpong["total"]["count"].as_u64() > Some(0), "{pingpong}");
 }

@@ -8,6 +8,7 @@ use anyhow::Result;
 use crate::config::{CompareConfig, StudyGate};
 use crate::report::compare::{compare, Comparison};
 use crate::report::findings;
+use crate::report::junit::Errored;
 use crate::store::Store;
 
 pub fn run(a: CompareConfig) -> Result<i32> {
@@ -15,7 +16,7 @@ pub fn run(a: CompareConfig) -> Result<i32> {
     let runs = crate::report::select::runs(&store, &[a.baseline.clone(), a.label.clone()], &[], &super::catalog())?;
     let result = compare(&runs, &a.baseline, &a.label, &a.conditions)?;
     if let Some(path) = &a.junit {
-        crate::config::write_atomic(path, crate::report::junit::render(std::slice::from_ref(&result)).as_bytes())?;
+        crate::config::write_atomic(path, crate::report::junit::render(std::slice::from_ref(&result), &[]).as_bytes())?;
     }
     let failed = result.failures().next().is_some();
     if a.json {
@@ -57,21 +58,42 @@ pub fn check_gate(gate: Option<&StudyGate>, db: &Path) -> Result<()> {
 
 /// After a study's cells: each of its labels (one per preemption pass) against the baseline,
 /// printed as `compare` prints it, the checks written as JUnit; 1 when a condition holds. A
-/// study that did not finish (`code` not 0) is not compared: its code stands.
-pub fn gate_study(gate: Option<&StudyGate>, db: &Path, labels: &[&str], code: i32) -> Result<i32> {
-    let Some(gate) = gate.filter(|_| code == 0) else { return Ok(code) };
+/// study stopped by a signal is not compared: its code stands. One whose cells failed (code 1)
+/// is compared over the cells that ran, and its failed cells are said and written as JUnit
+/// errors: a CI job sees which cells failed beside the checks (issue 29). It exits 1.
+pub fn gate_study(gate: Option<&StudyGate>, db: &Path, labels: &[&str], code: i32, errored: &[Errored]) -> Result<i32> {
+    let compared = code == 0 || (code == 1 && !errored.is_empty());
+    let Some(gate) = gate.filter(|_| compared) else { return Ok(code) };
     let store = Store::open(db)?;
     let mut results = Vec::new();
     for label in labels {
-        let wanted = [gate.baseline.clone(), label.to_string()];
-        let runs = crate::report::select::runs(&store, &wanted, &[], &super::catalog())?;
-        let result = compare(&runs, &gate.baseline, label, &gate.conditions)?;
+        let failed: Vec<&Errored> = errored.iter().filter(|e| e.label == *label).collect();
+        let result = match compare_label(&store, gate, label) {
+            Ok(result) => result,
+            // Every cell that would pair failed: the suite holds only their errors.
+            Err(e) if !failed.is_empty() => {
+                let table = format!("{e:#}\n");
+                Comparison { baseline: gate.baseline.clone(), label: label.to_string(), pairs: Vec::new(), table }
+            }
+            Err(e) => return Err(e),
+        };
         println!("\nstudy: label {label} against baseline {}", gate.baseline);
         print_table(&result, !gate.conditions.is_empty());
+        for e in failed {
+            println!("ERROR: {} {}: the cell failed: {}", e.probe, e.load, e.reason);
+        }
         results.push(result);
     }
     if let Some(path) = &gate.junit {
-        crate::config::write_atomic(path, crate::report::junit::render(&results).as_bytes())?;
+        crate::config::write_atomic(path, crate::report::junit::render(&results, errored).as_bytes())?;
     }
-    Ok(if results.iter().any(|r| r.failures().next().is_some()) { 1 } else { 0 })
+    let failed = results.iter().any(|r| r.failures().next().is_some()) || !errored.is_empty();
+    Ok(if failed { 1 } else { 0 })
+}
+
+/// One of a study's labels against its baseline.
+fn compare_label(store: &Store, gate: &StudyGate, label: &str) -> Result<Comparison> {
+    let wanted = [gate.baseline.clone(), label.to_string()];
+    let runs = crate::report::select::runs(store, &wanted, &[], &super::catalog())?;
+    compare(&runs, &gate.baseline, label, &gate.conditions)
 }

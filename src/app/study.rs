@@ -8,6 +8,7 @@ use anyhow::Result;
 use crate::config::{RunConfig, RunOptions, StudyConfig};
 use crate::net::transport::Transport;
 use crate::probe::{ProbeInfo, StudyEnv};
+use crate::report::junit::Errored;
 use crate::report::select;
 use crate::runner::preempt::PreemptSwitch;
 use crate::runner::{Outcome, Session};
@@ -77,6 +78,9 @@ fn cell_options(a: &StudyConfig, cell: &Cell, label: &str) -> RunOptions {
 
 pub fn run(a: StudyConfig) -> Result<i32> {
     super::compare::check_gate(a.gate.as_ref(), &a.db)?;
+    if let Some(p) = &a.peer {
+        check_peer(&crate::net::transport::address(Transport::Udp, Some(p)))?;
+    }
     let label = a.label.clone();
     let (probes, skipped) = study_probes();
     for (name, why) in &skipped {
@@ -114,13 +118,26 @@ pub fn run(a: StudyConfig) -> Result<i32> {
         (None, None) => unreachable!("a local server exists without --peer"),
     };
     let mut cells_run = || run_cells(&a, &mut session, &cells, &passes, &peer);
-    let code = match local {
+    let (code, errored) = match local {
         // Stopped however the cells end, a panic included (issue 29).
         Some(server) => server.serve_during(&enter_server, cells_run),
         None => cells_run(),
     }?;
     let labels: Vec<&str> = passes.iter().map(|(label, _)| label.as_str()).collect();
-    super::compare::gate_study(a.gate.as_ref(), &a.db, &labels, code)
+    super::compare::gate_study(a.gate.as_ref(), &a.db, &labels, code, &errored)
+}
+
+/// How long the check of `--peer` waits for its answer, as long as a pingpong cell's hello does.
+const PEER_CHECK_WAIT: Duration = Duration::from_secs(2);
+
+/// Says hello to `--peer` before the first cell: a peer that does not answer ends the study now,
+/// as bad input, not at its network cells after the others have run (issue 29).
+fn check_peer(peer: &str) -> Result<()> {
+    let token = crate::net::wire::random_token();
+    match crate::net::transport::connect(Transport::Udp, peer, token, 1, PEER_CHECK_WAIT, false) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(crate::invalid!("--peer: {e:#}")),
+    }
 }
 
 /// The study's echo server thread: at the runs' real-time priority, like `pingpong --serve`.
@@ -150,7 +167,7 @@ fn run_cells(
     pass_cells: &[Cell],
     passes: &[(String, Option<String>)],
     peer: &str,
-) -> Result<i32> {
+) -> Result<(i32, Vec<Errored>)> {
     let planned = plan(a, pass_cells, passes, peer)?;
     crate::config::check_writable(&a.output.with_extension("check"))?;
     try_load(session, &planned)?;
@@ -162,7 +179,7 @@ fn run_cells(
         // Stopped before any cell stored a run (during the load's first-second check, say):
         // nothing to report, and an empty selection must not report the store's other runs.
         println!("study interrupted before any cell was stored: nothing to report");
-        return Ok(128 + sig);
+        return Ok((128 + sig, Vec::new()));
     }
     if stopped.is_none() && !a.no_sysbench {
         done.extend(sysbench_cells(session, &mut store, passes)?);
@@ -170,14 +187,21 @@ fn run_cells(
     report(a, &store, &done, passes)?;
     if !ran.failed.is_empty() {
         let failed: Vec<String> =
-            ran.failed.iter().map(|k| format!("{} ({})", k + 1, cell_name(planned[*k].cell))).collect();
+            ran.failed.iter().map(|(k, _)| format!("{} ({})", k + 1, cell_name(planned[*k].cell))).collect();
         println!("study: {} of {} cells failed: {}", failed.len(), planned.len(), failed.join(", "));
     }
     // A signal during the last cell's sysbench or the report ends the study as one during a
     // cell does: with 128 + the signal. Else a failed cell makes it 1: the report draws the
     // rest, but a script or CI job must not take an incomplete study for a complete one.
     let code = if ran.failed.is_empty() { 0 } else { 1 };
-    Ok(session.signal().or(stopped).map_or(code, |sig| 128 + sig))
+    let errored = ran.failed.into_iter().map(|(k, reason)| errored(&planned[k], reason)).collect();
+    Ok((session.signal().or(stopped).map_or(code, |sig| 128 + sig), errored))
+}
+
+/// A failed cell as the gate's JUnit has it.
+fn errored(p: &Planned, reason: String) -> Errored {
+    let (probe, load) = (p.cell.info.name.to_string(), crate::report::figures::load_name(&p.cell.load));
+    Errored { label: p.cfg.label.clone(), probe, load, reason }
 }
 
 /// Every pass's cells with their run settings. Everything is checked before the first cell
@@ -216,11 +240,11 @@ fn try_load(session: &mut Session, planned: &[Planned]) -> Result<()> {
     started
 }
 
-/// What the cells left: the stored runs, the cells (indices) that failed, the signal that
-/// ended the study early.
+/// What the cells left: the stored runs, the cells (indices) that failed and why, the signal
+/// that ended the study early.
 struct Ran {
     done: Vec<i64>,
-    failed: Vec<usize>,
+    failed: Vec<(usize, String)>,
     signal: Option<i32>,
 }
 
@@ -249,7 +273,7 @@ fn run_planned(session: &Session, store: &mut Store, planned: &[Planned], settle
             Ok(ended) => ended,
             Err(e) => {
                 println!("cell {} failed: {e:#}", k + 1);
-                ran.failed.push(k);
+                ran.failed.push((k, format!("{e:#}")));
                 continue;
             }
         };

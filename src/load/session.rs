@@ -80,21 +80,40 @@ impl LoadSession {
         progress
     }
 
+    /// Ends the load within [`SUPERVISOR_GRACE`] and a little: a stop must end the whole command
+    /// within 2 s (issue 29), and a supervisor that cannot clean up (stopped, stuck in the
+    /// kernel) held it for 3 s. Killed, its workers die with it (their death signal) and its
+    /// cgroup is emptied here.
     fn shutdown(&mut self) {
         let Some(mut sup) = self.supervisor.take() else { return };
         let _ = sys::send_signal(sup.id() as i32, libc::SIGTERM);
-        let until = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < until {
-            if let Ok(Some(_)) = sup.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if sup.try_wait().ok().flatten().is_none() {
+        if !ended_within(&mut sup, SUPERVISOR_GRACE) {
             let _ = sup.kill();
-            let _ = sup.wait();
+            ended_within(&mut sup, KILLED_WAIT);
+            super::supervisor::kill_cgroup(sup.id());
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// How long a stopping load waits for its supervisor to end every load process (it takes
+/// ~0.3 s for the paper's load here) before killing it.
+const SUPERVISOR_GRACE: Duration = Duration::from_millis(800);
+/// How long it then waits for the killed supervisor to be gone; one that is not yet is left to
+/// end with rtbench.
+const KILLED_WAIT: Duration = Duration::from_millis(200);
+
+/// Whether `child` has ended within `bound`.
+fn ended_within(child: &mut Child, bound: Duration) -> bool {
+    let until = Instant::now() + bound;
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

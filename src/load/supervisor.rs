@@ -93,6 +93,17 @@ fn has_children() -> bool {
 
 /// A cgroup v2 for the load, if the machine has a writable cgroup2 mount.
 fn make_cgroup() -> Option<PathBuf> {
+    let cg = cgroup_path(std::process::id())?;
+    std::fs::create_dir(&cg).ok()?;
+    cg.join("cgroup.kill").exists().then_some(cg.clone()).or_else(|| {
+        let _ = std::fs::remove_dir(&cg);
+        None
+    })
+}
+
+/// Where the load cgroup of supervisor `pid` is made: beside the processes of the cgroup this
+/// process is in (a supervisor is in its parent's).
+fn cgroup_path(pid: u32) -> Option<PathBuf> {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let root = mounts.lines().find_map(|l| {
         let (pre, post) = l.split_once(" - ")?;
@@ -100,10 +111,16 @@ fn make_cgroup() -> Option<PathBuf> {
     })?;
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?.trim_start_matches('/');
-    let cg = root.join(rel).join(format!("rtbench-load-{}", std::process::id()));
-    std::fs::create_dir(&cg).ok()?;
-    cg.join("cgroup.kill").exists().then_some(cg.clone()).or_else(|| {
-        let _ = std::fs::remove_dir(&cg);
-        None
-    })
+    Some(root.join(rel).join(format!("rtbench-load-{pid}")))
+}
+
+/// For the parent of a supervisor it had to kill before it cleaned up: what is left in its
+/// cgroup is killed and the cgroup removed, waiting for it no more than a moment.
+pub fn kill_cgroup(pid: u32) {
+    let Some(cg) = cgroup_path(pid).filter(|cg| cg.is_dir()) else { return };
+    let _ = std::fs::write(cg.join("cgroup.kill"), "1");
+    let until = Instant::now() + Duration::from_millis(200);
+    while std::fs::remove_dir(&cg).is_err() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -52,6 +52,11 @@ pub trait Probe: Send + Sync {
     /// Nominal time between two samples of one thread (0 when back-to-back); the sample log
     /// encodes deviations from it.
     fn step_ns(&self) -> u64;
+    /// The longest a thread that measures goes between two samples, for the runner's watchdog;
+    /// `None` when a sample is an event that may not come for a long time.
+    fn sample_gap_ns(&self) -> Option<u64> {
+        Some(self.step_ns())
+    }
     /// Runs until `ctx.loops` samples are taken or the runner says stop.
     fn run(&self, ctx: &mut ThreadCtx);
     /// Gets ready for `threads` threads before the run begins (connect to a peer, …). An error

@@ -113,6 +113,11 @@ impl Probe for Noise {
         0
     }
 
+    /// A sample is a gap above the threshold: on a quiet CPU none may come for minutes.
+    fn sample_gap_ns(&self) -> Option<u64> {
+        None
+    }
+
     fn run(&self, ctx: &mut ThreadCtx) {
         let (mut measured, mut noise, mut pauses, mut taken) = (0u64, 0u64, 0u64, 0u64);
         let mut prev = sys::now_ns();

@@ -6,34 +6,47 @@ use std::fmt::Write;
 use super::compare::{Check, Comparison, Pair, Verdict};
 use crate::units::us;
 
-/// Tests, failures and skips among `checks`, as the JUnit attributes count them.
-fn counts<'a>(checks: impl Iterator<Item = &'a Check>) -> String {
-    let (mut tests, mut failures, mut skipped) = (0, 0, 0);
+/// A cell of a study that did not run to its end, so none of its checks could be made: a JUnit
+/// `<error>` in its label's suite.
+pub struct Errored {
+    pub label: String,
+    pub probe: String,
+    pub load: String,
+    /// Why the cell failed.
+    pub reason: String,
+}
+
+/// Tests, failures, errors and skips among `checks` and `errored`, as the JUnit attributes
+/// count them.
+fn counts<'a>(checks: impl Iterator<Item = &'a Check>, errored: usize) -> String {
+    let (mut tests, mut failures, mut skipped) = (errored, 0, 0);
     for k in checks {
         tests += 1;
         failures += usize::from(k.verdict == Verdict::Fail);
         skipped += usize::from(k.verdict == Verdict::Skip);
     }
-    format!("tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\"")
+    format!("tests=\"{tests}\" failures=\"{failures}\" errors=\"{errored}\" skipped=\"{skipped}\"")
 }
 
 /// The comparisons' checks as a JUnit document: one suite per comparison (`LABEL vs
 /// BASELINE`), one test case per check, named by the condition and classed by probe and load;
-/// a holding condition is a `<failure>` whose message has the numbers.
-pub fn render(comparisons: &[Comparison]) -> String {
+/// a holding condition is a `<failure>` whose message has the numbers. A study's cell that
+/// failed is an `<error>` case in its label's suite.
+pub fn render(comparisons: &[Comparison], errored: &[Errored]) -> String {
     let all = comparisons.iter().flat_map(|c| c.checks());
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(x, "<testsuites name=\"rtbench compare\" {}>", counts(all));
+    let _ = writeln!(x, "<testsuites name=\"rtbench compare\" {}>", counts(all, errored.len()));
     for c in comparisons {
-        suite(c, &mut x);
+        let errors: Vec<&Errored> = errored.iter().filter(|e| e.label == c.label).collect();
+        suite(c, &errors, &mut x);
     }
     x.push_str("</testsuites>\n");
     x
 }
 
-fn suite(c: &Comparison, x: &mut String) {
+fn suite(c: &Comparison, errors: &[&Errored], x: &mut String) {
     let name = esc(&format!("{} vs {}", c.label, c.baseline));
-    let _ = writeln!(x, "  <testsuite name=\"{name}\" {}>", counts(c.checks()));
+    let _ = writeln!(x, "  <testsuite name=\"{name}\" {}>", counts(c.checks(), errors.len()));
     let _ = writeln!(x, "    <properties>");
     let _ = writeln!(x, "      <property name=\"baseline\" value=\"{}\"/>", esc(&c.baseline));
     let _ = writeln!(x, "      <property name=\"label\" value=\"{}\"/>", esc(&c.label));
@@ -42,6 +55,15 @@ fn suite(c: &Comparison, x: &mut String) {
         for check in &pair.checks {
             testcase(c, pair, check, x);
         }
+    }
+    for e in errors {
+        let name = esc(&format!("{} {}: the cell ran", e.probe, e.load));
+        let class = esc(&format!("rtbench.compare.{}.{}", e.probe, e.load));
+        let message = esc(&e.reason);
+        let _ = writeln!(
+            x,
+            "    <testcase name=\"{name}\" classname=\"{class}\" time=\"0\">\n      <error message=\"{message}\" type=\"cell-failed\"/>\n    </testcase>"
+        );
     }
     x.push_str("  </testsuite>\n");
 }
@@ -117,7 +139,7 @@ mod tests {
             ],
             table: String::new(),
         };
-        let xml = render(&[c]);
+        let xml = render(&[c], &[]);
         let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}:\n{xml}"));
         let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
         assert_eq!(suite.attribute("name"), Some("k\"new\" vs 6.1 <rt> & 'co'"));

@@ -66,6 +66,8 @@ pub(super) struct Flow<'s> {
     pub(super) breaches: Vec<crate::model::Breach>,
     /// How often the totals are collected: often enough for a live view, when there is one.
     pub(super) collect_every: Duration,
+    /// Samples merged over the whole run, every window included: its progress.
+    pub(super) counted: u64,
 }
 
 impl Flow<'_> {
@@ -128,6 +130,7 @@ impl Flow<'_> {
     pub(super) fn merge(&mut self, i: usize, buf: Box<Buffer>) {
         let t = &mut self.totals[i];
         t.stats.merge(&buf.stats);
+        self.counted += buf.stats.count;
         if buf.stats.count > 0 {
             t.last = buf.last;
         }

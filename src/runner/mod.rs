@@ -14,6 +14,7 @@ mod setup;
 pub mod signals;
 pub mod sink;
 mod threads;
+mod watchdog;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -192,7 +193,8 @@ fn flow<'s>(
     let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.envelope_ns));
     let sinks = Sinks { log, store, observers };
     let (envelope, breaches) = (Vec::new(), Vec::new());
-    Flow { totals, sinks, envelope, started, duration: cfg.duration, start_ns, watch, breaches, collect_every }
+    let duration = cfg.duration;
+    Flow { totals, sinks, envelope, started, duration, start_ns, watch, breaches, collect_every, counted: 0 }
 }
 
 /// How the store's windows roll while a run measures.
@@ -219,6 +221,8 @@ fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads
     };
     // `--breach-stop` ends the run once its window is stored.
     let breach_stop = std::cell::Cell::new(false);
+    let gap = cfg.probe.sample_gap_ns().map(Duration::from_nanos);
+    let mut watchdog = watchdog::Watchdog::new(gap, cfg.duration.or(rolls.every));
     let started = run.started;
     session.wait_paced(
         started,
@@ -238,6 +242,7 @@ fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads
             if due(last_collect, collect_every) {
                 last_collect = Instant::now();
                 run.collect();
+                watchdog.check(run.counted)?;
             }
             if due(last_checkpoint, CHECKPOINT_EVERY) {
                 last_checkpoint = Instant::now();

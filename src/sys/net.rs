@@ -43,3 +43,11 @@ pub fn set_recv_timeout(fd: &std::os::fd::OwnedFd, timeout: std::time::Duration)
         )
     })
 }
+
+/// Wakes every thread blocked in accept(2) on a listening socket (Linux answers it EINVAL)
+/// and refuses connections from then on: a stop that needs no connection to get through.
+pub fn shut_listener(listener: &std::net::TcpListener) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: shutdown(2) on a socket this borrow keeps open; no memory arguments.
+    check(unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) })
+}

@@ -256,6 +256,8 @@ impl Drop for Ring {
 /// Connects and closes TCP connections to a listener whose thread accepts them.
 struct TcpConnect {
     addr: std::net::SocketAddr,
+    /// The acceptor's listener, to wake it when the bench ends.
+    listener: TcpListener,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     acceptor: Option<std::thread::JoinHandle<()>>,
 }
@@ -264,10 +266,11 @@ impl TcpConnect {
     fn make() -> io::Result<Box<dyn Bench>> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
+        let accepting = listener.try_clone()?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let done = std::sync::Arc::clone(&stop);
         let acceptor = std::thread::spawn(move || {
-            for s in listener.incoming() {
+            for s in accepting.incoming() {
                 if done.load(std::sync::atomic::Ordering::Relaxed) {
                     break;
                 }
@@ -275,7 +278,7 @@ impl TcpConnect {
                 drop(s);
             }
         });
-        Ok(Box::new(TcpConnect { addr, stop, acceptor: Some(acceptor) }))
+        Ok(Box::new(TcpConnect { addr, listener, stop, acceptor: Some(acceptor) }))
     }
 }
 
@@ -294,10 +297,13 @@ impl Bench for TcpConnect {
 impl Drop for TcpConnect {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        // One more connection wakes the acceptor to see the flag.
-        let _ = TcpStream::connect(self.addr);
-        if let Some(h) = self.acceptor.take() {
-            let _ = h.join();
+        // Shutting the listener wakes the acceptor to see the flag. A last connection woke it
+        // before, and the join waited for ever when none could be made (no descriptor left):
+        // sysbench hung at the end of the operation, deaf to a stop (issue 29).
+        if sys::shut_listener(&self.listener).is_ok() {
+            if let Some(h) = self.acceptor.take() {
+                let _ = h.join();
+            }
         }
     }
 }
@@ -321,5 +327,47 @@ mod tests {
         drop(s);
         let mut c = TcpConnect::make().unwrap();
         assert_eq!(c.iterate(20).unwrap().units, 20);
+    }
+
+    const NO_DESCRIPTOR_LEFT: &str = "sysbench::ipc::tests::a_tcp_connect_bench_ends_with_no_descriptor_left";
+
+    /// Run by the test below in a process of its own, with few descriptors: takes them all,
+    /// then ends a tcp-connect bench.
+    #[test]
+    #[ignore = "run by the_acceptor_ends_when_no_connection_can_reach_it, in a process of its own"]
+    fn a_tcp_connect_bench_ends_with_no_descriptor_left() {
+        let bench = TcpConnect::make().unwrap();
+        let mut held = Vec::new();
+        while let Ok(f) = std::fs::File::open("/dev/null") {
+            held.push(f);
+        }
+        let refused = TcpStream::connect("127.0.0.1:9").unwrap_err();
+        assert_eq!(refused.raw_os_error(), Some(libc::EMFILE), "no connection can be made now: {refused}");
+        drop(bench);
+    }
+
+    #[test]
+    fn the_acceptor_ends_when_no_connection_can_reach_it() {
+        let exe = std::env::current_exe().unwrap();
+        let mut child = std::process::Command::new("prlimit")
+            .args(["--nofile=64:64", "--"])
+            .arg(exe)
+            .args(["--ignored", "--exact", NO_DESCRIPTOR_LEFT])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("prlimit runs");
+        let until = Instant::now() + std::time::Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > until {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the bench's end waited for ever for its acceptor");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && said.contains("1 passed"), "{said}");
     }
 }

@@ -1,7 +1,8 @@
 //! What every CLI test needs: a private store, a way to run rtbench, and JSON helpers.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 pub struct Lab {
     pub dir: tempfile::TempDir,
@@ -145,4 +146,34 @@ pub fn page_attr(page: &str, name: &str) -> usize {
     let key = format!("{name}=\"");
     let at = page.find(&key).unwrap_or_else(|| panic!("the page script did not run: no {name}"));
     page[at + key.len()..].split('"').next().unwrap().parse().unwrap()
+}
+
+/// A running server and the lines it prints.
+pub struct Srv {
+    pub child: Child,
+    pub lines: std::sync::mpsc::Receiver<String>,
+    /// Its first line: "serving … on ADDR; …".
+    pub serving: String,
+}
+
+/// Starts a child whose stdout lines come through a channel as it prints them.
+pub fn spawn_lines(mut cmd: Command) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
+}
+
+/// Starts a server and waits until it says it is serving.
+pub fn server(cmd: Command) -> Srv {
+    let (child, rx) = spawn_lines(cmd);
+    let line = rx.recv_timeout(Duration::from_secs(10)).expect("the server says it is serving");
+    assert!(line.starts_with("serving"), "{line}");
+    Srv { child, lines: rx, serving: line }
 }

@@ -20,5 +20,6 @@ mod samplelog;
 mod signals;
 mod snapshot;
 mod steal;
+mod study;
 mod sysbench;
 mod wcet;

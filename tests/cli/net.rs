@@ -1,7 +1,7 @@
 //! The network probes between two hosts: two network namespaces joined by a veth pair, made
 //! and removed by the test itself.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
@@ -58,31 +58,9 @@ impl Drop for Hosts {
     }
 }
 
-/// A running server and the lines it prints.
-struct Srv {
-    child: Child,
-    lines: std::sync::mpsc::Receiver<String>,
-}
-
-/// Starts a server and waits until it says it is serving.
-fn server(mut cmd: Command) -> Srv {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let line = rx.recv_timeout(Duration::from_secs(10)).expect("the server says it is serving");
-    assert!(line.starts_with("serving"), "{line}");
-    Srv { child, lines: rx }
-}
-
 /// Stops a server with SIGTERM; returns its exit code and its last line.
 fn stop(srv: Srv) -> (Option<i32>, String) {
-    let Srv { mut child, lines } = srv;
+    let Srv { mut child, lines, .. } = srv;
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let until = Instant::now() + Duration::from_secs(10);
     while child.try_wait().unwrap().is_none() {

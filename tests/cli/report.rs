@@ -13,7 +13,7 @@ fn two_labels(lab: &Lab) {
     }
 }
 
-fn figures_in(dir: &std::path::Path) -> Vec<String> {
+pub fn figures_in(dir: &std::path::Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir.join("figures"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -288,37 +288,10 @@ fn an_interrupted_study_keeps_its_cells_and_says_what_is_missing() {
     let figures = std::fs::read_dir(out.join("figures")).unwrap().flatten().map(|e| e.file_name());
     let names: Vec<String> = figures.map(|n| n.to_string_lossy().into_owned()).collect();
     assert!(names.iter().any(|n| n.ends_with(".svg")) && !names.iter().any(|n| n.ends_with(".png")), "{names:?}");
-}
-
-#[test]
-fn a_study_goes_on_when_a_cell_fails_and_says_which() {
-    let lab = Lab::new();
-    let out = lab.path("study-report");
-    // A peer where nothing answers: a port this test held and let go (issue 29).
-    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let peer = format!("127.0.0.1:{port}");
-    let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer, "-o"];
-    let result = lab.run(&[&args[..], &[out.to_str().unwrap()]].concat());
-    let said = text(&result.stdout);
-    assert_eq!(result.status.code(), Some(1), "a failed cell is not a complete study: {said}");
-    // The network cells fail, each said with its reason; the others run after them.
-    for (k, probe) in [(3, "pingpong"), (4, "response")] {
-        let line =
-            said.lines().find(|l| l.starts_with(&format!("cell {k} failed: "))).unwrap_or_else(|| panic!("{said}"));
-        assert!(line.contains(&peer), "{probe}'s reason names the peer: {line}");
-    }
-    assert!(said.contains("study: 2 of 5 cells failed: 3 (pingpong idle), 4 (response idle)"), "{said}");
-    let runs = lab.runs();
-    let stored: Vec<(&str, &str)> = runs
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["probe"].as_str().unwrap(), r["status"].as_str().unwrap()))
-        .collect();
-    assert_eq!(stored, [("timer", "complete"), ("gtod", "complete"), ("noise", "complete")]);
-    assert!(said.contains("Appendix III"), "{said}");
-    assert!(out.join("index.html").is_file(), "the report covers the cells that ran");
-    assert!(figures_in(&out).iter().any(|f| f == "noise-nines.svg"), "the cell after the failures is drawn");
+    // The page says what is there, not what a whole report would have had.
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(!html.contains("as SVG and PNG"), "the page promises PNGs that were skipped");
+    assert!(html.contains("as SVG; their PNG copies were skipped when the command was stopped"), "{html}");
 }
 
 #[test]
@@ -422,11 +395,11 @@ fn killed_mid_study_the_model_is_put_back_by_the_next_command(
 }
 
 /// The elements named `tag` under `node`, at any depth.
-fn elements<'a, 'i>(node: roxmltree::Node<'a, 'i>, tag: &str) -> Vec<roxmltree::Node<'a, 'i>> {
+pub fn elements<'a, 'i>(node: roxmltree::Node<'a, 'i>, tag: &str) -> Vec<roxmltree::Node<'a, 'i>> {
     node.descendants().filter(|n| n.has_tag_name(tag)).collect()
 }
 
-fn count_attr(node: roxmltree::Node, attr: &str) -> usize {
+pub fn count_attr(node: roxmltree::Node, attr: &str) -> usize {
     node.attribute(attr).unwrap_or_else(|| panic!("<{}> lacks {attr}", node.tag_name().name())).parse().unwrap()
 }
 

@@ -135,16 +135,7 @@ fn ends_within(child: &mut std::process::Child, limit: Duration, what: &str) -> 
 
 /// The pids of load supervisors started by rtbench process `parent`.
 fn load_supervisors_of(parent: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if text.contains("__load-supervisor") && text.contains(&format!("rtbench-load-{parent}-")) {
-            found.push(pid);
-        }
-    }
-    found
+    load_processes_of(parent, "__load-supervisor")
 }
 
 #[test]
@@ -169,6 +160,66 @@ fn a_first_signal_cuts_a_loads_settling_short_and_stops_the_load() {
     assert!(load_supervisors_of(pid).is_empty(), "the load outlived the run");
     let doc = lab.export_json(lab.last_run());
     assert_eq!(doc["run"]["status"], "interrupted");
+}
+
+/// The pids of load processes (supervisor or workers) of rtbench process `parent`, by a part of
+/// their command line.
+fn load_processes_of(parent: u32, role: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(role) && text.contains(&format!("rtbench-load-{parent}-")) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Kills a process the test stopped, however the test ends.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill").args(["-KILL", &self.0.to_string()]).status();
+    }
+}
+
+#[test]
+fn a_first_signal_ends_a_load_within_2_s_when_its_supervisor_cannot_clean_up() {
+    let lab = Lab::new();
+    let tmp = lab.dir.path().to_str().unwrap();
+    let mut child = lab
+        .cmd(&["load", "cpu", "-D", "60s", "-q", "--tmpdir", tmp])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let until = Instant::now() + Duration::from_secs(10);
+    while load_processes_of(pid, "__load-worker").is_empty() {
+        assert!(Instant::now() < until, "the load never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Past the load's first second: the command is loading, not starting.
+    std::thread::sleep(Duration::from_millis(1500));
+    let supervisors = load_supervisors_of(pid);
+    assert_eq!(supervisors.len(), 1, "one supervisor");
+    // A supervisor that cannot clean up: stopped, it takes no notice of the SIGTERM it is sent.
+    let _stopped = KillOnDrop(supervisors[0]);
+    signal(supervisors[0], "-STOP");
+    signal(pid, "-TERM");
+    // It waited 3 s for the supervisor (issue 29).
+    let code = ends_within(&mut child, Duration::from_secs(2), "a load whose supervisor is stopped");
+    assert_eq!(code, Some(143));
+    let until = Instant::now() + Duration::from_secs(1);
+    while !(load_supervisors_of(pid).is_empty() && load_processes_of(pid, "__load-worker").is_empty()) {
+        assert!(Instant::now() < until, "load processes outlived the command");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<_> = std::fs::read_dir(tmp).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(!left.iter().any(|n| n.to_string_lossy().starts_with("rtbench-load")), "{left:?}");
 }
 
 #[test]

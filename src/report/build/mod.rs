@@ -49,7 +49,7 @@ pub fn write(
         figs.extend(draw::cost_figure(costs));
         figs.extend(draw::monitor_figures(monitors));
         let pngs = render_files(&partial.join("figures"), &figs, skip_pngs)?;
-        let page = html(runs, costs, &figs, notes, findings);
+        let page = html(runs, costs, &figs, pngs, notes, findings);
         std::fs::write(partial.join("index.html"), &page)?;
         Ok(ReportFiles { index: out.join("index.html"), figures: figs.len(), pngs, html_bytes: page.len() })
     })();

@@ -45,8 +45,16 @@ impl Section {
     }
 }
 
-/// The whole page: the findings first, then a table of contents, then every section.
-pub fn html(runs: &[RunView], costs: &[RunView], figs: &[Figure], notes: &[ProbeNote], findings: &[Finding]) -> String {
+/// The whole page: the findings first, then a table of contents, then every section; `pngs`
+/// of the figures have a PNG copy beside their SVG.
+pub fn html(
+    runs: &[RunView],
+    costs: &[RunView],
+    figs: &[Figure],
+    pngs: usize,
+    notes: &[ProbeNote],
+    findings: &[Finding],
+) -> String {
     let labels = distinct(runs.iter().chain(costs).map(|r| r.label().to_string()));
     let drawn = Drawn(figs);
     let mut sections = summary(runs);
@@ -59,7 +67,7 @@ pub fn html(runs: &[RunView], costs: &[RunView], figs: &[Figure], notes: &[Probe
     let per_label = labels.iter().map(|l| drawn.html(&format!("label-{}-probes", file_safe(l)))).collect();
     sections.push(Section::new("per-label", "Per label", per_label));
     sections.push(Section::new("systems", "Systems", systems_section(runs, &labels)));
-    let mut b = heading(runs, &labels);
+    let mut b = heading(runs, &labels, files_note(figs.len(), pngs));
     b.push_str(&crate::report::findings::html(findings));
     b.push_str(&contents(&sections));
     for s in &sections {
@@ -76,17 +84,30 @@ fn contents(sections: &[Section]) -> String {
 }
 
 /// The title and what the page holds.
-fn heading(runs: &[RunView], labels: &[String]) -> String {
+fn heading(runs: &[RunView], labels: &[String], files: String) -> String {
     let mut b = String::new();
     let _ = write!(b, "<h1>rtbench report: {}</h1>", esc(&labels.join(" vs ")));
     let _ = write!(
         b,
-        r#"<p class="note">{} runs, generated {} by rtbench {}. Latencies in µs. Figures are also in <code>figures/</code> as SVG and PNG. ⚠ marks a run with caveats (hover for them).</p>"#,
+        r#"<p class="note">{} runs, generated {} by rtbench {}. Latencies in µs. {files} ⚠ marks a run with caveats (hover for them).</p>"#,
         runs.len(),
         crate::timefmt::now_rfc3339(),
         env!("CARGO_PKG_VERSION")
     );
     b
+}
+
+/// Which copies of the figures `figures/` holds: a report drawn by a command asked to stop has
+/// no PNGs, or only some (issue 29), and must not promise them.
+fn files_note(figures: usize, pngs: usize) -> String {
+    let redraw = "<code>rtbench report</code> draws them";
+    if pngs >= figures {
+        "Figures are also in <code>figures/</code> as SVG and PNG.".into()
+    } else if pngs == 0 {
+        format!("Figures are also in <code>figures/</code> as SVG; their PNG copies were skipped when the command was stopped ({redraw}).")
+    } else {
+        format!("Figures are also in <code>figures/</code> as SVG, {pngs} of the {figures} also as PNG; the other PNG copies were skipped when the command was stopped ({redraw}).")
+    }
 }
 
 /// The tables over every latency run.
@@ -244,4 +265,18 @@ fn system_html(label: &str, sys: &SystemSnapshot) -> String {
         let _ = write!(rows, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
     }
     format!(r#"<h3>{}</h3><table class="sys">{rows}</table>"#, esc(label))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::files_note;
+
+    #[test]
+    fn the_note_names_the_copies_that_are_there() {
+        assert!(files_note(4, 4).contains("as SVG and PNG."));
+        let some = files_note(4, 1);
+        assert!(some.contains("as SVG, 1 of the 4 also as PNG") && !some.contains("SVG and PNG"), "{some}");
+        let none = files_note(4, 0);
+        assert!(none.contains("as SVG; their PNG copies were skipped") && !none.contains("SVG and PNG"), "{none}");
+    }
 }

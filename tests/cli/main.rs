@@ -18,6 +18,7 @@ mod report;
 mod samplelog;
 mod signals;
 mod snapshot;
+mod split;
 mod steal;
 mod sysbench;
 mod wcet;

@@ -77,7 +77,12 @@ pub(super) struct Flow<'s> {
 impl Flow<'_> {
     /// The window of a pending breach, kept for the next checkpoint; its verdict is said.
     pub(super) fn take_breach(&mut self, tracer: &mut crate::trace::Tracer, cpu_of: &dyn Fn(u32) -> Option<usize>) {
-        if let Some(b) = tracer.service(self.start_ns, cpu_of) {
+        if let Some(mut b) = tracer.service(self.start_ns, cpu_of) {
+            let i = self.totals.iter().position(|t| t.index as u32 == b.thread);
+            if let Some(irq) = self.split.as_ref().zip(i).and_then(|(s, i)| s.irq_of(i, b.mono_ns, b.latency_ns)) {
+                b.irq_ns = Some(irq);
+                b.verdict = format!("{}; {}", b.verdict, split_words(irq, b.latency_ns));
+            }
             eprintln!(
                 "rtbench: breach {} on thread {}: {} µs at {:.3} s: {}",
                 b.seq,
@@ -246,6 +251,16 @@ impl Flow<'_> {
             })
             .collect()
     }
+}
+
+/// A breach's split, in words.
+fn split_words(irq_ns: u64, latency_ns: u64) -> String {
+    let us = |ns: u64| crate::units::fmt_ns_as_us(ns as f64);
+    format!(
+        "the timer interrupt ran {} µs late; the thread ran {} µs after it",
+        us(irq_ns),
+        us(latency_ns.saturating_sub(irq_ns))
+    )
 }
 
 /// Resolved samples to every sink, with their IRQ parts.

@@ -11,6 +11,8 @@ use crate::trace::split::{lock, Seen, SplitTracer};
 
 /// How long the end of a run waits for the reader to read the last expiries.
 const LAST_READ: Duration = Duration::from_secs(1);
+/// How long a breach waits for the reader to have read its sample's expiry.
+const BREACH_READ: Duration = Duration::from_millis(100);
 
 pub(super) struct SplitFlow {
     seen: Arc<Mutex<Seen>>,
@@ -52,6 +54,20 @@ impl SplitFlow {
         while lock(&self.seen).caught_up_ns < now && since.elapsed() < LAST_READ {
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// How late the timer interrupt of thread `i`'s sample due at `due_ns` (CLOCK_MONOTONIC)
+    /// and `latency_ns` late ran, once the reader has read past its wake-up (waiting a little
+    /// for it); None when its expiry is not (or no longer) there.
+    pub(super) fn irq_of(&self, i: usize, due_ns: u64, latency_ns: u64) -> Option<u64> {
+        let tid = *self.threads[i].0.get()?;
+        let since = Instant::now();
+        while lock(&self.seen).caught_up_ns <= due_ns + latency_ns && since.elapsed() < BREACH_READ {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let seen = lock(&self.seen);
+        let e = seen.by_pid.get(&tid)?.iter().find(|e| e.due_ns == due_ns)?;
+        Some(e.ran_ns.saturating_sub(due_ns))
     }
 
     pub(super) fn irq(&self, i: usize) -> IrqSplit {

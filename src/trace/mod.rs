@@ -218,7 +218,8 @@ fn window(text: &str, s: &Around, (from, to): (u64, u64)) -> Breach {
             detail: e.detail.to_string(),
         })
         .collect();
-    Breach { seq, thread, cpu, t_ns, mono_ns: t0, latency_ns: t1 - t0, verdict: a.verdict, causes: a.causes, window }
+    let (latency_ns, verdict, causes) = (t1 - t0, a.verdict, a.causes);
+    Breach { seq, thread, cpu, t_ns, mono_ns: t0, latency_ns, irq_ns: None, verdict, causes, window }
 }
 
 /// "FIFO" or "RR" for a real-time task still running, from field 41 of its stat.

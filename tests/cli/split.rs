@@ -87,8 +87,18 @@ fn a_real_time_burst_is_blamed_on_scheduling_not_on_the_interrupt() {
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let b = &doc["breaches"][0];
     let start = b["mono_ns"].as_u64().expect("a breach during a burst") - b["t_ns"].as_u64().unwrap();
+    let samples = &samples(&lab, lab.last_run())[&0];
+    // Each breach says its split, the same as its stored sample's.
+    for b in doc["breaches"].as_array().unwrap() {
+        let t = b["t_ns"].as_u64().unwrap();
+        let sample = samples.iter().find(|s| s.0 == t).expect("the breach's sample is stored");
+        let irq = b["irq_ns"].as_u64().expect("a breach of a split run has its IRQ part");
+        assert_eq!(Some(irq), sample.2, "the breach's split is its sample's");
+        let verdict = b["verdict"].as_str().unwrap();
+        assert!(verdict.contains("the timer interrupt ran") && verdict.contains("the thread ran"), "{verdict}");
+    }
     let mut blamed = 0;
-    for &(t, latency, irq) in &samples(&lab, lab.last_run())[&0] {
+    for &(t, latency, irq) in samples {
         let due = start + t;
         // Due while the busy loop held the CPU, at least 1 ms before it let go: the thread
         // waited for the CPU, whatever its interrupt did.

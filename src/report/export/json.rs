@@ -176,6 +176,7 @@ mod tests {
             t_ns: 0,
             mono_ns: 0,
             latency_ns: 9,
+            irq_ns: None,
             verdict,
             causes,
             window,

@@ -103,6 +103,15 @@ pub struct Run {
 }
 
 impl Run {
+    /// `--split`: the IRQ part of every thread's samples merged; None when a thread was not split.
+    pub fn irq_total(&self) -> Option<Stats> {
+        let mut total = Stats::default();
+        for t in &self.threads {
+            total.merge(&t.irq.as_ref()?.stats);
+        }
+        Some(total)
+    }
+
     pub fn new(header: RunHeader, threads: Vec<ThreadResult>) -> Run {
         let mut total = Stats::default();
         for t in &threads {

@@ -142,3 +142,27 @@ fn split_is_refused_for_a_probe_without_a_timer() {
     let lab = Lab::new();
     assert_rejected(&lab.run(&["gtod", "--split", "-l", "10"]), "--split");
 }
+
+#[test]
+fn compare_sets_the_irq_part_of_two_split_labels_beside_their_wake_up_latency() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    for label in ["a", "b"] {
+        lab.ok(&["timer", "-t", "1", "-a", "1", "--split", "-l", "300", "-q", "--label", label]);
+    }
+    lab.ok(&["timer", "-t", "1", "-a", "1", "-l", "300", "-q", "--label", "plain"]);
+    let table = lab.ok(&["compare", "--baseline", "a", "b"]);
+    let irq_p99 = table.lines().find(|l| l.contains("irq p99 ")).unwrap_or_else(|| panic!("{table}"));
+    let stored = |label: &str| {
+        let runs = lab.runs();
+        let id = runs.as_array().unwrap().iter().find(|r| r["label"] == label).unwrap()["id"].as_i64().unwrap();
+        lab.export_json(id)["threads"][0]["irq"]["percentiles_ns"]["99"].as_u64().unwrap()
+    };
+    let us = |ns: u64| format!("{:.3}", ns as f64 / 1000.0);
+    assert!(irq_p99.contains(&us(stored("a"))) && irq_p99.contains(&us(stored("b"))), "{irq_p99}");
+    let unsplit = lab.ok(&["compare", "--baseline", "a", "plain"]);
+    assert!(!unsplit.contains("irq "), "a label not split has no IRQ part to compare: {unsplit}");
+}

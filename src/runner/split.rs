@@ -11,6 +11,9 @@ use crate::trace::split::{lock, Seen, SplitTracer};
 
 /// How long the end of a run waits for the reader to read the last expiries.
 const LAST_READ: Duration = Duration::from_secs(1);
+/// How far behind the reader may be before the samples it has not read are unmatched: memory
+/// stays bounded over a long run whatever the reader does.
+const STALE: Duration = Duration::from_secs(5);
 /// How long a breach waits for the reader to have read its sample's expiry.
 const BREACH_READ: Duration = Duration::from_millis(100);
 
@@ -24,8 +27,12 @@ pub(super) struct SplitFlow {
 
 impl SplitFlow {
     pub(super) fn new(tracer: &SplitTracer, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
+        SplitFlow::reading(tracer.seen(), tids)
+    }
+
+    fn reading(seen: Arc<Mutex<Seen>>, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
         let threads = tids.into_iter().map(|t| (t, Pairing::default())).collect();
-        SplitFlow { seen: tracer.seen(), threads, out: Resolved::default() }
+        SplitFlow { seen, threads, out: Resolved::default() }
     }
 
     pub(super) fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
@@ -39,7 +46,9 @@ impl SplitFlow {
         let (tid, pairing) = &mut self.threads[i];
         if let Some(tid) = tid.get() {
             let mut seen = lock(&self.seen);
-            let caught_up = seen.caught_up_ns;
+            // A reader that stopped (or fell far behind) must not make the samples wait for
+            // ever: what it has not read within STALE is unmatched.
+            let caught_up = seen.caught_up_ns.max(crate::sys::now_ns().saturating_sub(STALE.as_nanos() as u64));
             let expiries = seen.by_pid.entry(*tid).or_default();
             pairing.resolve(start_ns, expiries, caught_up, &mut self.out);
         }
@@ -79,5 +88,26 @@ impl SplitFlow {
         for (_, p) in &mut self.threads {
             p.split = IrqSplit::default();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that never reads (it stopped on an error) would keep every sample of a
+    /// monitor's days in memory: past STALE they are unmatched, and a recent one still waits.
+    #[test]
+    fn samples_a_stopped_reader_never_read_are_unmatched_after_a_while_not_kept() {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let tid = Arc::new(OnceLock::new());
+        tid.set(7).unwrap();
+        let mut flow = SplitFlow::reading(seen, vec![tid]);
+        let now = crate::sys::now_ns();
+        let start = now - 2 * STALE.as_nanos() as u64;
+        flow.push(0, &[(1_000_000, 50_000), (2 * STALE.as_nanos() as u64 - 1_000_000, 50_000)]);
+        flow.resolve(0, start, false);
+        assert_eq!(flow.out.irq, [None], "the old sample is settled unmatched, the recent one waits");
+        assert_eq!(flow.irq(0).unmatched, 1);
     }
 }

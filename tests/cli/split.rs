@@ -166,3 +166,25 @@ fn compare_sets_the_irq_part_of_two_split_labels_beside_their_wake_up_latency() 
     let unsplit = lab.ok(&["compare", "--baseline", "a", "plain"]);
     assert!(!unsplit.contains("irq "), "a label not split has no IRQ part to compare: {unsplit}");
 }
+
+#[test]
+fn a_study_splits_its_timer_cells_by_default_and_only_those() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    let out = lab.path("report");
+    lab.ok(&["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "-o", out.to_str().unwrap()]);
+    let runs = lab.runs();
+    let probe_of = |r: &serde_json::Value| r["probe"].as_str().unwrap().to_string();
+    let mut seen_timer = false;
+    for r in runs.as_array().unwrap() {
+        let doc = lab.export_json(r["id"].as_i64().unwrap());
+        let split = doc["threads"].as_array().unwrap().iter().all(|t| t["irq"]["count"].as_u64().is_some());
+        let timer = probe_of(r) == "timer";
+        seen_timer |= timer;
+        assert_eq!(split, timer, "{} cell split: {split}", probe_of(r));
+    }
+    assert!(seen_timer, "the study has a timer cell");
+}

@@ -184,34 +184,7 @@ impl Store {
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
-            let mut up = tx.prepare_cached(
-                "INSERT OR REPLACE INTO threads (run_id, thread, cpu, count, overruns, min_ns, max_ns, sum_ns, sumsq_ns, histogram)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?;
-            let mut irq = tx.prepare_cached(
-                "INSERT OR REPLACE INTO irq (run_id, thread, count, unmatched, min_ns, max_ns, sum_ns, sumsq_ns, histogram)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            for t in threads {
-                let (s, [min, max, sum, sumsq, blob]) = (&t.stats, stats_columns(&t.stats)?);
-                up.execute(params![
-                    id,
-                    t.thread,
-                    t.cpu,
-                    s.count as i64,
-                    s.overruns as i64,
-                    min,
-                    max,
-                    sum,
-                    sumsq,
-                    blob
-                ])?;
-                if let Some(x) = &t.irq {
-                    let [min, max, sum, sumsq, blob] = stats_columns(&x.stats)?;
-                    let (count, unmatched) = (x.stats.count as i64, x.unmatched as i64);
-                    irq.execute(params![id, t.thread, count, unmatched, min, max, sum, sumsq, blob])?;
-                }
-            }
+            put_threads(&tx, id, threads)?;
             let mut env = tx.prepare_cached(
                 "INSERT OR REPLACE INTO envelope (run_id, thread, idx, min_ns, max_ns, sum_ns, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
@@ -418,6 +391,28 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
+}
+
+/// Each thread's statistics, and their IRQ part when the run was split (`--split`).
+fn put_threads(tx: &rusqlite::Transaction, id: i64, threads: &[ThreadResult]) -> Result<()> {
+    let mut up = tx.prepare_cached(
+        "INSERT OR REPLACE INTO threads (run_id, thread, cpu, count, overruns, min_ns, max_ns, sum_ns, sumsq_ns, histogram)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    let mut irq = tx.prepare_cached(
+        "INSERT OR REPLACE INTO irq (run_id, thread, count, unmatched, min_ns, max_ns, sum_ns, sumsq_ns, histogram)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for t in threads {
+        let (s, [min, max, sum, sumsq, blob]) = (&t.stats, stats_columns(&t.stats)?);
+        up.execute(params![id, t.thread, t.cpu, s.count as i64, s.overruns as i64, min, max, sum, sumsq, blob])?;
+        if let Some(x) = &t.irq {
+            let [min, max, sum, sumsq, blob] = stats_columns(&x.stats)?;
+            let (count, unmatched) = (x.stats.count as i64, x.unmatched as i64);
+            irq.execute(params![id, t.thread, count, unmatched, min, max, sum, sumsq, blob])?;
+        }
+    }
+    Ok(())
 }
 
 /// Statistics as the `threads` and `irq` tables hold them: min, max, sum, sum of squares and

@@ -156,15 +156,15 @@ fn drive(
     let bound = STOP_GRACE + Duration::from_nanos(cfg.probe.step_ns());
     join(&mut run, threads, bound, &mut warnings)?;
     params.ran = run.ran();
-    run.end_split();
-    if let Some(record) = session.with(|t: &mut crate::trace::split::SplitTracer| t.record()) {
-        params.split = Some(record);
-    }
-    // A breach of the last moments is still taken.
+    // A breach of the last moments is still taken (before the split settles its sample).
     session.with(|t: &mut crate::trace::Tracer| {
         run.take_breach(t, &|thread| cpu_of(cfg, thread));
         params.breach = Some(t.record());
     });
+    run.end_split();
+    if let Some(record) = session.with(|t: &mut crate::trace::split::SplitTracer| t.record()) {
+        params.split = Some(record);
+    }
     wind_up(&mut run)?;
     warnings.extend(run.sinks.warnings());
     let watched = run.watch.is_some();

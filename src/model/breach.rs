@@ -62,6 +62,10 @@ pub struct Breach {
     /// The same instant on CLOCK_MONOTONIC, to line it up with other logs of the machine.
     pub mono_ns: u64,
     pub latency_ns: u64,
+    /// With `--split`: how late the sample's timer interrupt ran (the rest of `latency_ns` is
+    /// the thread's wait after it); absent when not split or its expiry was not matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_ns: Option<u64>,
     /// One line naming the main cause and its share of the delay.
     pub verdict: String,
     /// Largest first.

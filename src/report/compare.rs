@@ -236,13 +236,20 @@ fn pair(b: &RunView, c: &RunView, conditions: &[Condition]) -> Pair {
             .collect();
         return Pair { probe, load, unit: metric.unit, better: metric.better, stats, checks };
     }
-    let stats = STATS
-        .iter()
-        .map(|stat| {
-            let (vb, vc) = (value(&b.data.total, stat), value(&c.data.total, stat));
-            StatRatio { stat: stat.to_string(), baseline: vb, label: vc, ratio: ratio(vb, vc) }
-        })
-        .collect();
+    let ratios = |prefix: &str, sb: &Stats, sc: &Stats| -> Vec<StatRatio> {
+        STATS
+            .iter()
+            .map(|stat| {
+                let (vb, vc) = (value(sb, stat), value(sc, stat));
+                StatRatio { stat: format!("{prefix}{stat}"), baseline: vb, label: vc, ratio: ratio(vb, vc) }
+            })
+            .collect()
+    };
+    let mut stats = ratios("", &b.data.total, &c.data.total);
+    // Both runs split (`--split`): which side of the wake-up changed, the interrupt's too.
+    if let (Some(ib), Some(ic)) = (b.data.irq_total(), c.data.irq_total()) {
+        stats.extend(ratios("irq ", &ib, &ic));
+    }
     let checks = conditions.iter().map(|cond| cond.check(&probe, &load, &b.data.total, &c.data.total)).collect();
     Pair { probe, load, unit: metric.unit, better: metric.better, stats, checks }
 }

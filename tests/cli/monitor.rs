@@ -189,6 +189,42 @@ fn metrics_need_the_token_and_count_every_sample_of_each_cpu() {
 }
 
 #[test]
+fn with_split_the_metrics_hold_the_irq_latency_beside_the_wake_up_latency() {
+    if !is_root() {
+        skip("--split traces the kernel's timers, which needs root");
+        return;
+    }
+    let _one = crate::breach::TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    let mut m = Monitor::start(&lab, &["--split", "--window", "2s", "--listen", "127.0.0.1:0"]);
+    let addr = m.address();
+    let series = |name: &str| format!("{name}{{cpu=\"0\",probe=\"timer\"}}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        let body = get(&addr, "/metrics", None).1;
+        if body.contains("window=\"last\"") {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "no closed window shown: {body}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let count = value(&body, &series("rtbench_latency_seconds_count")).unwrap();
+    let irq = value(&body, &series("rtbench_irq_latency_seconds_count")).expect(&body);
+    assert!(irq > 0.0 && irq <= count, "IRQ latencies of matched wake-ups only: {irq} of {count}");
+    let inf = "rtbench_irq_latency_seconds_bucket{le=\"+Inf\",cpu=\"0\",probe=\"timer\"}";
+    assert_eq!(value(&body, inf), Some(irq));
+    let (irq_sum, sum) = (
+        value(&body, &series("rtbench_irq_latency_seconds_sum")),
+        value(&body, &series("rtbench_latency_seconds_sum")),
+    );
+    assert!(irq_sum.unwrap() <= sum.unwrap(), "a wake-up's IRQ part is within it");
+    // Ended as a user would: a killed split run's instance would be removed (and said) by the
+    // next rtbench command, another test's.
+    m.signal("-TERM");
+    assert_eq!(m.wait(Duration::from_secs(20)), Some(143));
+}
+
+#[test]
 fn bad_monitor_flags_are_refused_with_the_flag_named() {
     let lab = Lab::new();
     assert_rejected(&lab.run(&["monitor", "--threshold", "fast", "-D", "1s"]), "--threshold");

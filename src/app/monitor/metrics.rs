@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 use crate::model::ThreadResult;
 use crate::runner::segment::Closed;
 use crate::runner::sink::{Checkpoint, Sink};
+use crate::stats::Stats;
 
 /// Upper bounds of the exported buckets: 1-2-5 steps from 1 µs to 10 s, in ns.
 pub const BOUNDS_NS: [u64; 22] = {
@@ -60,6 +61,8 @@ impl Series {
 pub struct Snapshot {
     pub thresholds_ns: Vec<u64>,
     pub series: Vec<Series>,
+    /// `--split`: the IRQ latency of each thread's samples, as `series` holds the thread's.
+    pub irq: Vec<Series>,
 }
 
 pub type Shared = Arc<Mutex<Snapshot>>;
@@ -82,34 +85,72 @@ pub fn window_series(cpu: String, hist: &Histogram<u64>, thresholds_ns: &[u64]) 
     s
 }
 
-/// The runner's side: folds closed windows into a base and publishes base + current window.
+/// The runner's side: folds closed windows into a base and publishes base + current window,
+/// of the threads' latencies and (`--split`) of their IRQ part.
 pub struct MetricsSink {
     pub shared: Shared,
     thresholds_ns: Vec<u64>,
     /// Everything of the windows that closed, per thread.
     base: Vec<Series>,
+    base_irq: Vec<Series>,
+}
+
+/// The statistics a series counts: the thread's latency, or (`irq`) its IRQ part.
+fn part(t: &ThreadResult, irq: bool) -> Option<&Stats> {
+    if irq {
+        t.irq.as_ref().map(|x| &x.stats)
+    } else {
+        Some(&t.stats)
+    }
 }
 
 impl MetricsSink {
     pub fn new(shared: Shared, thresholds_ns: Vec<u64>) -> MetricsSink {
         shared.lock().unwrap_or_else(|e| e.into_inner()).thresholds_ns = thresholds_ns.clone();
-        MetricsSink { shared, thresholds_ns, base: Vec::new() }
+        MetricsSink { shared, thresholds_ns, base: Vec::new(), base_irq: Vec::new() }
     }
 
-    fn window(&self, t: &ThreadResult) -> Series {
+    fn window(&self, t: &ThreadResult, stats: &Stats) -> Series {
         let cpu = t.cpu.map_or_else(|| format!("t{}", t.thread), |c| c.to_string());
-        let mut s = window_series(cpu, &t.stats.hist, &self.thresholds_ns);
-        s.count = t.stats.count;
-        s.sum_ns = t.stats.sum;
-        s.max_current_ns = t.stats.max;
+        let mut s = window_series(cpu, &stats.hist, &self.thresholds_ns);
+        s.count = stats.count;
+        s.sum_ns = stats.sum;
+        s.max_current_ns = stats.max;
         s
     }
 
-    fn base_of(&mut self, i: usize, cpu: &str) -> &mut Series {
-        while self.base.len() <= i {
-            self.base.push(Series::new(cpu.to_string(), self.thresholds_ns.len()));
+    fn base_of(&mut self, irq: bool, i: usize, cpu: &str) -> &mut Series {
+        let n = self.thresholds_ns.len();
+        let base = if irq { &mut self.base_irq } else { &mut self.base };
+        while base.len() <= i {
+            base.push(Series::new(cpu.to_string(), n));
         }
-        &mut self.base[i]
+        &mut base[i]
+    }
+
+    /// Per thread, the closed windows and the current one of the thread's latency or IRQ part.
+    fn totals(&mut self, threads: &[ThreadResult], irq: bool) -> Vec<Series> {
+        let mut series = Vec::with_capacity(threads.len());
+        for (i, t) in threads.iter().enumerate() {
+            let Some(stats) = part(t, irq) else { continue };
+            let window = self.window(t, stats);
+            let base = self.base_of(irq, i, &window.cpu);
+            let mut total =
+                Series { max_current_ns: window.max_current_ns, max_last_ns: base.max_last_ns, ..base.clone() };
+            total.add(&window);
+            series.push(total);
+        }
+        series
+    }
+
+    fn close(&mut self, threads: &[ThreadResult], irq: bool) {
+        for (i, t) in threads.iter().enumerate() {
+            let Some(stats) = part(t, irq) else { continue };
+            let window = self.window(t, stats);
+            let base = self.base_of(irq, i, &window.cpu);
+            base.add(&window);
+            base.max_last_ns = Some(window.max_current_ns);
+        }
     }
 }
 
@@ -119,26 +160,15 @@ impl Sink for MetricsSink {
     }
 
     fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
-        let mut series = Vec::with_capacity(cp.threads.len());
-        for (i, t) in cp.threads.iter().enumerate() {
-            let window = self.window(t);
-            let base = self.base_of(i, &window.cpu);
-            let mut total =
-                Series { max_current_ns: window.max_current_ns, max_last_ns: base.max_last_ns, ..base.clone() };
-            total.add(&window);
-            series.push(total);
-        }
-        self.shared.lock().unwrap_or_else(|e| e.into_inner()).series = series;
+        let (series, irq) = (self.totals(cp.threads, false), self.totals(cp.threads, true));
+        let mut snap = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        (snap.series, snap.irq) = (series, irq);
         Ok(())
     }
 
     fn window_closed(&mut self, closed: &Closed) -> Result<Option<i64>> {
-        for (i, t) in closed.threads.iter().enumerate() {
-            let window = self.window(t);
-            let base = self.base_of(i, &window.cpu);
-            base.add(&window);
-            base.max_last_ns = Some(window.max_current_ns);
-        }
+        self.close(closed.threads, false);
+        self.close(closed.threads, true);
         Ok(None)
     }
 }
@@ -180,7 +210,7 @@ mod tests {
         let result = |ns: &[u64]| {
             let mut stats = crate::stats::Stats::default();
             ns.iter().for_each(|n| stats.record(*n));
-            ThreadResult { thread: 0, cpu: Some(1), stats }
+            ThreadResult { thread: 0, cpu: Some(1), stats, irq: None }
         };
         let first = [result(&[5_000, 300_000])];
         sink.checkpoint(&cp(&first)).unwrap();
@@ -191,5 +221,29 @@ mod tests {
         assert_eq!((s.cpu.as_str(), s.count, s.sum_ns), ("1", 3, 312_000));
         assert_eq!(s.over, vec![1]);
         assert_eq!((s.max_current_ns, s.max_last_ns), (7_000, Some(300_000)));
+        assert!(shared.lock().unwrap().irq.is_empty(), "a run not split has no IRQ series");
+    }
+
+    #[test]
+    fn the_irq_part_accumulates_beside_the_thread_s_own() {
+        let shared = Shared::default();
+        let mut sink = MetricsSink::new(Arc::clone(&shared), vec![100_000]);
+        let result = |ns: &[(u64, u64)]| {
+            let (mut stats, mut irq) = (crate::stats::Stats::default(), crate::model::IrqSplit::default());
+            ns.iter().for_each(|(n, i)| {
+                stats.record(*n);
+                irq.stats.record(*i);
+            });
+            ThreadResult { thread: 0, cpu: Some(1), stats, irq: Some(irq) }
+        };
+        let first = [result(&[(5_000, 2_000), (300_000, 250_000)])];
+        sink.checkpoint(&cp(&first)).unwrap();
+        sink.window_closed(&Closed { threads: &first, more: true }).unwrap();
+        sink.checkpoint(&cp(&[result(&[(7_000, 1_000)])])).unwrap();
+        let snap = shared.lock().unwrap().clone();
+        let (s, i) = (&snap.series[0], &snap.irq[0]);
+        assert_eq!((s.count, s.sum_ns), (3, 312_000));
+        assert_eq!((i.cpu.as_str(), i.count, i.sum_ns, i.over.clone()), ("1", 3, 253_000, vec![1]));
+        assert_eq!((i.max_current_ns, i.max_last_ns), (1_000, Some(250_000)));
     }
 }

@@ -11,7 +11,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::metrics::{Shared, BOUNDS_NS};
+use super::metrics::{Series, Shared, BOUNDS_NS};
 
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -94,19 +94,11 @@ impl Collector for Exposition {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let snap = self.shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let probe = self.probe;
-        let buckets: Vec<f64> = BOUNDS_NS.iter().map(|b| *b as f64 / 1e9).chain([f64::INFINITY]).collect();
         let help = "Latency since the monitor started: timer wake-ups, or gaps in a busy loop for noise";
-        let mut family =
-            encoder.encode_descriptor("rtbench_latency", help, Some(&Unit::Seconds), MetricType::Histogram)?;
-        for s in &snap.series {
-            let pairs: Vec<(f64, u64)> = buckets.iter().copied().zip(s.buckets.iter().copied()).collect();
-            let labels = [("cpu", s.cpu.as_str()), ("probe", probe)];
-            family.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
-                s.sum_ns as f64 / 1e9,
-                s.count,
-                &pairs,
-                None,
-            )?;
+        histogram(&mut encoder, "rtbench_latency", help, &snap.series, probe)?;
+        if !snap.irq.is_empty() {
+            let help = "With --split: how late the timer interrupt of each wake-up ran since the monitor started";
+            histogram(&mut encoder, "rtbench_irq_latency", help, &snap.irq, probe)?;
         }
         let help = "Largest latency of the current window and of the last closed one";
         let mut family =
@@ -142,4 +134,22 @@ impl Collector for Exposition {
         }
         Ok(())
     }
+}
+
+/// One latency histogram per CPU, in seconds, on the buckets of [`BOUNDS_NS`].
+fn histogram(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: &[Series],
+    probe: &str,
+) -> Result<(), std::fmt::Error> {
+    let buckets: Vec<f64> = BOUNDS_NS.iter().map(|b| *b as f64 / 1e9).chain([f64::INFINITY]).collect();
+    let mut family = encoder.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
+    for s in series {
+        let pairs: Vec<(f64, u64)> = buckets.iter().copied().zip(s.buckets.iter().copied()).collect();
+        let labels = [("cpu", s.cpu.as_str()), ("probe", probe)];
+        family.encode_family(&labels)?.encode_histogram::<NoLabelSet>(s.sum_ns as f64 / 1e9, s.count, &pairs, None)?;
+    }
+    Ok(())
 }

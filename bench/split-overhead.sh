@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# What `--split` costs the measurement: `timer` with and without `--split`, interleaved rounds,
+# idle machine. The split's events are written on the measured CPU by the kernel (two per
+# sample), and the runner pairs every sample off that CPU; this shows what that adds to the
+# thread latency.
+#
+#   bench/split-overhead.sh [ROUNDS] [SECONDS]        (defaults: 5 rounds of 10 s per variant)
+#
+# Needs root (tracing, FIFO priority), python3 and a release build (`cargo build --release`; set
+# RTBENCH for another binary). Each round runs both variants, alternating which goes first, one
+# thread on CPU 1 at FIFO 95 every 1 ms like bench/vs-cyclictest.sh, and prints each variant's
+# mean and p99 of the thread latency (JSON export) and the split's matched fraction; then the
+# medians and the ratios split / plain.
+set -euo pipefail
+
+ROUNDS=${1:-5}
+SECS=${2:-10}
+here=$(cd "$(dirname "$0")/.." && pwd)
+RTBENCH=${RTBENCH:-$here/target/release/rtbench}
+[ -x "$RTBENCH" ] || { echo "split-overhead: $RTBENCH not found; run 'cargo build --release' first" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "split-overhead: tracing needs root" >&2; exit 2; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+db=$tmp/rtbench.db
+
+run() { # variant round
+    local extra=()
+    [ "$1" = split ] && extra=(--split)
+    "$RTBENCH" timer -t 1 -a 1 -p 95 -i 1000 -D "${SECS}s" -q --db "$db" "${extra[@]}" >"$tmp/$1.$2.out" 2>&1
+    "$RTBENCH" export "$("$RTBENCH" runs --db "$db" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')" \
+        --db "$db" --format json >"$tmp/$1.$2.json"
+}
+
+echo "settings: timer -t 1 -a 1 -p 95 -i 1000, ${SECS} s per run, ${ROUNDS} rounds; with and without --split"
+for r in $(seq 1 "$ROUNDS"); do
+    echo "round $r/$ROUNDS ..."
+    if [ $((r % 2)) -eq 1 ]; then run plain "$r"; run split "$r"; else run split "$r"; run plain "$r"; fi
+done
+
+python3 - "$tmp" "$ROUNDS" <<'PY'
+import json, statistics, sys
+tmp, rounds = sys.argv[1], int(sys.argv[2])
+def get(v, r):
+    d = json.load(open(f"{tmp}/{v}.{r}.json"))
+    t, irq = d["total"], d["threads"][0].get("irq")
+    matched = irq["count"] / (irq["count"] + irq["unmatched"]) if irq else None
+    return t["mean_ns"] / 1000, t["percentiles_ns"]["99"] / 1000, matched
+rows = [(r, get("plain", r), get("split", r)) for r in range(1, rounds + 1)]
+print("\nall values in µs\nround  plain_avg plain_p99   split_avg  split_p99  matched")
+for r, p, s in rows:
+    m = "(not split!)" if s[2] is None else f"{100 * s[2]:.2f} %"
+    print(f"{r:>5} {p[0]:>10.2f} {p[1]:>9.2f} {s[0]:>11.2f} {s[1]:>10.2f}  {m}")
+med = lambda i, k: statistics.median(x[i][k] for x in rows)
+print(f"  med {med(1,0):>10.2f} {med(1,1):>9.2f} {med(2,0):>11.2f} {med(2,1):>10.2f}")
+print(f"\nratio split/plain  avg: {med(2,0)/med(1,0):.3f}  p99: {med(2,1)/med(1,1):.3f}")
+PY

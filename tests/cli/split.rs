@@ -1,0 +1,190 @@
+//! `--split`: every timer sample split into its IRQ and scheduling parts from hrtimer trace
+//! events, checked sample by sample, and the split's trace instance never left behind.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::breach::{can_trace, run_ended_by, tracing_state, HOG, TRACEFS, TRACING};
+use crate::helpers::*;
+
+/// 2000 samples at 2.5 ms: about 5 s, every sample kept in the store (and so in the export).
+const RUN: [&str; 12] = ["timer", "-t", "1", "-a", "1", "--split", "-i", "2500", "-l", "2000", "-q", "--json"];
+
+/// Per thread, the stored samples: (time offset, latency, IRQ latency if matched).
+fn samples(lab: &Lab, id: i64) -> HashMap<u64, Vec<(u64, u64, Option<u64>)>> {
+    let csv = lab.ok(&["export", &id.to_string(), "--format", "samples"]);
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("thread,t_ns,latency_ns,irq_ns"), "a split run's samples carry their IRQ part");
+    let mut out: HashMap<u64, Vec<_>> = HashMap::new();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        let irq = (!f[3].is_empty()).then(|| f[3].parse().unwrap());
+        out.entry(f[0].parse().unwrap()).or_default().push((f[1].parse().unwrap(), f[2].parse().unwrap(), irq));
+    }
+    out
+}
+
+#[test]
+fn idle_nearly_every_sample_is_matched_and_no_irq_part_exceeds_its_sample() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let before = tracing_state();
+    let lab = Lab::new();
+    let json = lab.path("run.json");
+    lab.ok(&[&RUN[..], &[json.to_str().unwrap()]].concat());
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_valid_export(&doc);
+    let (t, irq) = (&doc["threads"][0], &doc["threads"][0]["irq"]);
+    let (count, matched, unmatched) =
+        (t["count"].as_u64().unwrap(), irq["count"].as_u64().unwrap(), irq["unmatched"].as_u64().unwrap());
+    assert_eq!(matched + unmatched, count, "every sample is matched or counted unmatched");
+    assert!(matched as f64 >= 0.99 * count as f64, "{matched} of {count} matched");
+    let samples = &samples(&lab, lab.last_run())[&0];
+    assert_eq!(samples.len() as u64, count);
+    assert_eq!(samples.iter().filter(|s| s.2.is_some()).count() as u64, matched);
+    for &(t, latency, irq) in samples {
+        // The handler runs before the thread it wakes reads the clock: no clock-read slack.
+        if let Some(irq) = irq {
+            assert!(irq <= latency, "sample at {t} ns: IRQ {irq} ns > thread {latency} ns");
+        }
+    }
+    let shown = lab.ok(&["show", &lab.last_run().to_string()]);
+    let irq_line = shown.lines().find(|l| l.trim_start().starts_with("IRQ")).expect("an IRQ line");
+    assert!(irq_line.contains(&format!("C:{matched:>10}")) && irq_line.contains("Unmatched:"), "{shown}");
+    assert_eq!(tracing_state(), before, "tracing is as it was");
+}
+
+#[test]
+fn a_real_time_burst_is_blamed_on_scheduling_not_on_the_interrupt() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    let script = lab.path("hog.py");
+    std::fs::write(&script, HOG).unwrap();
+    let mut hog = Command::new("python3")
+        .args([script.to_str().unwrap(), "1", "5", "0.005"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The breach tracer beside the split: its windows give the run's start on CLOCK_MONOTONIC.
+    let json = lab.path("run.json");
+    lab.ok(&[&RUN[..], &[json.to_str().unwrap(), "--breach", "2000", "--breach-max", "30"]].concat());
+    let bursts: Vec<(u64, u64)> = BufReader::new(hog.stdout.take().unwrap())
+        .lines()
+        .map(|l| {
+            let l = l.unwrap();
+            let (a, b) = l.split_once(' ').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert!(hog.wait().unwrap().success(), "the busy loop ran");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let b = &doc["breaches"][0];
+    let start = b["mono_ns"].as_u64().expect("a breach during a burst") - b["t_ns"].as_u64().unwrap();
+    let samples = &samples(&lab, lab.last_run())[&0];
+    // Each breach says its split, the same as its stored sample's.
+    for b in doc["breaches"].as_array().unwrap() {
+        let t = b["t_ns"].as_u64().unwrap();
+        let sample = samples.iter().find(|s| s.0 == t).expect("the breach's sample is stored");
+        let irq = b["irq_ns"].as_u64().expect("a breach of a split run has its IRQ part");
+        assert_eq!(Some(irq), sample.2, "the breach's split is its sample's");
+        let verdict = b["verdict"].as_str().unwrap();
+        assert!(verdict.contains("the timer interrupt ran") && verdict.contains("the thread ran"), "{verdict}");
+    }
+    let mut blamed = 0;
+    for &(t, latency, irq) in samples {
+        let due = start + t;
+        // Due while the busy loop held the CPU, at least 1 ms before it let go: the thread
+        // waited for the CPU, whatever its interrupt did.
+        if !bursts.iter().any(|&(a, end)| due >= a && due + 1_000_000 <= end) {
+            continue;
+        }
+        let irq = irq.unwrap_or_else(|| panic!("the sample at {t} ns during a burst was matched"));
+        assert!((latency - irq) * 5 >= latency * 4, "sample at {t} ns: IRQ {irq} of {latency} ns");
+        blamed += 1;
+    }
+    assert!(blamed >= 3, "samples due during the bursts: {blamed}");
+}
+
+#[test]
+fn a_killed_split_run_leaves_its_instance_to_the_next_command_which_removes_it() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let before = tracing_state();
+    let lab = Lab::new();
+    let state = lab.path("state");
+    run_ended_by(&lab, &state, "-INT", &["--split"]);
+    assert_eq!(tracing_state(), before, "SIGINT: tracing is as it was");
+
+    let pid = run_ended_by(&lab, &state, "-KILL", &["--split", "--breach", "100000"]);
+    let split = Path::new(TRACEFS).join("instances").join(format!("rtbench-split-{pid}"));
+    assert!(split.is_dir(), "a killed run cannot remove its instance: {}", split.display());
+    assert!(state.join(format!("split-trace-{pid}.json")).is_file(), "its journal says so");
+    assert!(state.join(format!("trace-{pid}.json")).is_file(), "beside the breach tracer's");
+    let out = lab.cmd(&["runs"]).env("RTBENCH_STATE_DIR", &state).output().unwrap();
+    let said = text(&out.stderr);
+    assert_eq!(said.matches("removed the trace instance").count(), 2, "{said}");
+    assert!(!split.exists(), "the next command removed it");
+    assert!(!state.join(format!("split-trace-{pid}.json")).exists(), "and its journal");
+    assert_eq!(tracing_state(), before, "SIGKILL and one more command: tracing is as it was");
+}
+
+#[test]
+fn split_is_refused_for_a_probe_without_a_timer() {
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["gtod", "--split", "-l", "10"]), "--split");
+}
+
+#[test]
+fn compare_sets_the_irq_part_of_two_split_labels_beside_their_wake_up_latency() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    for label in ["a", "b"] {
+        lab.ok(&["timer", "-t", "1", "-a", "1", "--split", "-l", "300", "-q", "--label", label]);
+    }
+    lab.ok(&["timer", "-t", "1", "-a", "1", "-l", "300", "-q", "--label", "plain"]);
+    let table = lab.ok(&["compare", "--baseline", "a", "b"]);
+    let irq_p99 = table.lines().find(|l| l.contains("irq p99 ")).unwrap_or_else(|| panic!("{table}"));
+    let stored = |label: &str| {
+        let runs = lab.runs();
+        let id = runs.as_array().unwrap().iter().find(|r| r["label"] == label).unwrap()["id"].as_i64().unwrap();
+        lab.export_json(id)["threads"][0]["irq"]["percentiles_ns"]["99"].as_u64().unwrap()
+    };
+    let us = |ns: u64| format!("{:.3}", ns as f64 / 1000.0);
+    assert!(irq_p99.contains(&us(stored("a"))) && irq_p99.contains(&us(stored("b"))), "{irq_p99}");
+    let unsplit = lab.ok(&["compare", "--baseline", "a", "plain"]);
+    assert!(!unsplit.contains("irq "), "a label not split has no IRQ part to compare: {unsplit}");
+}
+
+#[test]
+fn a_study_splits_its_timer_cells_by_default_and_only_those() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    let out = lab.path("report");
+    lab.ok(&["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "-o", out.to_str().unwrap()]);
+    let runs = lab.runs();
+    let probe_of = |r: &serde_json::Value| r["probe"].as_str().unwrap().to_string();
+    let mut seen_timer = false;
+    for r in runs.as_array().unwrap() {
+        let doc = lab.export_json(r["id"].as_i64().unwrap());
+        let split = doc["threads"].as_array().unwrap().iter().all(|t| t["irq"]["count"].as_u64().is_some());
+        let timer = probe_of(r) == "timer";
+        seen_timer |= timer;
+        assert_eq!(split, timer, "{} cell split: {split}", probe_of(r));
+    }
+    assert!(seen_timer, "the study has a timer cell");
+}

@@ -220,6 +220,7 @@ fn a_short_study_stores_every_cell_and_reports_it() {
     let tmp = lab.dir.path().to_str().unwrap();
     let said = lab.ok(&[
         "study",
+        "--no-split",
         "-D",
         "1s",
         "--settle",
@@ -267,7 +268,19 @@ fn an_interrupted_study_keeps_its_cells_and_says_what_is_missing() {
     let lab = Lab::new();
     let out = lab.path("study-report");
     let child = lab
-        .cmd(&["study", "-D", "3s", "--settle", "500ms", "-q", "--load", "cpu", "-o", out.to_str().unwrap()])
+        .cmd(&[
+            "study",
+            "--no-split",
+            "-D",
+            "3s",
+            "--settle",
+            "500ms",
+            "-q",
+            "--load",
+            "cpu",
+            "-o",
+            out.to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -318,6 +331,7 @@ fn a_study_across_preemption_models_switches_or_says_why_not_and_leaves_the_syst
     let out = lab.path("rep");
     let said = lab.ok(&[
         "study",
+        "--no-split",
         "--preempt",
         "full,lazy",
         "-D",
@@ -368,7 +382,20 @@ fn killed_mid_study_the_model_is_put_back_by_the_next_command(
         let text = std::fs::read_to_string("/sys/kernel/debug/sched/preempt").ok()?;
         Some(text.split_once('(')?.1.split_once(')')?.0.to_string())
     };
-    let args = ["study", "--preempt", "lazy,none", "-D", "2s", "--load", "none", "--no-sysbench", "-q", "--label", "k"];
+    let args = [
+        "study",
+        "--no-split",
+        "--preempt",
+        "lazy,none",
+        "-D",
+        "2s",
+        "--load",
+        "none",
+        "--no-sysbench",
+        "-q",
+        "--label",
+        "k",
+    ];
     let mut study = lab.cmd(&args).env("RTBENCH_STATE_DIR", &state).stdout(Stdio::null()).spawn().unwrap();
     let journal = state.join(format!("preempt-{}.json", study.id()));
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
@@ -464,7 +491,7 @@ fn compare_writes_junit_that_names_the_failing_condition_and_json_ratios() {
 fn a_study_gates_on_its_baseline_in_the_same_command() {
     let lab = Lab::new();
     let (junit, out) = (lab.path("study.xml"), lab.path("rep"));
-    let study = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--label", "new", "-o"];
+    let study = ["study", "--no-split", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--label", "new", "-o"];
     let study = [&study[..], &[out.to_str().unwrap(), "--baseline", "base"]].concat();
     // A typo in the baseline is refused before the first cell, not after the study.
     assert_rejected(&lab.run(&[&study[..], &["--fail-if", "p99 > 2x"]].concat()), "'base'");

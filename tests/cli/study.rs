@@ -55,7 +55,18 @@ fn an_unreachable_peer_is_refused_before_the_first_cell() {
     let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let peer = format!("127.0.0.1:{port}");
     let started = Instant::now();
-    let run = lab.run(&["study", "-D", "1s", "--no-sysbench", "-q", "--peer", &peer, "-o", out.to_str().unwrap()]);
+    let run = lab.run(&[
+        "study",
+        "--no-split",
+        "-D",
+        "1s",
+        "--no-sysbench",
+        "-q",
+        "--peer",
+        &peer,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_rejected(&run, &format!("--peer: cannot reach {peer}"));
     assert!(!text(&run.stdout).contains("== cell"), "no cell ran: {}", text(&run.stdout));
     assert!(!lab.db().exists() && !out.exists(), "nothing was stored or drawn");
@@ -66,7 +77,7 @@ fn an_unreachable_peer_is_refused_before_the_first_cell() {
 /// its network cells (3 and 4) fail. Returns its exit code and what it printed.
 fn study_losing_its_peer(lab: &Lab, extra: &[&str]) -> (Option<i32>, String, String) {
     let (mut srv, peer) = peer(lab);
-    let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
+    let args = ["study", "--no-split", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
     let (study, lines) = spawn_lines(lab.cmd(&[&args[..], extra].concat()));
     let mut said = Vec::new();
     wait_line(&lines, "== cell 1 of 5", &mut said);
@@ -140,7 +151,7 @@ fn a_cell_whose_peer_stops_answering_fails_on_the_watchdog_and_the_study_goes_on
     let srv = Stoppable(srv);
     // Longer than the moment the peer stops and the watchdog's margin (5 s) after it.
     let cell = Duration::from_secs(9);
-    let args = ["study", "-D", "9s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
+    let args = ["study", "--no-split", "-D", "9s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
     let (study, lines) = spawn_lines(lab.cmd(&[&args[..], &["-o", out.to_str().unwrap()]].concat()));
     let mut said = Vec::new();
     wait_line(&lines, "== cell 3 of 5: pingpong idle", &mut said);

@@ -156,12 +156,14 @@ pub fn rt_throttling() -> RtThrottling {
 pub fn snapshot() -> SystemSnapshot {
     let version = read("/proc/sys/kernel/version").unwrap_or_default();
     let (cpu_model, cpu_mhz) = cpu_model();
+    let cmdline = read("/proc/cmdline");
     SystemSnapshot {
+        vm: cmdline.as_deref().and_then(crate::model::VmPlacement::from_cmdline),
         hostname: Some(hostname()),
         kernel_release: read("/proc/sys/kernel/osrelease"),
         preemption: preemption_model(&version),
         kernel_version: Some(version),
-        cmdline: read("/proc/cmdline"),
+        cmdline,
         cpu_model,
         cpu_mhz,
         cpus_online: read("/sys/devices/system/cpu/online"),

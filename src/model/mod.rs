@@ -25,4 +25,4 @@ pub use metric::{Better, Metric, Unit};
 pub use params::{BreachRecord, ImportedParams, Lacked, MeasuredParams, Policy, RunParams, ShieldRecord, ThreadRan};
 pub use run::{Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use status::RunStatus;
-pub use system::{Preemption, RtThrottling, SystemSnapshot};
+pub use system::{Preemption, RtThrottling, SystemSnapshot, VmPlacement, EMULATED_WARNING};

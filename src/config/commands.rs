@@ -147,6 +147,25 @@ pub struct ReportConfig {
     pub db: PathBuf,
 }
 
+/// `rtbench kernels`.
+pub struct KernelsConfig {
+    /// Each KERNEL as written, and what it is.
+    pub kernels: Vec<(String, crate::vm::cache::Source)>,
+    /// The modules of the vmlinuz kernels.
+    pub modules: Option<PathBuf>,
+    pub cpus: u32,
+    /// As QEMU takes it: 1G, 512M.
+    pub memory: String,
+    pub allow_emulated: bool,
+    /// The runs' label; `{release}` is each kernel's release.
+    pub label: String,
+    pub boot_timeout: Duration,
+    /// rtbench command lines (without the program) run in each guest, in order.
+    pub commands: Vec<Vec<String>>,
+    pub output: PathBuf,
+    pub db: PathBuf,
+}
+
 /// `rtbench import`.
 pub struct ImportConfig {
     pub file: PathBuf,
@@ -232,6 +251,7 @@ pub enum Task {
     Wcet(WcetConfig),
     Sysbench(SysbenchConfig),
     Monitor(MonitorConfig),
+    Kernels(KernelsConfig),
     /// `rtbench completions SHELL`: the script, to print.
     Completions(String),
     Man(ManConfig),

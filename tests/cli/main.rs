@@ -8,6 +8,7 @@ mod export;
 mod faults;
 mod fleet;
 mod helpers;
+mod kernels;
 mod live;
 mod load;
 mod measure;

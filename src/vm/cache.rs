@@ -65,7 +65,15 @@ pub fn resolve(source: &Source, name: &str, modules: Option<&Path>, cache: &Path
     let image = match source {
         Source::Image(path) => std::path::absolute(path)?,
         Source::Deb(deb) => unpack(deb, cache)?,
-        Source::Package(package) => unpack(&download(package, cache)?, cache)?,
+        Source::Package(package) => {
+            let deb = download(package, cache)?;
+            // linux-image-amd64 and its kind hold no kernel: they name the current one.
+            let deb = match meta_target(&deb) {
+                Some(kernel) => download(&kernel, cache)?,
+                None => deb,
+            };
+            unpack(&deb, cache)?
+        }
     };
     let release = image::inspect(&image)?.release;
     let image = match (source, modules) {
@@ -86,6 +94,30 @@ fn download(package: &str, cache: &Path) -> Result<PathBuf> {
         .map_err(|why| crate::invalid!("kernel 'deb:{package}': apt-get download failed: {why}"))?;
     cached_deb(&debs, package)
         .ok_or_else(|| crate::invalid!("kernel 'deb:{package}': apt-get downloaded no package file"))
+}
+
+/// The kernel package a metapackage such as linux-image-amd64 depends on, when `deb` holds no
+/// kernel image itself.
+fn meta_target(deb: &Path) -> Option<String> {
+    let dpkg_deb = |args: &[&str]| {
+        let out = Command::new("dpkg-deb").args(args).stdin(std::process::Stdio::null()).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let deb = deb.to_str()?;
+    if dpkg_deb(&["-c", deb])?.contains("/boot/vmlinuz-") {
+        return None;
+    }
+    depended_kernel(&dpkg_deb(&["-f", deb, "Depends"])?)
+}
+
+/// The one `linux-image-*` package of a Depends field.
+fn depended_kernel(depends: &str) -> Option<String> {
+    let mut kernels = depends
+        .split([',', '|'])
+        .filter_map(|d| d.split_whitespace().next())
+        .filter(|name| name.starts_with("linux-image-"));
+    let first = kernels.next()?.to_string();
+    kernels.next().is_none().then_some(first)
 }
 
 fn cached_deb(debs: &Path, package: &str) -> Option<PathBuf> {
@@ -185,6 +217,14 @@ mod tests {
         let deb = dir.path().join("k.deb");
         std::fs::write(&deb, b"x").unwrap();
         assert_eq!(Source::parse(deb.to_str().unwrap()).unwrap(), Source::Deb(deb));
+    }
+
+    #[test]
+    fn a_metapackage_leads_to_the_one_kernel_it_depends_on() {
+        let field = "linux-image-6.1.0-56-rt-amd64 (= 6.1.192-2)";
+        assert_eq!(depended_kernel(field).as_deref(), Some("linux-image-6.1.0-56-rt-amd64"));
+        assert_eq!(depended_kernel("kmod, linux-base (>= 4.3~)"), None);
+        assert_eq!(depended_kernel("linux-image-a, linux-image-b"), None, "two kernels: not a pointer to one");
     }
 
     #[test]

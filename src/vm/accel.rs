@@ -51,7 +51,7 @@ pub fn probe_kvm(image: &Path, scratch: &Path) -> Result<Probe> {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let started = Instant::now();
-    let mut group = Group::spawn(&mut cmd)?;
+    let mut group = Group::spawn(&mut cmd, scratch)?;
     let banner = || std::fs::read_to_string(&log).is_ok_and(|t| t.contains("Linux version"));
     let waited = group.wait(banner, Some(started + PROBE_TIMEOUT))?;
     let took = started.elapsed();

@@ -48,6 +48,8 @@ pub struct Kernel {
     /// the host's `/lib/modules`.
     pub image: PathBuf,
     pub release: String,
+    /// Its modules are where virtme-ng looks: beside the image, or in the host's /lib/modules.
+    pub has_modules: bool,
 }
 
 /// The kernel cache: `$XDG_CACHE_HOME/rtbench/kernels`, else `~/.cache/rtbench/kernels`.
@@ -80,7 +82,15 @@ pub fn resolve(source: &Source, name: &str, modules: Option<&Path>, cache: &Path
         (Source::Image(_), Some(dir)) => beside(&image, &release, dir, scratch)?,
         _ => image,
     };
-    Ok(Kernel { name: name.to_string(), image, release })
+    let has_modules = modules_of(&image, &release).is_some();
+    Ok(Kernel { name: name.to_string(), image, release, has_modules })
+}
+
+/// Where virtme-ng finds the modules of `image`: `lib/modules/RELEASE` in the nearest directory
+/// above the image that has a `lib/modules`, the host's own at the top.
+fn modules_of(image: &Path, release: &str) -> Option<PathBuf> {
+    let root = image.ancestors().skip(1).find(|d| d.join("lib/modules").is_dir())?;
+    Some(root.join("lib/modules").join(release)).filter(|m| m.is_dir())
 }
 
 /// The newest downloaded file of `package` in the cache, downloaded first when there is none.
@@ -217,6 +227,17 @@ mod tests {
         let deb = dir.path().join("k.deb");
         std::fs::write(&deb, b"x").unwrap();
         assert_eq!(Source::parse(deb.to_str().unwrap()).unwrap(), Source::Deb(deb));
+    }
+
+    #[test]
+    fn modules_are_found_beside_the_image_as_virtme_ng_finds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("pkg/boot/vmlinuz-9.9.9-test");
+        std::fs::create_dir_all(image.parent().unwrap()).unwrap();
+        assert_eq!(modules_of(&image, "9.9.9-test"), None, "none here, and none of that release on the host");
+        std::fs::create_dir_all(dir.path().join("pkg/lib/modules/9.9.9-test")).unwrap();
+        assert_eq!(modules_of(&image, "9.9.9-test"), Some(dir.path().join("pkg/lib/modules/9.9.9-test")));
+        assert_eq!(modules_of(&image, "9.9.9-other"), None, "another release's are not its own");
     }
 
     #[test]

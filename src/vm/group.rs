@@ -3,6 +3,7 @@
 //! in the restore layer's journal while it runs: a killed rtbench leaves no QEMU behind, the
 //! next rtbench command stops it.
 
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -32,13 +33,14 @@ pub enum Waited {
 }
 
 impl Group {
-    /// Starts `cmd` as the leader of a new process group, its journal written.
-    pub fn spawn(cmd: &mut Command) -> Result<Group> {
+    /// Starts `cmd` as the leader of a new process group, its journal written: a replay stops
+    /// the group and removes `scratch`, the temporary directory of its files.
+    pub fn spawn(cmd: &mut Command, scratch: &Path) -> Result<Group> {
         // No death signal: QEMU, two processes below the leader, would not get it; the
         // journal stops the whole group instead.
         crate::sys::own_child(cmd, 0, Some(0), 0);
         let child = cmd.spawn().with_context(|| format!("could not start {:?}", cmd.get_program()))?;
-        let journal = Journal::mine(Guest { pgid: child.id() }).write();
+        let journal = Journal::mine(Guest { pgid: child.id(), scratch: Some(scratch.to_path_buf()) }).write();
         let journal = journal.inspect_err(|e| eprintln!("rtbench: WARNING: guest not journaled ({e})")).ok();
         Ok(Group { child, journal })
     }
@@ -82,6 +84,9 @@ impl Drop for Group {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Guest {
     pub pgid: u32,
+    /// The temporary directory of its files (console, share, script).
+    #[serde(default)]
+    pub scratch: Option<PathBuf>,
 }
 
 impl Change for Guest {
@@ -90,6 +95,9 @@ impl Change for Guest {
     fn put_back(&self, owner: u32) -> Result<Option<String>, String> {
         // A group id is not handed out again while a process is in the group: whatever is
         // still in it was started for the guest.
+        if let Some(dir) = &self.scratch {
+            let _ = std::fs::remove_dir_all(dir);
+        }
         let members = members(self.pgid);
         if members.is_empty() {
             return Ok(None);
@@ -126,7 +134,7 @@ mod tests {
         crate::sys::block_stop_signals().unwrap();
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "sleep 60 & sleep 60 & wait"]);
-        let mut group = Group::spawn(&mut cmd).unwrap();
+        let mut group = Group::spawn(&mut cmd, Path::new("/nonexistent")).unwrap();
         let pgid = group.child.id();
         let started = Instant::now();
         let waited = group.wait(|| members(pgid).len() >= 3, Some(Instant::now() + Duration::from_secs(10))).unwrap();
@@ -151,9 +159,13 @@ mod tests {
         while members(pgid).len() < 2 {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let said = Guest { pgid }.put_back(1).unwrap().unwrap();
+        let scratch = tempfile::tempdir().unwrap().keep();
+        std::fs::write(scratch.join("console.log"), "booting").unwrap();
+        let said = Guest { pgid, scratch: Some(scratch.clone()) }.put_back(1).unwrap().unwrap();
         assert!(said.starts_with("stopped the 2 guest process(es)"), "{said}");
+        assert!(!scratch.exists(), "its temporary files went with it");
         let _ = leader.wait();
-        assert_eq!(Guest { pgid: u32::MAX - 1 }.put_back(1), Ok(None), "an empty group is nothing to do");
+        let gone = Guest { pgid: u32::MAX - 1, scratch: None };
+        assert_eq!(gone.put_back(1), Ok(None), "an empty group is nothing to do");
     }
 }

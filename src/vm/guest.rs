@@ -47,7 +47,7 @@ pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: 
     let log = std::fs::File::create(&console)?;
     cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
     let started = Instant::now();
-    let mut group = Group::spawn(&mut cmd)?;
+    let mut group = Group::spawn(&mut cmd, share.parent().unwrap_or(share))?;
     let booted_mark = share.join("booted");
     let waited = group.wait(|| booted_mark.exists(), Some(started + machine.boot_timeout))?;
     let booted = started.elapsed();
@@ -56,7 +56,13 @@ pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: 
         Waited::Ready => {}
         Waited::Signal(sig) => return Err(super::Stopped(sig).into()),
         Waited::TimedOut => return failed(format!("did not boot within {} s", machine.boot_timeout.as_secs())),
-        Waited::Exited(_) => return failed("the guest ended before running the command (no modules? a panic?)".into()),
+        Waited::Exited(_) if !kernel.has_modules => {
+            return failed(format!(
+                "no modules for {} (in /lib/modules or --modules DIR): it cannot mount the host's root",
+                kernel.release
+            ))
+        }
+        Waited::Exited(_) => return failed("the guest ended before running the command".into()),
     }
     let status_mark = share.join("status");
     let waited = group.wait(|| status_mark.exists(), None)?;
@@ -77,7 +83,8 @@ pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: 
 /// it runs (see `sysinfo::vm_placement`).
 fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Command {
     let mut cmd = Command::new("vng");
-    cmd.arg("-r").arg(&kernel.image);
+    // Verbose: the kernel's own console, for the lines shown when it fails.
+    cmd.arg("--verbose").arg("-r").arg(&kernel.image);
     if machine.accel == Accel::Tcg {
         cmd.arg("--disable-kvm");
     }
@@ -120,12 +127,17 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// The last lines of a console log, without blank ones.
+/// The end of a console log, without blank lines: from a few lines before the kernel's panic
+/// (its cause, not the stack trace after it), else the last lines.
 fn tail(console: &Path) -> Vec<String> {
     let text = std::fs::read(console).unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
     let lines: Vec<&str> = text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(TAIL)..].iter().map(|l| l.to_string()).collect()
+    let from = match lines.iter().rposition(|l| l.contains("Kernel panic")) {
+        Some(panic) => panic.saturating_sub(2),
+        None => lines.len().saturating_sub(TAIL),
+    };
+    lines[from..].iter().take(TAIL).map(|l| l.to_string()).collect()
 }
 
 #[cfg(test)]
@@ -161,5 +173,11 @@ mod tests {
         let t = tail(&log);
         assert_eq!(t.len(), TAIL);
         assert_eq!(t.last().unwrap(), "line 39");
+        let panicked = "boot\nVFS: Cannot open root device\nmore\nKernel panic - not syncing: VFS\n".to_string()
+            + &"Call Trace: frame\n".repeat(30);
+        std::fs::write(&log, panicked).unwrap();
+        let t = tail(&log);
+        assert_eq!(t[0], "VFS: Cannot open root device", "the panic's cause comes first: {t:?}");
+        assert_eq!(t.len(), TAIL);
     }
 }

@@ -116,12 +116,7 @@ pub fn members(pgid: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = crate::sysinfo::read(&format!("/proc/{pid}/stat")).unwrap_or_default();
-            // Fields after the command name: state, ppid, pgrp.
-            let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-            rest.split_whitespace().nth(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid)
-        })
+        .filter(|&pid| crate::sysinfo::stat_field(pid, 2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid))
         .collect()
 }
 

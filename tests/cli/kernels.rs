@@ -101,6 +101,7 @@ fn debians_standard_and_rt_kernels_side_by_side_in_tcg_guests() {
     }
     let show = lab.ok(&["show", &runs[0]["id"].to_string()]);
     assert!(show.contains(EMULATED), "show prints the warning: {show}");
+    assert!(show.contains("ran in a virtual machine: qemu (tcg), 2 vCPUs, host "), "and where it ran: {show}");
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(
         html.contains(&format!("{} vs {}", release(&standard), release(&rt))),

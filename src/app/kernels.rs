@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::config::{KernelsConfig, ReportConfig};
+use crate::config::{GuestCommand, KernelsConfig, ReportConfig};
 use crate::store::Store;
 use crate::vm::accel::{self, Accel};
 use crate::vm::cache::{self, Kernel};
@@ -103,17 +103,14 @@ fn accelerator(first: &Kernel, allow_emulated: bool, scratch: &Path) -> Result<A
     }
 }
 
-/// The guest's command lines, each storing command given the kernel's label unless it names
-/// its own.
+/// The guest's command lines, the kernel's label given to each that needs one.
 fn labelled(cfg: &KernelsConfig, kernel: &Kernel) -> Vec<Vec<String>> {
     let label = cfg.label.replace("{release}", &kernel.release);
-    let mut commands = cfg.commands.clone();
-    for c in &mut commands {
-        if crate::cli::takes_label(c) && !c.iter().any(|w| w == "--label" || w.starts_with("--label=")) {
-            c.extend(["--label".to_string(), label.clone()]);
-        }
-    }
-    commands
+    let with_label = |c: &GuestCommand| {
+        let extra = if c.needs_label { vec!["--label".to_string(), label.clone()] } else { Vec::new() };
+        c.args.iter().cloned().chain(extra).collect()
+    };
+    cfg.commands.iter().map(with_label).collect()
 }
 
 /// Merges a guest's store into this one; returns how many runs came and their labels.

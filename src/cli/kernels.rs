@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{Command, DbArg, Invocation};
-use crate::config::KernelsConfig;
+use crate::config::{GuestCommand, KernelsConfig};
 use crate::vm::cache::Source;
 
 #[derive(Args, Debug)]
@@ -74,7 +74,7 @@ impl KernelsArgs {
 
 /// The commands after `--`, each checked as rtbench would parse it: none is `study`, flags
 /// alone are study's.
-fn commands(words: &[String]) -> Result<Vec<Vec<String>>> {
+fn commands(words: &[String]) -> Result<Vec<GuestCommand>> {
     let mut out: Vec<Vec<String>> = words.split(|w| w == "--").map(<[String]>::to_vec).collect();
     out.retain(|c| !c.is_empty());
     if out.is_empty() {
@@ -97,13 +97,14 @@ fn commands(words: &[String]) -> Result<Vec<Vec<String>>> {
             Ok(_) => {}
         }
     }
-    Ok(out)
+    Ok(out.into_iter().map(|args| GuestCommand { needs_label: needs_label(&args), args }).collect())
 }
 
-/// Whether `command` stores runs under a label it takes with `--label`.
-pub fn takes_label(command: &[String]) -> bool {
+/// Whether `command` stores runs under a label it takes with `--label`, and names none.
+fn needs_label(command: &[String]) -> bool {
     let first = command.first().map(String::as_str).unwrap_or("");
-    ["study", "sysbench", "monitor"].contains(&first) || crate::probe::info(first).is_some()
+    let stores = ["study", "sysbench", "monitor"].contains(&first) || crate::probe::info(first).is_some();
+    stores && !command.iter().any(|w| w == "--label" || w.starts_with("--label="))
 }
 
 #[cfg(test)]
@@ -114,14 +115,23 @@ mod tests {
         s.split_whitespace().map(str::to_string).collect()
     }
 
+    fn args(s: &str) -> Vec<Vec<String>> {
+        commands(&words(s)).unwrap().into_iter().map(|c| c.args).collect()
+    }
+
     #[test]
     fn commands_split_at_each_separator_and_default_to_the_study() {
-        assert_eq!(commands(&[]).unwrap(), [words("study")]);
-        assert_eq!(commands(&words("-D 5s")).unwrap(), [words("study -D 5s")]);
-        assert_eq!(commands(&words("timer -D 2s -- gtod -D 2s")).unwrap(), [words("timer -D 2s"), words("gtod -D 2s")]);
+        assert_eq!(args(""), [words("study")]);
+        assert_eq!(args("-D 5s"), [words("study -D 5s")]);
+        assert_eq!(args("timer -D 2s -- gtod -D 2s"), [words("timer -D 2s"), words("gtod -D 2s")]);
         let typo = commands(&words("timer --durashun 2s")).unwrap_err().to_string();
         assert!(typo.starts_with("guest command 'timer --durashun 2s': unexpected argument"), "{typo}");
         assert!(commands(&words("kernels x")).is_err());
-        assert!(takes_label(&words("timer -D 2s")) && takes_label(&words("study")) && !takes_label(&words("audit")));
+        let labels: Vec<bool> = commands(&words("timer -- study -- audit -- gtod --label mine"))
+            .unwrap()
+            .iter()
+            .map(|c| c.needs_label)
+            .collect();
+        assert_eq!(labels, [true, true, false, false], "audit stores nothing; a named label stays");
     }
 }

@@ -17,7 +17,7 @@ use crate::config::{BreachOptions, LoadFlags, RunOptions};
 use crate::model::Policy;
 use crate::report::export::Format;
 
-pub use kernels::{takes_label, KernelsArgs};
+pub use kernels::KernelsArgs;
 pub use monitor::MonitorArgs;
 pub use probes::{command, parse_from, Invocation, ProbeCall};
 pub use validate::validate;

@@ -160,10 +160,18 @@ pub struct KernelsConfig {
     /// The runs' label; `{release}` is each kernel's release.
     pub label: String,
     pub boot_timeout: Duration,
-    /// rtbench command lines (without the program) run in each guest, in order.
-    pub commands: Vec<Vec<String>>,
+    /// rtbench command lines run in each guest, in order.
+    pub commands: Vec<GuestCommand>,
     pub output: PathBuf,
     pub db: PathBuf,
+}
+
+/// One rtbench command line (without the program) for a guest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GuestCommand {
+    pub args: Vec<String>,
+    /// It stores runs and names no label: the kernel's is added.
+    pub needs_label: bool,
 }
 
 /// `rtbench import`.

@@ -43,28 +43,7 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
         let commands = labelled(&cfg, kernel);
         println!("kernels: {} ({}): booting under {}", kernel.name, kernel.release, accel.name());
         match guest::run(kernel, &machine, &commands, &scratch.path().join(format!("guest-{i}"))) {
-            Ok(Ended::Ran { booted, took, status, store: guest_store }) => {
-                let (added, found) = bring_back(&mut store, &guest_store)?;
-                println!(
-                    "kernels: {}: booted in {:.1} s, done in {:.1} s; {added} runs merged as {}",
-                    kernel.release,
-                    booted.as_secs_f64(),
-                    took.as_secs_f64(),
-                    found.join(", ")
-                );
-                labels.extend(found.into_iter().filter(|l| !labels.contains(l)).collect::<Vec<_>>());
-                if status != 0 {
-                    println!("kernels: {}: FAILED: a command exited with {status}", kernel.release);
-                    failed += 1;
-                }
-            }
-            Ok(Ended::Failed { why, console }) => {
-                println!("kernels: {} ({}): FAILED: {why}; its console ended:", kernel.name, kernel.release);
-                for line in console {
-                    println!("  | {line}");
-                }
-                failed += 1;
-            }
+            Ok(ended) => failed += usize::from(!take(kernel, ended, &mut store, &mut labels)?),
             Err(e) => return stopped(e, &labels),
         }
     }
@@ -74,6 +53,41 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
     }
     println!("kernels: {} kernels in {:.1} s, {failed} failed", kernels.len(), started.elapsed().as_secs_f64());
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// Says how a kernel's guest ended and merges its runs (their labels join `labels`); false
+/// when it failed.
+fn take(kernel: &Kernel, ended: Ended, store: &mut Store, labels: &mut Vec<String>) -> Result<bool> {
+    match ended {
+        Ended::Ran { booted, took, status, store: guest_store, output } => {
+            for line in output.lines() {
+                println!("  > {line}");
+            }
+            let (added, found) = bring_back(store, &guest_store)?;
+            let (booted, took) = (booted.as_secs_f64(), took.as_secs_f64());
+            let merged = found.join(", ");
+            println!(
+                "kernels: {}: booted in {booted:.1} s, done in {took:.1} s; {added} runs merged as {merged}",
+                kernel.release
+            );
+            for label in found {
+                if !labels.contains(&label) {
+                    labels.push(label);
+                }
+            }
+            if status != 0 {
+                println!("kernels: {}: FAILED: a command exited with {status}", kernel.release);
+            }
+            Ok(status == 0)
+        }
+        Ended::Failed { why, console } => {
+            println!("kernels: {} ({}): FAILED: {why}; its console ended:", kernel.name, kernel.release);
+            for line in console {
+                println!("  | {line}");
+            }
+            Ok(false)
+        }
+    }
 }
 
 /// A stop signal ends the command with 128 + its number, keeping what was merged; any other

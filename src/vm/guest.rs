@@ -30,7 +30,7 @@ pub struct Machine {
 pub enum Ended {
     /// The commands ran; `status` is the first non-zero exit of them (0: all well) and
     /// `store` holds their runs.
-    Ran { booted: Duration, took: Duration, status: i32, store: PathBuf },
+    Ran { booted: Duration, took: Duration, status: i32, store: PathBuf, output: String },
     /// It never got to the end: why, and the last lines of its console.
     Failed { why: String, console: Vec<String> },
 }
@@ -74,7 +74,10 @@ pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: 
     let status = std::fs::read_to_string(&status_mark).ok().and_then(|s| s.trim().parse().ok());
     let store = share.join("guest.db");
     match status {
-        Some(status) if store.exists() => Ok(Ended::Ran { booted, took, status, store }),
+        Some(status) if store.exists() => {
+            let output = std::fs::read_to_string(share.join("output.txt")).unwrap_or_default();
+            Ok(Ended::Ran { booted, took, status, store, output })
+        }
         _ => failed("the guest ended before its store was brought back".into()),
     }
 }
@@ -115,7 +118,10 @@ fn script_text(binary: &Path, commands: &[Vec<String>], share: &Path) -> String 
     for args in commands {
         let line: Vec<String> = std::iter::once(binary.display().to_string()).chain(args.iter().cloned()).collect();
         let line: Vec<String> = line.iter().map(|a| quote(a)).collect();
-        s += &format!("{} || {{ rc=$?; [ $status -eq 0 ] && status=$rc; }}\n", line.join(" "));
+        s += &format!(
+            "{} >> \"$share/output.txt\" 2>&1 || {{ rc=$?; [ $status -eq 0 ] && status=$rc; }}\n",
+            line.join(" ")
+        );
     }
     s += "[ -e \"$RTBENCH_DB\" ] && cp \"$RTBENCH_DB\" \"$share/guest.db.part\" && mv \"$share/guest.db.part\" \"$share/guest.db\"\n";
     s += "echo $status > \"$share/status\"\n";
@@ -162,6 +168,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(share.join("status")).unwrap().trim(), "1");
         let store = std::fs::read_to_string(share.join("guest.db")).unwrap();
         assert_eq!(store, "timer it's\nbad\ngtod\n", "every command ran, in order, quoted whole");
+        std::fs::write(&fake, "#!/bin/sh\necho \"said $1\"\n").unwrap();
+        std::fs::remove_file(share.join("status")).unwrap();
+        Command::new("sh").arg("-c").arg(&text).status().unwrap();
+        let said = std::fs::read_to_string(share.join("output.txt")).unwrap();
+        assert_eq!(said, "said timer\nsaid bad\nsaid gtod\n", "what the commands print is kept for the host");
     }
 
     #[test]

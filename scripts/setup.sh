@@ -19,6 +19,10 @@ command -v cyclictest >/dev/null || need+=(rt-tests)   # the import test reads r
 command -v prometheus >/dev/null || need+=(prometheus) # the fleet test scrapes two monitors with it
 command -v curl >/dev/null || need+=(curl)             # and queries it inside a network namespace
 command -v man >/dev/null || need+=(man-db)         # the man page test reads every page with man -l
+# The kernels test boots Debian's kernels in QEMU through virtme-ng, whose initramfs needs busybox.
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+[ -x /bin/busybox ] || need+=(busybox-static)
+command -v depmod >/dev/null || need+=(kmod)
 if [ "${1:-}" = "--bench" ]; then
   command -v stress-ng >/dev/null || need+=(stress-ng)
   command -v sockperf >/dev/null || need+=(sockperf)
@@ -29,6 +33,9 @@ fi
 if [ "${1:-}" != "--bench" ] && ! python3 -c 'import numpy' 2>/dev/null; then
   # The fidelity test checks rtbench's statistics against numpy on the same samples.
   python3 -m pip install -q numpy 2>/dev/null || need+=(python3-numpy)
+fi
+if ! command -v vng >/dev/null; then
+  python3 -m pip install -q virtme-ng 2>/dev/null || { echo "setup: could not install virtme-ng" >&2; exit 1; }
 fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

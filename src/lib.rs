@@ -34,3 +34,4 @@ pub mod sysinfo;
 pub mod timefmt;
 pub mod trace;
 pub mod units;
+pub mod vm;

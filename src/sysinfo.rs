@@ -14,10 +14,16 @@ pub fn hostname() -> String {
 /// The start time (clock ticks since boot) of a process, "" when it does not exist. Together
 /// with the pid it identifies a process even after the pid is reused.
 pub fn process_start(pid: u32) -> String {
-    let Some(stat) = read(&format!("/proc/{pid}/stat")) else { return String::new() };
+    stat_field(pid, 19).unwrap_or_default()
+}
+
+/// Field `n` of `/proc/PID/stat` counted from the one after the command name (0: the state,
+/// 2: the process group, 19: the start time).
+pub fn stat_field(pid: u32, n: usize) -> Option<String> {
+    let stat = read(&format!("/proc/{pid}/stat"))?;
     // The command name may contain spaces and parentheses: fields start after the last ')'.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    rest.split_whitespace().nth(19).unwrap_or("").to_string()
+    rest.split_whitespace().nth(n).map(str::to_string)
 }
 
 /// `cpus` as the kernel's hex mask (IRQ affinities, workqueue and tracing cpumasks): 32-bit
@@ -156,12 +162,14 @@ pub fn rt_throttling() -> RtThrottling {
 pub fn snapshot() -> SystemSnapshot {
     let version = read("/proc/sys/kernel/version").unwrap_or_default();
     let (cpu_model, cpu_mhz) = cpu_model();
+    let cmdline = read("/proc/cmdline");
     SystemSnapshot {
+        vm: cmdline.as_deref().and_then(crate::model::VmPlacement::from_cmdline),
         hostname: Some(hostname()),
         kernel_release: read("/proc/sys/kernel/osrelease"),
         preemption: preemption_model(&version),
         kernel_version: Some(version),
-        cmdline: read("/proc/cmdline"),
+        cmdline,
         cpu_model,
         cpu_mhz,
         cpus_online: read("/sys/devices/system/cpu/online"),

@@ -2,6 +2,7 @@
 //! prints. Nothing here sees a flag.
 
 mod compare;
+mod kernels;
 mod load;
 mod monitor;
 mod net;
@@ -27,6 +28,7 @@ const REPLAY: &[fn() -> Vec<String>] = &[
     crate::restore::replay::<crate::trace::Traced>,
     crate::restore::replay::<crate::trace::SplitTraced>,
     crate::restore::replay::<crate::runner::preempt::Switched>,
+    crate::restore::replay::<crate::vm::group::Guest>,
 ];
 
 /// Puts back what a killed rtbench left changed: every command does this first, before its
@@ -81,6 +83,7 @@ pub fn run(cmd: Task) -> Result<i32> {
         Task::Wcet(a) => wcet::run(a),
         Task::Sysbench(a) => sysbench::run(a),
         Task::Monitor(a) => monitor::run(a),
+        Task::Kernels(a) => kernels::run(a),
         Task::Show(a) => show_run(a),
         Task::Export(a) => export_run(a),
         Task::Completions(script) => {

@@ -2,6 +2,7 @@
 //! into the plain settings of `config`. The probes' subcommands come from the probe registry.
 
 mod docs;
+mod kernels;
 mod monitor;
 mod probes;
 mod sysbench;
@@ -16,6 +17,7 @@ use crate::config::{BreachOptions, LoadFlags, RunOptions, SplitAsk};
 use crate::model::Policy;
 use crate::report::export::Format;
 
+pub use kernels::KernelsArgs;
 pub use monitor::MonitorArgs;
 pub use probes::{command, parse_from, Invocation, ProbeCall};
 pub use validate::validate;
@@ -59,6 +61,9 @@ pub enum Command {
     /// The throughput price: LMbench-style costs of system operations and bandwidths, stored
     /// per operation so labels compare in % (a clean implementation, not LMbench).
     Sysbench(SysbenchArgs),
+    /// Kernels side by side: boot each in a virtual machine (virtme-ng on QEMU), run the study
+    /// (or COMMAND) inside, bring the runs back under the kernel's release, report them all
+    Kernels(KernelsArgs),
     /// Watch latency continuously at low cost: timer windows stored as runs, Prometheus
     /// metrics at /metrics (runs until SIGTERM or Ctrl-C)
     Monitor(MonitorArgs),

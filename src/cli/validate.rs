@@ -56,6 +56,7 @@ pub fn validate(invocation: Invocation) -> Result<Task> {
         Command::Wcet(a) => Task::Wcet(a.config()),
         Command::Sysbench(a) => Task::Sysbench(a.config()?),
         Command::Monitor(a) => Task::Monitor(a.config()?),
+        Command::Kernels(a) => Task::Kernels(a.config()?),
         Command::Completions { shell } => Task::Completions(super::docs::completions(shell)),
         Command::Man { dir } => Task::Man(super::docs::man_pages(dir)?),
         Command::LoadSupervisor { dir, deadline_s, spec } => {

@@ -158,6 +158,33 @@ pub enum Output {
     Json,
 }
 
+/// `rtbench kernels`.
+pub struct KernelsConfig {
+    /// Each KERNEL as written, and what it is.
+    pub kernels: Vec<(String, crate::vm::cache::Source)>,
+    /// The modules of the vmlinuz kernels.
+    pub modules: Option<PathBuf>,
+    pub cpus: u32,
+    /// As QEMU takes it: 1G, 512M.
+    pub memory: String,
+    pub allow_emulated: bool,
+    /// The runs' label; `{release}` is each kernel's release.
+    pub label: String,
+    pub boot_timeout: Duration,
+    /// rtbench command lines run in each guest, in order.
+    pub commands: Vec<GuestCommand>,
+    pub output: PathBuf,
+    pub db: PathBuf,
+}
+
+/// One rtbench command line (without the program) for a guest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GuestCommand {
+    pub args: Vec<String>,
+    /// It stores runs and names no label: the kernel's is added.
+    pub needs_label: bool,
+}
+
 /// `rtbench import`.
 pub struct ImportConfig {
     pub file: PathBuf,
@@ -243,6 +270,7 @@ pub enum Task {
     Wcet(WcetConfig),
     Sysbench(SysbenchConfig),
     Monitor(MonitorConfig),
+    Kernels(KernelsConfig),
     /// `rtbench completions SHELL`: the script, to print.
     Completions(String),
     Man(ManConfig),

@@ -27,4 +27,4 @@ pub use params::{
 };
 pub use run::{IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use status::RunStatus;
-pub use system::{Preemption, RtThrottling, SystemSnapshot};
+pub use system::{Preemption, RtThrottling, SystemSnapshot, VmPlacement, EMULATED_WARNING};

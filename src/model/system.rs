@@ -64,4 +64,67 @@ pub struct SystemSnapshot {
     /// `rtbench audit` of the measured CPUs when the run began (absent in older runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audit: Option<Vec<super::Finding>>,
+    /// The virtual machine `rtbench kernels` booted the run's kernel in (absent elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vm: Option<VmPlacement>,
+}
+
+/// The warning of every run made on an emulated CPU, wherever the run is shown.
+pub const EMULATED_WARNING: &str = "emulated CPU (TCG): these latencies are the emulator's, not the kernel's";
+
+/// Where a run inside a virtual machine ran, as the host that booted it told the guest (on the
+/// kernel command line: `rtbench.vm=qemu rtbench.accel=tcg rtbench.vcpus=2 rtbench.host=…`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct VmPlacement {
+    /// The virtual machine monitor: qemu.
+    pub hypervisor: String,
+    /// kvm, or tcg (every instruction emulated).
+    pub accelerator: String,
+    pub vcpus: Option<u32>,
+    /// `uname -r` of the host.
+    pub host_kernel: Option<String>,
+}
+
+impl VmPlacement {
+    /// Reads the placement from a kernel command line; None outside such a guest.
+    pub fn from_cmdline(cmdline: &str) -> Option<VmPlacement> {
+        let param = |key: &str| {
+            let key = format!("rtbench.{key}=");
+            cmdline.split_whitespace().find_map(|w| w.strip_prefix(key.as_str())).map(str::to_string)
+        };
+        Some(VmPlacement {
+            hypervisor: param("vm")?,
+            accelerator: param("accel").unwrap_or_else(|| "unknown".into()),
+            vcpus: param("vcpus").and_then(|n| n.parse().ok()),
+            host_kernel: param("host"),
+        })
+    }
+
+    /// Under TCG: the numbers are the emulator's.
+    pub fn emulated(&self) -> bool {
+        self.accelerator == "tcg"
+    }
+
+    /// In words: "qemu (tcg), 2 vCPUs, host 6.18.0".
+    pub fn describe(&self) -> String {
+        let vcpus = self.vcpus.map(|n| format!(", {n} vCPUs")).unwrap_or_default();
+        let host = self.host_kernel.as_ref().map(|h| format!(", host {h}")).unwrap_or_default();
+        format!("{} ({}){vcpus}{host}", self.hypervisor, self.accelerator)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guest_reads_where_it_runs_from_its_command_line() {
+        let line = "console=ttyS0 rtbench.vm=qemu rtbench.accel=tcg rtbench.vcpus=2 rtbench.host=6.18.0 quiet";
+        let vm = VmPlacement::from_cmdline(line).unwrap();
+        assert_eq!(vm.describe(), "qemu (tcg), 2 vCPUs, host 6.18.0");
+        assert!(vm.emulated());
+        assert!(!VmPlacement::from_cmdline("rtbench.vm=qemu rtbench.accel=kvm").unwrap().emulated());
+        assert_eq!(VmPlacement::from_cmdline("console=ttyS0 rtbench.accel=tcg"), None, "no rtbench.vm: no guest");
+    }
 }

@@ -18,6 +18,9 @@ pub fn summary(run: &Run) -> String {
         h.id, h.label, h.probe, h.status, h.rt_priority
     );
     let _ = writeln!(out, "start {}  end {}", h.start, h.end.as_deref().unwrap_or("-"));
+    if let Some(vm) = &h.system.vm {
+        let _ = writeln!(out, "ran in a virtual machine: {}", vm.describe());
+    }
     if h.metric != crate::model::Metric::LATENCY {
         // A cost or a bandwidth (`sysbench`): its repetitions, not latencies.
         let bw = h.metric.better == crate::model::Better::Bigger;

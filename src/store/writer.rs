@@ -11,6 +11,7 @@ use anyhow::Result;
 use super::{RawBatch, Store};
 use crate::model::{
     Breach, CpuInterval, EnvPoint, LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadResult,
+    EMULATED_WARNING,
 };
 
 /// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
@@ -44,6 +45,14 @@ pub struct Checkpoint<'a> {
     pub breaches: &'a [Breach],
 }
 
+/// `warnings`, and the emulation warning first when the run is made on an emulated CPU: every
+/// run made in a guest under TCG carries it, whatever wrote the run.
+fn with_emulation(system: &SystemSnapshot, warnings: &[String]) -> Vec<String> {
+    let emulated = system.vm.as_ref().is_some_and(|vm| vm.emulated());
+    let missing = emulated && !warnings.iter().any(|w| w == EMULATED_WARNING);
+    missing.then(|| EMULATED_WARNING.to_string()).into_iter().chain(warnings.iter().cloned()).collect()
+}
+
 /// A stored run being written.
 pub struct RunWriter<'s> {
     store: &'s mut Store,
@@ -74,7 +83,8 @@ struct KeptRaw {
 
 impl<'s> RunWriter<'s> {
     /// Begins a run of `head`, in status `running`.
-    pub fn begin(store: &'s mut Store, head: RunHead) -> Result<RunWriter<'s>> {
+    pub fn begin(store: &'s mut Store, mut head: RunHead) -> Result<RunWriter<'s>> {
+        head.warnings = with_emulation(&head.system, &head.warnings);
         let id = store.begin(&head)?;
         let (raw, envelope, activity, breaches) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         Ok(RunWriter { store, id, head, raw, envelope, activity, breaches, base: Some(0) })
@@ -83,7 +93,7 @@ impl<'s> RunWriter<'s> {
     /// A run written whole at once (a sysbench operation, an import): begun, its results
     /// checkpointed, finished complete with `warnings`. Returns its id.
     pub fn whole(store: &'s mut Store, head: RunHead, threads: &[ThreadResult]) -> Result<i64> {
-        let warnings = head.warnings.clone();
+        let warnings = with_emulation(&head.system, &head.warnings);
         let mut w = RunWriter::begin(store, head)?;
         w.checkpoint(&Checkpoint { threads, envelope: &[], activity: &[], breaches: &[] })?;
         w.finish(RunStatus::Complete, &warnings)
@@ -198,12 +208,54 @@ impl<'s> RunWriter<'s> {
 
     /// Ends the run with `status` and `warnings`. Returns its id.
     pub fn finish(self, status: RunStatus, warnings: &[String]) -> Result<i64> {
-        self.store.finish(self.id, status, warnings)?;
+        self.store.finish(self.id, status, &with_emulation(&self.head.system, warnings))?;
         Ok(self.id)
     }
 
     /// Marks the run failed with `reason`; what was checkpointed stays.
     pub fn fail(&self, reason: &str) -> Result<()> {
         self.store.mark_failed(self.id, reason)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::VmPlacement;
+
+    fn head(accelerator: Option<&str>) -> RunHead {
+        let vm =
+            accelerator.map(|a| VmPlacement { hypervisor: "qemu".into(), accelerator: a.into(), ..Default::default() });
+        RunHead {
+            label: "guest".into(),
+            probe: "timer".into(),
+            kind: RunKind::Probe,
+            metric: Metric::default(),
+            params: RunParams::Unknown(serde_json::json!({})),
+            load: LoadRecord::idle(),
+            command_line: "rtbench timer".into(),
+            rt_priority: true,
+            warnings: vec!["its own".into()],
+            system: SystemSnapshot { vm, ..SystemSnapshot::default() },
+            envelope_ns: 1_000_000_000,
+        }
+    }
+
+    #[test]
+    fn every_run_made_on_an_emulated_cpu_carries_the_warning_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let whole = RunWriter::whole(&mut store, head(Some("tcg")), &[]).unwrap();
+        let w = RunWriter::begin(&mut store, head(Some("tcg"))).unwrap();
+        let running = w.id();
+        assert_eq!(w.store().header(running).unwrap().warnings, [EMULATED_WARNING, "its own"], "while it runs");
+        let finished = w.finish(RunStatus::Complete, &["its own".into(), "found later".into()]).unwrap();
+        let kvm = RunWriter::whole(&mut store, head(Some("kvm")), &[]).unwrap();
+        let host = RunWriter::whole(&mut store, head(None), &[]).unwrap();
+        let warnings = |id| store.header(id).unwrap().warnings;
+        assert_eq!(warnings(whole), [EMULATED_WARNING, "its own"]);
+        assert_eq!(warnings(finished), [EMULATED_WARNING, "its own", "found later"]);
+        assert_eq!(warnings(kvm), ["its own"], "KVM runs the guest's own instructions");
+        assert_eq!(warnings(host), ["its own"]);
     }
 }

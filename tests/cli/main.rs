@@ -9,6 +9,7 @@ mod faults;
 mod findings;
 mod fleet;
 mod helpers;
+mod kernels;
 mod live;
 mod load;
 mod measure;

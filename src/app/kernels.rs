@@ -1,0 +1,150 @@
+//! `rtbench kernels`: each kernel booted in a virtual machine, the same rtbench run inside, its
+//! runs merged into this store under the kernel's release, then one report of them all. Bad
+//! input (a missing file, a cut image, a package apt does not know) ends the command before
+//! the store is opened; a kernel that fails to boot is said with its console, and the others
+//! still run.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use crate::config::{GuestCommand, KernelsConfig, ReportConfig};
+use crate::store::Store;
+use crate::vm::accel::{self, Accel};
+use crate::vm::cache::{self, Kernel};
+use crate::vm::guest::{self, Ended, Machine};
+use crate::vm::Stopped;
+
+pub fn run(cfg: KernelsConfig) -> Result<i32> {
+    for tool in ["vng", "qemu-system-x86_64"] {
+        if !on_path(tool) {
+            return Err(crate::invalid!("kernels needs {tool} (scripts/setup.sh installs virtme-ng and QEMU)"));
+        }
+    }
+    let scratch = tempfile::Builder::new().prefix("rtbench-kernels-").tempdir()?;
+    let cache = cache::dir();
+    let mut kernels = Vec::new();
+    for (name, source) in &cfg.kernels {
+        kernels.push(cache::resolve(source, name, cfg.modules.as_deref(), &cache, scratch.path())?);
+    }
+    // From here a Ctrl-C is taken between looks at the guest: it stops the guest, not rtbench.
+    crate::sys::block_stop_signals()?;
+    let started = Instant::now();
+    let accel = match accelerator(&kernels[0], cfg.allow_emulated, scratch.path()) {
+        Err(e) => return stopped(e, &[]),
+        Ok(a) => a,
+    };
+    let mut store = super::writable_store(&cfg.db)?;
+    let machine = Machine { accel, cpus: cfg.cpus, memory: cfg.memory.clone(), boot_timeout: cfg.boot_timeout };
+    let mut labels: Vec<String> = Vec::new();
+    let mut failed = 0;
+    for (i, kernel) in kernels.iter().enumerate() {
+        let commands = labelled(&cfg, kernel);
+        println!("kernels: {} ({}): booting under {}", kernel.name, kernel.release, accel.name());
+        match guest::run(kernel, &machine, &commands, &scratch.path().join(format!("guest-{i}"))) {
+            Ok(ended) => failed += usize::from(!take(kernel, ended, &mut store, &mut labels)?),
+            Err(e) => return stopped(e, &labels),
+        }
+    }
+    drop(store);
+    if !labels.is_empty() {
+        super::report(ReportConfig {
+            labels,
+            runs: Vec::new(),
+            output: cfg.output.clone(),
+            findings: None,
+            db: cfg.db.clone(),
+        })?;
+    }
+    println!("kernels: {} kernels in {:.1} s, {failed} failed", kernels.len(), started.elapsed().as_secs_f64());
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// Says how a kernel's guest ended and merges its runs (their labels join `labels`); false
+/// when it failed.
+fn take(kernel: &Kernel, ended: Ended, store: &mut Store, labels: &mut Vec<String>) -> Result<bool> {
+    match ended {
+        Ended::Ran { booted, took, status, store: guest_store, output } => {
+            for line in output.lines() {
+                println!("  > {line}");
+            }
+            let (added, found) = bring_back(store, &guest_store)?;
+            let (booted, took) = (booted.as_secs_f64(), took.as_secs_f64());
+            let merged = found.join(", ");
+            println!(
+                "kernels: {}: booted in {booted:.1} s, done in {took:.1} s; {added} runs merged as {merged}",
+                kernel.release
+            );
+            for label in found {
+                if !labels.contains(&label) {
+                    labels.push(label);
+                }
+            }
+            if status != 0 {
+                println!("kernels: {}: FAILED: a command exited with {status}", kernel.release);
+            }
+            Ok(status == 0)
+        }
+        Ended::Failed { why, console } => {
+            println!("kernels: {} ({}): FAILED: {why}; its console ended:", kernel.name, kernel.release);
+            for line in console {
+                println!("  | {line}");
+            }
+            Ok(false)
+        }
+    }
+}
+
+/// A stop signal ends the command with 128 + its number, keeping what was merged; any other
+/// error is returned.
+fn stopped(e: anyhow::Error, merged: &[String]) -> Result<i32> {
+    let Some(Stopped(sig)) = e.downcast_ref::<Stopped>() else { return Err(e) };
+    let kept = if merged.is_empty() { "nothing was merged".to_string() } else { format!("kept {}", merged.join(", ")) };
+    eprintln!("rtbench: kernels: interrupted, guest stopped; {kept}");
+    Ok(128 + sig)
+}
+
+/// KVM when it really runs a guest, else TCG if the user allows it.
+fn accelerator(first: &Kernel, allow_emulated: bool, scratch: &Path) -> Result<Accel> {
+    let probe = accel::probe_kvm(&first.image, scratch)?;
+    match probe {
+        Ok(took) => {
+            println!("kernels: KVM runs guests here (a kernel printed its banner after {:.1} s)", took.as_secs_f64());
+            Ok(Accel::Kvm)
+        }
+        Err(why) if allow_emulated => {
+            eprintln!("rtbench: WARNING: KVM cannot run a guest here ({why}): booting under TCG; {}", crate::model::EMULATED_WARNING);
+            Ok(Accel::Tcg)
+        }
+        Err(why) => Err(crate::invalid!(
+            "KVM cannot run a guest here ({why}); --allow-emulated boots under TCG, whose latencies are the emulator's, not the kernel's"
+        )),
+    }
+}
+
+/// The guest's command lines, the kernel's label given to each that needs one.
+fn labelled(cfg: &KernelsConfig, kernel: &Kernel) -> Vec<Vec<String>> {
+    let label = cfg.label.replace("{release}", &kernel.release);
+    let with_label = |c: &GuestCommand| {
+        let extra = if c.needs_label { vec!["--label".to_string(), label.clone()] } else { Vec::new() };
+        c.args.iter().cloned().chain(extra).collect()
+    };
+    cfg.commands.iter().map(with_label).collect()
+}
+
+/// Merges a guest's store into this one; returns how many runs came and their labels.
+fn bring_back(store: &mut Store, guest: &Path) -> Result<(usize, Vec<String>)> {
+    let mut labels: Vec<String> = Vec::new();
+    for run in Store::open(guest)?.runs()? {
+        if !labels.contains(&run.label) {
+            labels.push(run.label);
+        }
+    }
+    let (added, _) = store.merge(guest)?;
+    Ok((added, labels))
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+}

@@ -1,0 +1,137 @@
+//! `rtbench kernels`: its flags, and the guest's command lines checked on the host, so a typo
+//! fails before a kernel boots.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::{Command, DbArg, Invocation};
+use crate::config::{GuestCommand, KernelsConfig};
+use crate::vm::cache::Source;
+
+#[derive(Args, Debug)]
+pub struct KernelsArgs {
+    /// A kernel image (vmlinuz), a Debian kernel package file (.deb), or deb:PACKAGE (fetched
+    /// with apt-get download); packages are unpacked with their modules into a cache that is kept
+    #[arg(required = true, value_name = "KERNEL")]
+    pub kernels: Vec<String>,
+    /// The modules of the vmlinuz KERNELs (a lib/modules/RELEASE directory) [default:
+    /// /lib/modules/RELEASE]
+    #[arg(long, value_name = "DIR")]
+    pub modules: Option<PathBuf>,
+    /// Virtual CPUs of each guest
+    #[arg(long, value_parser = crate::parse::positive, default_value = "2", value_name = "N")]
+    pub cpus: u64,
+    /// Memory of each guest, as QEMU takes it (512M, 2G)
+    #[arg(long, default_value = "1G", value_name = "SIZE")]
+    pub memory: String,
+    /// Boot under TCG when KVM cannot run a guest: every instruction emulated, so the latencies
+    /// are the emulator's, not the kernel's (each run says so)
+    #[arg(long)]
+    pub allow_emulated: bool,
+    /// Label of each kernel's runs; {release} stands for the kernel's release
+    #[arg(long, default_value = "{release}", value_name = "PATTERN")]
+    pub label: String,
+    /// The most a kernel may take to boot (to start running the command)
+    #[arg(long, value_parser = crate::parse::duration, default_value = "5m", value_name = "DURATION")]
+    pub timeout: Duration,
+    /// Where to write the report of all kernels
+    #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// What to run in each guest [default: study]; another `--` starts another command
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+impl KernelsArgs {
+    pub fn config(self) -> Result<KernelsConfig> {
+        let kernels = self.kernels.iter().map(|k| Ok((k.clone(), Source::parse(k)?))).collect::<Result<Vec<_>>>()?;
+        let size = self.memory.trim_end_matches(['M', 'G', 'm', 'g']);
+        if size.is_empty() || !size.chars().all(|c| c.is_ascii_digit()) || self.memory.len() - size.len() > 1 {
+            return Err(crate::invalid!("--memory '{}': a size such as 512M or 2G", self.memory));
+        }
+        if !self.label.contains("{release}") && self.kernels.len() > 1 {
+            return Err(crate::invalid!("--label '{}': with several kernels it must hold {{release}}", self.label));
+        }
+        Ok(KernelsConfig {
+            kernels,
+            modules: self.modules,
+            cpus: self.cpus.min(u32::MAX as u64) as u32,
+            memory: self.memory,
+            allow_emulated: self.allow_emulated,
+            label: self.label,
+            boot_timeout: self.timeout,
+            commands: commands(&self.command)?,
+            output: self.output,
+            db: crate::store::default_path(self.db.db.as_deref()),
+        })
+    }
+}
+
+/// The commands after `--`, each checked as rtbench would parse it: none is `study`, flags
+/// alone are study's.
+fn commands(words: &[String]) -> Result<Vec<GuestCommand>> {
+    let mut out: Vec<Vec<String>> = words.split(|w| w == "--").map(<[String]>::to_vec).collect();
+    out.retain(|c| !c.is_empty());
+    if out.is_empty() {
+        out.push(Vec::new());
+    }
+    for c in &mut out {
+        if c.first().is_none_or(|w| w.starts_with('-')) {
+            c.insert(0, "study".into());
+        }
+        let parsed = super::parse_from(std::iter::once("rtbench").chain(c.iter().map(String::as_str)));
+        match parsed {
+            Err(e) => {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
+                return Err(crate::invalid!("guest command '{}': {first}", c.join(" ")));
+            }
+            Ok(Invocation::Command(Command::Kernels(_))) => {
+                return Err(crate::invalid!("guest command '{}': kernels cannot run inside a guest", c.join(" ")))
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(out.into_iter().map(|args| GuestCommand { needs_label: needs_label(&args), args }).collect())
+}
+
+/// Whether `command` stores runs under a label it takes with `--label`, and names none.
+fn needs_label(command: &[String]) -> bool {
+    let first = command.first().map(String::as_str).unwrap_or("");
+    let stores = ["study", "sysbench", "monitor"].contains(&first) || crate::probe::info(first).is_some();
+    stores && !command.iter().any(|w| w == "--label" || w.starts_with("--label="))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    fn args(s: &str) -> Vec<Vec<String>> {
+        commands(&words(s)).unwrap().into_iter().map(|c| c.args).collect()
+    }
+
+    #[test]
+    fn commands_split_at_each_separator_and_default_to_the_study() {
+        assert_eq!(args(""), [words("study")]);
+        assert_eq!(args("-D 5s"), [words("study -D 5s")]);
+        assert_eq!(args("timer -D 2s -- gtod -D 2s"), [words("timer -D 2s"), words("gtod -D 2s")]);
+        let typo = commands(&words("timer --durashun 2s")).unwrap_err().to_string();
+        assert!(typo.starts_with("guest command 'timer --durashun 2s': unexpected argument"), "{typo}");
+        assert!(commands(&words("kernels x")).is_err());
+        let labels: Vec<bool> = commands(&words("timer -- study -- audit -- gtod --label mine"))
+            .unwrap()
+            .iter()
+            .map(|c| c.needs_label)
+            .collect();
+        assert_eq!(labels, [true, true, false, false], "audit stores nothing; a named label stays");
+    }
+}

@@ -1,0 +1,194 @@
+//! One kernel booted in a virtual machine (virtme-ng on QEMU, the host's root file system read
+//! only), rtbench run inside it, and its store brought back. The guest's store lives on a tmpfs
+//! of its own: SQLite's WAL needs shared memory the 9p share does not give (a store there
+//! received no runs). The share carries only the finished file back, and the markers.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::accel::Accel;
+use super::cache::Kernel;
+use super::group::{Group, Waited};
+
+/// Console lines shown for a kernel that failed.
+const TAIL: usize = 15;
+
+/// How a guest is made.
+pub struct Machine {
+    pub accel: Accel,
+    pub cpus: u32,
+    pub memory: String,
+    /// The most a kernel may take from start to running the command.
+    pub boot_timeout: Duration,
+}
+
+/// What a guest did.
+#[derive(Debug)]
+pub enum Ended {
+    /// The commands ran; `status` is the first non-zero exit of them (0: all well) and
+    /// `store` holds their runs.
+    Ran { booted: Duration, took: Duration, status: i32, store: PathBuf, output: String },
+    /// It never got to the end: why, and the last lines of its console.
+    Failed { why: String, console: Vec<String> },
+}
+
+/// Boots `kernel`, runs each of `commands` (argument lists of this rtbench binary) inside, one
+/// after another, and brings its store back through `share`, a directory of its own.
+pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: &Path) -> Result<Ended> {
+    std::fs::create_dir_all(share)?;
+    let binary = std::env::current_exe()?;
+    let script = share.join("guest.sh");
+    std::fs::write(&script, script_text(&binary, commands, share))?;
+    let console = share.join("console.log");
+    let mut cmd = vng(kernel, machine, share, &script);
+    let log = std::fs::File::create(&console)?;
+    cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+    let started = Instant::now();
+    let mut group = Group::spawn(&mut cmd, share.parent().unwrap_or(share))?;
+    let booted_mark = share.join("booted");
+    let waited = group.wait(|| booted_mark.exists(), Some(started + machine.boot_timeout))?;
+    let booted = started.elapsed();
+    let failed = |why: String| Ok(Ended::Failed { why, console: tail(&console) });
+    match waited {
+        Waited::Ready => {}
+        Waited::Signal(sig) => return Err(super::Stopped(sig).into()),
+        Waited::TimedOut => return failed(format!("did not boot within {} s", machine.boot_timeout.as_secs())),
+        Waited::Exited(_) if !kernel.has_modules => {
+            return failed(format!(
+                "no modules for {} (in /lib/modules or --modules DIR): it cannot mount the host's root",
+                kernel.release
+            ))
+        }
+        Waited::Exited(_) => return failed("the guest ended before running the command".into()),
+    }
+    let status_mark = share.join("status");
+    let waited = group.wait(|| status_mark.exists(), None)?;
+    let took = started.elapsed();
+    group.stop();
+    if let Waited::Signal(sig) = waited {
+        return Err(super::Stopped(sig).into());
+    }
+    let status = std::fs::read_to_string(&status_mark).ok().and_then(|s| s.trim().parse().ok());
+    let store = share.join("guest.db");
+    match status {
+        Some(status) if store.exists() => {
+            let output = std::fs::read_to_string(share.join("output.txt")).unwrap_or_default();
+            Ok(Ended::Ran { booted, took, status, store, output })
+        }
+        _ => failed("the guest ended before its store was brought back".into()),
+    }
+}
+
+/// The virtme-ng command line of a guest. The kernel command line tells rtbench inside where
+/// it runs (see `sysinfo::vm_placement`).
+fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Command {
+    let mut cmd = Command::new("vng");
+    // Verbose: the kernel's own console, for the lines shown when it fails.
+    cmd.arg("--verbose").arg("-r").arg(&kernel.image);
+    if machine.accel == Accel::Tcg {
+        cmd.arg("--disable-kvm");
+    }
+    cmd.args(["--cpus", &machine.cpus.to_string(), "--memory", &machine.memory]);
+    cmd.arg(format!("--rwdir={}", share.display()));
+    let host = crate::sysinfo::kernel_release();
+    for param in [
+        "rtbench.vm=qemu".to_string(),
+        format!("rtbench.accel={}", machine.accel.name()),
+        format!("rtbench.vcpus={}", machine.cpus),
+        format!("rtbench.host={host}"),
+    ] {
+        cmd.args(["--append", &param]);
+    }
+    cmd.arg("--exec").arg(format!("sh {}", quote(&script.display().to_string())));
+    cmd
+}
+
+/// The guest's shell script: a tmpfs for the store, the commands in it, the store copied out
+/// whole, then the exit status (the host waits for that file).
+fn script_text(binary: &Path, commands: &[Vec<String>], share: &Path) -> String {
+    let share = quote(&share.display().to_string());
+    let mut s = format!(
+        "# written by rtbench kernels\nshare={share}\n: > \"$share/booted\"\n\
+         work=$(mktemp -d) && mount -t tmpfs rtbench-store \"$work\" && cd \"$work\" || {{ echo 97 > \"$share/status\"; exit; }}\n\
+         export RTBENCH_DB=\"$work/guest.db\"\nstatus=0\n"
+    );
+    for args in commands {
+        let line: Vec<String> = std::iter::once(binary.display().to_string()).chain(args.iter().cloned()).collect();
+        let line: Vec<String> = line.iter().map(|a| quote(a)).collect();
+        s += &format!(
+            "{} >> \"$share/output.txt\" 2>&1 || {{ rc=$?; [ $status -eq 0 ] && status=$rc; }}\n",
+            line.join(" ")
+        );
+    }
+    s += "[ -e \"$RTBENCH_DB\" ] && cp \"$RTBENCH_DB\" \"$share/guest.db.part\" && mv \"$share/guest.db.part\" \"$share/guest.db\"\n";
+    s += "echo $status > \"$share/status\"\n";
+    s
+}
+
+/// `s` as one shell word.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The end of a console log, without blank lines: from a few lines before the kernel's panic
+/// (its cause, not the stack trace after it), else the last lines.
+fn tail(console: &Path) -> Vec<String> {
+    let text = std::fs::read(console).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+    let from = match lines.iter().rposition(|l| l.contains("Kernel panic")) {
+        Some(panic) => panic.saturating_sub(2),
+        None => lines.len().saturating_sub(TAIL),
+    };
+    lines[from..].iter().take(TAIL).map(|l| l.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_runs_every_command_and_keeps_the_first_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let share = dir.path().join("share");
+        std::fs::create_dir_all(&share).unwrap();
+        // A stand-in for rtbench: writes the store, fails on "bad".
+        let fake = dir.path().join("fake");
+        std::fs::write(&fake, "#!/bin/sh\necho \"$@\" >> \"$RTBENCH_DB\"\n[ \"$1\" != bad ]\n").unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let commands = vec![vec!["timer".into(), "it's".into()], vec!["bad".into()], vec!["gtod".into()]];
+        // Without root no tmpfs can be mounted: the script says so with status 97 instead.
+        let text = script_text(&fake, &commands, &share).replace("mount -t tmpfs rtbench-store \"$work\" && ", "");
+        let ran = Command::new("sh").arg("-c").arg(&text).status().unwrap();
+        assert!(ran.success());
+        assert!(share.join("booted").exists());
+        assert_eq!(std::fs::read_to_string(share.join("status")).unwrap().trim(), "1");
+        let store = std::fs::read_to_string(share.join("guest.db")).unwrap();
+        assert_eq!(store, "timer it's\nbad\ngtod\n", "every command ran, in order, quoted whole");
+        std::fs::write(&fake, "#!/bin/sh\necho \"said $1\"\n").unwrap();
+        std::fs::remove_file(share.join("status")).unwrap();
+        Command::new("sh").arg("-c").arg(&text).status().unwrap();
+        let said = std::fs::read_to_string(share.join("output.txt")).unwrap();
+        assert_eq!(said, "said timer\nsaid bad\nsaid gtod\n", "what the commands print is kept for the host");
+    }
+
+    #[test]
+    fn a_console_tail_is_its_last_written_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("c.log");
+        let text: String = (0..40).map(|i| format!("line {i}\n\n")).collect();
+        std::fs::write(&log, text).unwrap();
+        let t = tail(&log);
+        assert_eq!(t.len(), TAIL);
+        assert_eq!(t.last().unwrap(), "line 39");
+        let panicked = "boot\nVFS: Cannot open root device\nmore\nKernel panic - not syncing: VFS\n".to_string()
+            + &"Call Trace: frame\n".repeat(30);
+        std::fs::write(&log, panicked).unwrap();
+        let t = tail(&log);
+        assert_eq!(t[0], "VFS: Cannot open root device", "the panic's cause comes first: {t:?}");
+        assert_eq!(t.len(), TAIL);
+    }
+}

@@ -70,6 +70,27 @@ fn findings_json(lab: &Lab) -> Vec<serde_json::Value> {
 }
 
 #[test]
+fn kernels_that_ran_on_an_emulated_cpu_are_not_ranked() {
+    let lab = Lab::new();
+    let [.., std_loaded] = two_kernels(&lab);
+    // k-std's loaded run was made in a guest under TCG (`kernels --allow-emulated`); quoted for SQL.
+    let warning = "emulated CPU (TCG): these latencies are the emulator''s, not the kernel''s";
+    sql(
+        &lab,
+        &format!("UPDATE runs SET warnings = json_insert(warnings, '$[#]', '{warning}') WHERE id = ?1"),
+        std_loaded,
+    );
+    let said = lab.ok(&["report", "--findings"]);
+    let loaded = said
+        .lines()
+        .find(|l| l.contains("k-rt against k-std, timer loaded (paper): "))
+        .unwrap_or_else(|| panic!("the pair is still said:\n{said}"));
+    assert!(loaded.contains("not compared") && !loaded.contains("cut the max"), "{loaded}");
+    // The idle pair, made on the host, is still ranked.
+    assert!(said.contains("k-rt against k-std, timer idle: the worst case is not better"), "{said}");
+}
+
+#[test]
 fn the_better_label_is_named_with_its_direction_factor_and_the_steal_caveat() {
     let lab = Lab::new();
     let [rt_idle, rt_loaded, std_idle, std_loaded] = two_kernels(&lab);

@@ -49,13 +49,16 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
     }
     drop(store);
     if !labels.is_empty() {
-        super::report(ReportConfig {
-            labels,
+        let of = |findings| ReportConfig {
+            labels: labels.clone(),
             runs: Vec::new(),
             output: cfg.output.clone(),
-            findings: None,
+            findings,
             db: cfg.db.clone(),
-        })?;
+        };
+        // The answer in words, as a study ends with it, then the side-by-side report.
+        super::report(of(Some(crate::config::Output::Text)))?;
+        super::report(of(None))?;
     }
     println!("kernels: {} kernels in {:.1} s, {failed} failed", kernels.len(), started.elapsed().as_secs_f64());
     Ok(if failed > 0 { 1 } else { 0 })

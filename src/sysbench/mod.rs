@@ -9,6 +9,7 @@
 mod ipc;
 mod memfile;
 mod procs;
+mod spawn;
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -186,9 +187,20 @@ pub fn measure(op: &Op, method: Method, iterations: Option<u64>) -> io::Result<M
     Ok(Measured { iterations, values })
 }
 
+/// `total` less `overhead`, never below zero: an operation's time with the cost of what carries
+/// it taken off (a ring's pipe traffic, a fault's remapping, a signal's sending).
+fn less(total: u64, overhead: u64) -> u64 {
+    total.saturating_sub(overhead)
+}
+
 /// Nanoseconds since `t`.
 fn since(t: Instant) -> u64 {
     t.elapsed().as_nanos() as u64
+}
+
+/// Where a sysbench pass ran, as its tables say: "pinned to CPU 1", or "unpinned".
+pub fn placement(cpu: Option<usize>) -> String {
+    cpu.map_or_else(|| "unpinned".to_string(), |c| format!("pinned to CPU {c}"))
 }
 
 /// The CPU sysbench pins to unless told: the last online one.

@@ -300,7 +300,7 @@ fn sysbench_cells(session: &mut Session, store: &mut Store, passes: &[(String, O
             switch_model(session, model)?;
         }
         println!("== last cell: sysbench --quick, idle (label {label})");
-        let cpu = super::sysbench::default_cpu();
+        let cpu = Some(super::sysbench::default_cpu());
         let idle = crate::model::LoadRecord::idle();
         let pass =
             super::sysbench::Pass { method: crate::sysbench::Method::QUICK, cpu, label, load: &idle, fixed: None };

@@ -187,7 +187,8 @@ pub struct SysbenchArgs {
     /// The label the --total table's % row compares against (this label itself on the first kernel)
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
-    /// The CPU every process of the measurement is pinned to [default: the last online CPU]
+    /// The CPU every process of the measurement is pinned to, or none: unpinned, where the
+    /// scheduler puts them, as LMbench runs by default [default: the last online CPU]
     #[arg(long, value_name = "CPU")]
     pub cpu: Option<String>,
     #[command(flatten)]

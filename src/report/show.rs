@@ -33,6 +33,8 @@ pub fn summary(run: &Run) -> String {
             s.count,
             h.metric.names().1
         );
+        let cpu = run.threads.first().and_then(|t| t.cpu).map(|c| c as usize);
+        let _ = writeln!(out, "placement: {}", crate::sysbench::placement(cpu));
         return out;
     }
     for t in &run.threads {

@@ -45,6 +45,27 @@ fn operations_are_stored_with_their_unit_and_direction() {
 }
 
 #[test]
+fn every_table_says_where_the_pass_ran_and_the_run_keeps_it() {
+    let lab = Lab::new();
+    let pinned = lab.ok(&["sysbench", "--quick", "--only", "null-call", "--cpu", "0", "--label", "p"]);
+    assert!(pinned.contains("— p, pinned to CPU 0"), "{pinned}");
+    let free = lab.ok(&["sysbench", "--quick", "--only", "null-call", "--cpu", "none", "--label", "u"]);
+    assert!(free.contains("— u, unpinned"), "{free}");
+    let runs = lab.runs();
+    let ids: Vec<String> = runs.as_array().unwrap().iter().map(|r| r["id"].to_string()).collect();
+    let cpus: Vec<serde_json::Value> =
+        ids.iter().map(|id| lab.export_json(id.parse().unwrap())["run"]["params"]["cpus"].clone()).collect();
+    assert_eq!(cpus, [serde_json::json!([0]), serde_json::json!([null])], "stored with the run");
+    assert!(lab.ok(&["show", &ids[0]]).contains("placement: pinned to CPU 0"));
+    assert!(lab.ok(&["show", &ids[1]]).contains("placement: unpinned"));
+    let out = lab.path("report");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("<th>placement</th>"), "the report's table has the column");
+    assert!(html.contains("<td>pinned to CPU 0</td>") && html.contains("<td>unpinned</td>"), "a row each");
+}
+
+#[test]
 fn labels_compare_in_percent_and_the_report_tables_them() {
     let lab = Lab::new();
     for label in ["base", "new"] {

@@ -106,7 +106,11 @@ pub fn run(a: StudyConfig) -> Result<i32> {
     // The network probes talk to --peer, or to an echo server of our own on loopback.
     let local = match &a.peer {
         Some(_) => None,
-        None => Some(crate::net::server::Server::bind(Transport::Udp, "127.0.0.1:0", None)?),
+        None => {
+            let server = crate::net::server::Server::bind(Transport::Udp, "127.0.0.1:0", None)?;
+            let policy = crate::model::Policy::Fifo.shown(crate::config::DEFAULT_PRIORITY);
+            Some(server.placed(&format!("{}, {policy}", crate::model::placement(None))))
+        }
     };
     let peer = match (&a.peer, &local) {
         (Some(p), _) => crate::net::transport::address(Transport::Udp, Some(p)),

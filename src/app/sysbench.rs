@@ -304,7 +304,7 @@ pub fn tables(results: &[(&Op, sb::Measured)], label: &str, cpu: Option<usize>) 
         if rows.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "\n{} — {label}, {}", g.title(), sb::placement(cpu));
+        let _ = writeln!(out, "\n{} — {label}, {}", g.title(), crate::model::placement(cpu));
         let _ =
             writeln!(out, "  {:<16} {:>12} {:>12} {:>12} {:>11}", "operation", "median", "min", "max", "iterations");
         for (op, m) in rows {

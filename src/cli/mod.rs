@@ -286,7 +286,8 @@ pub struct RunArgs {
     /// Number of measuring threads [default: one per CPU for timer, 1 otherwise]
     #[arg(short = 't', long, num_args = 0..=1, default_missing_value = "0", value_name = "NUM")]
     pub threads: Option<u64>,
-    /// CPUs to run on, e.g. 0-3,6; threads are pinned round-robin [default: all online]
+    /// CPUs to run on, e.g. 0-3,6; threads are pinned round-robin; none: unpinned, where the
+    /// scheduler puts them [default: all online]
     #[arg(short = 'a', long, value_name = "CPUS")]
     pub affinity: Option<String>,
     /// Real-time priority of the measuring threads (1-99)

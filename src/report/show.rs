@@ -34,7 +34,7 @@ pub fn summary(run: &Run) -> String {
             h.metric.names().1
         );
         let cpu = run.threads.first().and_then(|t| t.cpu).map(|c| c as usize);
-        let _ = writeln!(out, "placement: {}", crate::sysbench::placement(cpu));
+        let _ = writeln!(out, "placement: {}", crate::model::placement(cpu));
         return out;
     }
     for t in &run.threads {
@@ -54,6 +54,13 @@ pub fn summary(run: &Run) -> String {
             us(s.max as f64),
             s.overruns
         );
+    }
+    if let Some(m) = h.params.measured() {
+        // Where the other end ran: a ping-pong's echo server says so when it is rtbench's.
+        if let Some(peer) = m.probe.get("peer_placement").and_then(|v| v.as_str()) {
+            let host = m.probe.get("peer_host").and_then(|v| v.as_str()).unwrap_or("?");
+            let _ = writeln!(out, "echo server ({host}): {peer}");
+        }
     }
     out.push('\n');
     out.push_str(&percentile_table(run));

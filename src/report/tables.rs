@@ -279,7 +279,7 @@ fn placements(runs: &[&RunView]) -> String {
     let mut seen: Vec<String> = Vec::new();
     for r in runs {
         let cpu = r.data.threads.first().and_then(|t| t.cpu).map(|c| c as usize);
-        let p = crate::sysbench::placement(cpu);
+        let p = crate::model::placement(cpu);
         if !seen.contains(&p) {
             seen.push(p);
         }

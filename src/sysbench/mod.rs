@@ -198,11 +198,6 @@ fn since(t: Instant) -> u64 {
     t.elapsed().as_nanos() as u64
 }
 
-/// Where a sysbench pass ran, as its tables say: "pinned to CPU 1", or "unpinned".
-pub fn placement(cpu: Option<usize>) -> String {
-    cpu.map_or_else(|| "unpinned".to_string(), |c| format!("pinned to CPU {c}"))
-}
-
 /// The CPU sysbench pins to unless told: the last online one.
 pub fn default_cpu() -> usize {
     *crate::sysinfo::online_cpus().last().unwrap_or(&0)

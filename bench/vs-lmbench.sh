@@ -31,7 +31,7 @@ trap 'rm -rf "$tmp"; [ -z "$hello_mine" ] || rm -f /tmp/hello' EXIT
 dd if=/dev/zero of="$tmp/file" bs=1M count=16 status=none
 cat "$tmp/file" >/dev/null
 mkdir "$tmp/fs"
-exec python3 - "$1" "$RTBENCH" "$cpu" "${ROUNDS:-3}" "${ONLY:-}" "$tmp" <<'PY'
+python3 - "$1" "$RTBENCH" "$cpu" "${ROUNDS:-3}" "${ONLY:-}" "$tmp" <<'PY'
 import re, statistics, subprocess, sys, time
 lm, rtbench, cpu, rounds, only, tmp = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
 f = f"{tmp}/file"

@@ -1,7 +1,6 @@
-//! The system calls `rtbench sysbench` times: raw reads and writes for forked children, fork
-//! and exec, signal handlers, select, file mappings.
+//! The system calls `rtbench sysbench` times: raw reads and writes for forked children,
+//! waiting for them, signal handlers, select, file mappings.
 
-use std::ffi::CString;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -44,37 +43,6 @@ pub fn wait_pid(pid: u32) -> io::Result<i32> {
         return Err(io::Error::last_os_error());
     }
     Ok(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) })
-}
-
-/// A program and its arguments made ready before a fork, so the child only calls execv.
-pub struct Exec {
-    path: CString,
-    args: Vec<CString>,
-}
-
-impl Exec {
-    pub fn new(path: &str, args: &[&str]) -> io::Result<Exec> {
-        Ok(Exec { path: CString::new(path)?, args: args.iter().map(|a| CString::new(*a)).collect::<Result<_, _>>()? })
-    }
-
-    /// fork, execv in the child, wait in the parent: one process made and run to its end.
-    pub fn run(&self) -> io::Result<i32> {
-        let mut argv: Vec<*const libc::c_char> = self.args.iter().map(|a| a.as_ptr()).collect();
-        argv.push(std::ptr::null());
-        // SAFETY: the child only calls execv and _exit on memory prepared before the fork.
-        let pid = unsafe { libc::fork() };
-        match pid {
-            -1 => Err(io::Error::last_os_error()),
-            0 => {
-                // SAFETY: NUL-terminated path and a NULL-terminated argv, both alive here.
-                unsafe {
-                    libc::execv(self.path.as_ptr(), argv.as_ptr());
-                    libc::_exit(127)
-                }
-            }
-            pid => wait_pid(pid as u32),
-        }
-    }
 }
 
 extern "C" fn count_signal(_: libc::c_int) {

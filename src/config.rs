@@ -158,8 +158,11 @@ impl RunConfig {
         }
         let split = split(info, opts.split)?;
         // Shielded CPUs are the ones to measure unless -a says otherwise.
+        // -a none: unpinned, where the scheduler puts each thread (sockperf's placement).
+        let unpinned = opts.affinity.as_deref() == Some("none");
         let cpus = match (&opts.affinity, &shield) {
             (None, Some(s)) => s.clone(),
+            _ if unpinned => cpu_list(None, "--affinity")?,
             _ => cpu_list(opts.affinity.as_deref(), "--affinity")?,
         };
         let n = match (opts.threads, info.default_threads) {
@@ -170,7 +173,7 @@ impl RunConfig {
         if n > 1024 {
             return Err(invalid!("--threads {n} is too many; use 1 to 1024"));
         }
-        let threads = (0..n).map(|i| ThreadPlan { index: i, cpu: Some(cpus[i % cpus.len()]) }).collect();
+        let threads = (0..n).map(|i| ThreadPlan { index: i, cpu: (!unpinned).then(|| cpus[i % cpus.len()]) }).collect();
         for path in [&opts.json, &opts.histfile, &opts.samples].into_iter().flatten() {
             check_writable(path)?;
         }

@@ -14,9 +14,9 @@ use crate::runner::Session;
 
 /// Runs an echo server in the foreground until a signal or `serve_for`.
 pub fn serve(spec: &ServeSpec, opts: &RunOptions) -> Result<i32> {
-    let cpu = match &opts.affinity {
+    let cpu = match opts.affinity.as_deref() {
+        Some("none") | None => None,
         Some(list) => crate::parse::cpu_list(Some(list), "--affinity")?.first().copied(),
-        None => None,
     };
     let server = Server::bind(spec.transport, &spec.addr, spec.token)?;
     let counters = Arc::clone(&server.counters);
@@ -26,6 +26,7 @@ pub fn serve(spec: &ServeSpec, opts: &RunOptions) -> Result<i32> {
         eprintln!("rtbench: WARNING: {w}");
     }
     let (policy, priority) = (rt.policy, rt.priority);
+    let server = server.placed(&format!("{}, {}", crate::model::placement(cpu), policy.shown(priority)));
     let enter = move || -> Box<dyn std::any::Any> {
         let entered = crate::runner::rt::enter_thread(cpu, policy, priority);
         for problem in [entered.unpinned, entered.problem].into_iter().flatten() {

@@ -111,7 +111,11 @@ pub fn run(a: StudyConfig) -> Result<i32> {
     // The network probes talk to --peer, or to an echo server of our own on loopback.
     let local = match &a.peer {
         Some(_) => None,
-        None => Some(crate::net::server::Server::bind(Transport::Udp, "127.0.0.1:0", None)?),
+        None => {
+            let server = crate::net::server::Server::bind(Transport::Udp, "127.0.0.1:0", None)?;
+            let policy = crate::model::Policy::Fifo.shown(crate::config::DEFAULT_PRIORITY);
+            Some(server.placed(&format!("{}, {policy}", crate::model::placement(None))))
+        }
     };
     let peer = match (&a.peer, &local) {
         (Some(p), _) => crate::net::transport::address(Transport::Udp, Some(p)),
@@ -308,6 +312,27 @@ fn announce(planned: &[Planned], k: usize, settle: Duration) {
         hms(cell.duration),
         hms(left)
     );
+    let cfg = &planned[k].cfg;
+    if cell.info.name == "pingpong" && cell.load != "none" {
+        let shield = cfg.shield.as_deref().unwrap_or(&[]);
+        let load: Vec<usize> = crate::sysinfo::online_cpus().into_iter().filter(|c| !shield.contains(c)).collect();
+        let client = cfg.threads.first().and_then(|t| t.cpu);
+        println!("   {}", shared_cpus(&load, client));
+    }
+}
+
+/// Which CPUs a loaded ping-pong cell's load (unpinned, on `load`: the CPUs off the shield)
+/// shares with each end: the client's measuring thread (on `client`, or unpinned) and the
+/// study's echo server (unpinned). Under a hog, an end that shares the hog's CPU pays a
+/// reschedule on every wake-up (issue 22), so the cell says where each end stood.
+fn shared_cpus(load: &[usize], client: Option<usize>) -> String {
+    let all = crate::units::format_cpu_list(load);
+    let with_client = match client {
+        Some(c) if load.contains(&c) => format!("CPU {c} with the client's measuring thread (pinned there)"),
+        Some(c) => format!("no CPU with the client's measuring thread (pinned to CPU {c})"),
+        None => format!("any of {all} with the client's measuring thread (unpinned)"),
+    };
+    format!("placement: the load runs unpinned on CPUs {all}; it shares {with_client} and any of {all} with the echo server (unpinned)")
 }
 
 /// "timer idle, timer load paper".
@@ -325,7 +350,7 @@ fn sysbench_cells(session: &mut Session, store: &mut Store, passes: &[(String, O
             switch_model(session, model)?;
         }
         println!("== last cell: sysbench --quick, idle (label {label})");
-        let cpu = super::sysbench::default_cpu();
+        let cpu = Some(super::sysbench::default_cpu());
         let idle = crate::model::LoadRecord::idle();
         let pass =
             super::sysbench::Pass { method: crate::sysbench::Method::QUICK, cpu, label, load: &idle, fixed: None };
@@ -369,4 +394,18 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
         println!("report: {} ({} figures)", files.index.display(), files.figures);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared_cpus;
+
+    #[test]
+    fn a_loaded_ping_pong_says_which_cpus_the_load_shares_with_each_end() {
+        let pinned = shared_cpus(&[0, 1], Some(0));
+        assert!(pinned.contains("on CPUs 0-1; it shares CPU 0 with the client's measuring thread"), "{pinned}");
+        let shielded = shared_cpus(&[1], Some(0));
+        assert!(shielded.contains("shares no CPU with the client's measuring thread (pinned to CPU 0)"), "{shielded}");
+        assert!(shared_cpus(&[0, 1], None).contains("any of 0-1 with the client's measuring thread (unpinned)"));
+    }
 }

@@ -61,7 +61,7 @@ pub fn run(a: SysbenchConfig) -> Result<i32> {
             store.set_load(*id, &LoadRecord::Measured(report.clone()))?;
         }
     }
-    print!("{}", tables(&done.results, &label));
+    print!("{}", tables(&done.results, &label, cpu));
     println!("stored {} operations as runs in {}", done.results.len(), store.path().display());
     if let Some(sig) = session.signal() {
         println!("interrupted by signal {sig}: the operations measured until then are stored");
@@ -87,8 +87,9 @@ fn start_load(
 }
 
 /// Pins the calling thread (and the processes it forks) to `cpu` for as long as `session`
-/// holds it.
-fn pin(session: &mut Session, cpu: usize) -> Result<()> {
+/// holds it; unpinned (None) leaves it where it is.
+fn pin(session: &mut Session, cpu: Option<usize>) -> Result<()> {
+    let Some(cpu) = cpu else { return Ok(()) };
     let pinned = Pinned::to(cpu).map_err(|e| anyhow::anyhow!("cannot pin to CPU {cpu}: {e}"))?;
     session.hold(pinned);
     Ok(())
@@ -97,7 +98,7 @@ fn pin(session: &mut Session, cpu: usize) -> Result<()> {
 /// What every sysbench run is stored with besides its samples.
 struct Context<'a> {
     label: &'a str,
-    cpu: usize,
+    cpu: Option<usize>,
     load: &'a LoadRecord,
     system: &'a crate::model::SystemSnapshot,
     command_line: &'a str,
@@ -119,7 +120,7 @@ fn store_run(
     }
     let params = MeasuredParams {
         threads: 1,
-        cpus: vec![Some(cx.cpu)],
+        cpus: vec![cx.cpu],
         policy: Policy::Other,
         priority: 0,
         mlock: false,
@@ -147,7 +148,7 @@ fn store_run(
         system: cx.system.clone(),
         envelope_ns: 1_000_000_000,
     };
-    RunWriter::whole(store, head, &[ThreadResult { thread: 0, cpu: Some(cx.cpu as u32), stats, irq: None }])
+    RunWriter::whole(store, head, &[ThreadResult { thread: 0, cpu: cx.cpu.map(|c| c as u32), stats, irq: None }])
 }
 
 /// The probe name of `--total`'s runs: one per load, its one sample the pass's wall time.
@@ -237,8 +238,8 @@ pub struct Done<'o> {
 /// How one pass of sysbench measures and stores its operations.
 pub struct Pass<'a> {
     pub method: Method,
-    /// The CPU the pass is pinned to.
-    pub cpu: usize,
+    /// The CPU the pass is pinned to; None: unpinned.
+    pub cpu: Option<usize>,
     pub label: &'a str,
     pub load: &'a LoadRecord,
     /// Iterations per repetition of each operation, where fixed (`--total`).
@@ -297,14 +298,14 @@ fn list(all: &[Op]) -> String {
     out
 }
 
-pub fn tables(results: &[(&Op, sb::Measured)], label: &str) -> String {
+pub fn tables(results: &[(&Op, sb::Measured)], label: &str, cpu: Option<usize>) -> String {
     let mut out = String::new();
     for g in Group::ALL {
         let rows: Vec<&(&Op, sb::Measured)> = results.iter().filter(|(o, _)| o.group == g).collect();
         if rows.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "\n{} — {label}", g.title());
+        let _ = writeln!(out, "\n{} — {label}, {}", g.title(), crate::model::placement(cpu));
         let _ =
             writeln!(out, "  {:<16} {:>12} {:>12} {:>12} {:>11}", "operation", "median", "min", "max", "iterations");
         for (op, m) in rows {

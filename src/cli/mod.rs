@@ -203,7 +203,8 @@ pub struct SysbenchArgs {
     /// The label the --total table's % row compares against (this label itself on the first kernel)
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
-    /// The CPU every process of the measurement is pinned to [default: the last online CPU]
+    /// The CPU every process of the measurement is pinned to, or none: unpinned, where the
+    /// scheduler puts them, as LMbench runs by default [default: the last online CPU]
     #[arg(long, value_name = "CPU")]
     pub cpu: Option<String>,
     #[command(flatten)]
@@ -301,7 +302,8 @@ pub struct RunArgs {
     /// Number of measuring threads [default: one per CPU for timer, 1 otherwise]
     #[arg(short = 't', long, num_args = 0..=1, default_missing_value = "0", value_name = "NUM")]
     pub threads: Option<u64>,
-    /// CPUs to run on, e.g. 0-3,6; threads are pinned round-robin [default: all online]
+    /// CPUs to run on, e.g. 0-3,6; threads are pinned round-robin; none: unpinned, where the
+    /// scheduler puts them [default: all online]
     #[arg(short = 'a', long, value_name = "CPUS")]
     pub affinity: Option<String>,
     /// Real-time priority of the measuring threads (1-99)

@@ -25,9 +25,10 @@ impl SysbenchArgs {
             }
             (false, None) => SysbenchMode::Once { load: LoadSpec::parse(&self.load.load, load_options(&flags))? },
         };
-        let cpu = match &self.cpu {
-            Some(c) => crate::parse::one_cpu(c, "--cpu")?,
-            None => crate::sysbench::default_cpu(),
+        let cpu = match self.cpu.as_deref() {
+            Some("none") => None,
+            Some(c) => Some(crate::parse::one_cpu(c, "--cpu")?),
+            None => Some(crate::sysbench::default_cpu()),
         };
         Ok(SysbenchConfig::Measure(Box::new(SysbenchRun {
             ops,

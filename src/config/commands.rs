@@ -78,8 +78,9 @@ pub struct SysbenchRun {
     /// The operations asked for, by name (every one named exists).
     pub ops: Vec<&'static str>,
     pub quick: bool,
-    /// The CPU every process of the measurement is pinned to, online.
-    pub cpu: usize,
+    /// The CPU every process of the measurement is pinned to, online; None: unpinned, where the
+    /// scheduler puts them (LMbench's default placement).
+    pub cpu: Option<usize>,
     pub label: String,
     pub db: PathBuf,
     pub settle: Duration,

@@ -23,7 +23,8 @@ pub use kind::{probe_part, RunKind, SysbenchOpParams, SysbenchTotalParams};
 pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
 pub use params::{
-    BreachRecord, ImportedParams, Lacked, MeasuredParams, Policy, RunParams, ShieldRecord, SplitRecord, ThreadRan,
+    placement, BreachRecord, ImportedParams, Lacked, MeasuredParams, Policy, RunParams, ShieldRecord, SplitRecord,
+    ThreadRan,
 };
 pub use run::{IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use status::RunStatus;

@@ -204,6 +204,11 @@ impl RunParams {
     }
 }
 
+/// Where a thread ran, as tables and `show` say it: "pinned to CPU 1", or "unpinned".
+pub fn placement(cpu: Option<usize>) -> String {
+    cpu.map_or_else(|| "unpinned".to_string(), |c| format!("pinned to CPU {c}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

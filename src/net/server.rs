@@ -91,6 +91,13 @@ impl Server {
 
     /// Serves until `stop` is set. `enter` runs first on every serving thread (pinning,
     /// priority); what it returns lives as long as the thread serves.
+    /// Says where the serving thread runs ("CPU 1, fifo/95") in every welcome, after the
+    /// hostname on a line of its own, so a client stores where its other end ran.
+    pub fn placed(mut self, placement: &str) -> Server {
+        self.host = format!("{}\n{placement}", self.host);
+        self
+    }
+
     pub fn serve(self, stop: &AtomicBool, enter: Enter) -> Result<()> {
         let c = &self.counters;
         match &self.kind {

@@ -67,6 +67,14 @@ pub fn hello(token: u64, size: usize) -> Vec<u8> {
     b
 }
 
+/// A welcome's text: the server's hostname, and where its serving thread runs when it says.
+pub fn host_and_placement(text: &str) -> (String, Option<String>) {
+    match text.split_once('\n') {
+        Some((host, placement)) => (host.to_string(), Some(placement.to_string())),
+        None => (text.to_string(), None),
+    }
+}
+
 /// The server's answer to a hello, no longer than the hello itself.
 pub fn answer(kind: Kind, token: u64, host: &str, limit: usize) -> Vec<u8> {
     let mut b = vec![0u8; HEADER];
@@ -87,6 +95,15 @@ pub fn random_token() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_welcome_carries_the_placement_after_the_hostname_when_the_server_says_it() {
+        let text = "lab\npinned to CPU 1, fifo/95";
+        let b = answer(Kind::Welcome, 7, text, HELLO_LEN);
+        let (host, placement) = host_and_placement(std::str::from_utf8(&b[HEADER..]).unwrap());
+        assert_eq!((host.as_str(), placement.as_deref()), ("lab", Some("pinned to CPU 1, fifo/95")));
+        assert_eq!(host_and_placement("old-server"), ("old-server".to_string(), None), "an older server's welcome");
+    }
 
     #[test]
     fn headers_round_trip_and_foreign_bytes_are_refused() {

@@ -151,6 +151,8 @@ struct Pingpong {
 #[derive(Default)]
 struct Findings {
     peer_host: Option<String>,
+    /// Where the echo server's thread runs, when it is an rtbench server that says.
+    peer_placement: Option<String>,
     /// Per thread that ran: its number, its first (cold) round trip and its warm-up.
     threads: Vec<(usize, Option<u64>, Warmup)>,
 }
@@ -171,6 +173,9 @@ impl Serialize for Findings {
         let mut m = s.serialize_map(None)?;
         if let Some(host) = &self.peer_host {
             m.serialize_entry("peer_host", host)?;
+        }
+        if let Some(placement) = &self.peer_placement {
+            m.serialize_entry("peer_placement", placement)?;
         }
         let mut threads: Vec<_> = self.threads.iter().collect();
         threads.sort_by_key(|t| t.0);
@@ -207,7 +212,10 @@ impl Probe for Pingpong {
             host = h;
         }
         *self.conns.lock().unwrap() = conns;
-        self.findings.lock().unwrap().peer_host = Some(host);
+        let (host, placement) = wire::host_and_placement(&host);
+        let mut findings = self.findings.lock().unwrap();
+        findings.peer_host = Some(host);
+        findings.peer_placement = placement;
         Ok(())
     }
 

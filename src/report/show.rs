@@ -36,6 +36,8 @@ pub fn summary(run: &Run) -> String {
             s.count,
             h.metric.names().1
         );
+        let cpu = run.threads.first().and_then(|t| t.cpu).map(|c| c as usize);
+        let _ = writeln!(out, "placement: {}", crate::model::placement(cpu));
         return out;
     }
     for t in &run.threads {
@@ -47,6 +49,13 @@ pub fn summary(run: &Run) -> String {
         if let Some(irq) = &t.irq {
             let matched = format!("Unmatched:{} ({:.2} % matched)", irq.unmatched, irq.matched_fraction() * 100.0);
             out.push_str(&cyclictest_line(&format!("{:<w$}", "  IRQ", w = head.chars().count()), &irq.stats, &matched));
+        }
+    }
+    if let Some(m) = h.params.measured() {
+        // Where the other end ran: a ping-pong's echo server says so when it is rtbench's.
+        if let Some(peer) = m.probe.get("peer_placement").and_then(|v| v.as_str()) {
+            let host = m.probe.get("peer_host").and_then(|v| v.as_str()).unwrap_or("?");
+            let _ = writeln!(out, "echo server ({host}): {peer}");
         }
     }
     out.push('\n');

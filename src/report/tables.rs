@@ -220,7 +220,11 @@ pub fn sysbench(costs: &[RunView]) -> String {
         if ops.is_empty() {
             continue;
         }
-        let _ = write!(out, "<h3>{}</h3><table class=\"sysbench\"><tr><th>label</th><th>load</th>", esc(group.title()));
+        let _ = write!(
+            out,
+            "<h3>{}</h3><table class=\"sysbench\"><tr><th>label</th><th>load</th><th>placement</th>",
+            esc(group.title())
+        );
         for op in &ops {
             let _ = write!(out, "<th>{}</th>", esc(op));
         }
@@ -233,7 +237,14 @@ pub fn sysbench(costs: &[RunView]) -> String {
                 }
             }
             for load in loads {
-                let _ = write!(out, "<tr><td>{}</td><td>{}</td>", esc(label), esc(&load_name(&load)));
+                let row: Vec<&RunView> = costs.iter().filter(|r| r.label() == *label && r.load() == load).collect();
+                let _ = write!(
+                    out,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td>",
+                    esc(label),
+                    esc(&load_name(&load)),
+                    esc(&placements(&row))
+                );
                 for op in &ops {
                     let newest = costs
                         .iter()
@@ -261,6 +272,19 @@ pub fn sysbench(costs: &[RunView]) -> String {
         out.push_str("</table>");
     }
     out
+}
+
+/// Where the sysbench runs of one row ran: "pinned to CPU 1", "unpinned", or each of them.
+fn placements(runs: &[&RunView]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for r in runs {
+        let cpu = r.data.threads.first().and_then(|t| t.cpu).map(|c| c as usize);
+        let p = crate::model::placement(cpu);
+        if !seen.contains(&p) {
+            seen.push(p);
+        }
+    }
+    seen.join(" / ")
 }
 
 /// `sysbench --total` as the I-pipe study's "total system load" table: a row per label, a

@@ -11,8 +11,6 @@ use super::{close_fd, exit_now, fork_child, read_fd, write_fd};
 
 /// What a forked child does, from the fork to its `_exit`.
 pub enum ChildTask<'a> {
-    /// Exits at once: what fork, exit and wait cost.
-    Exit,
     /// Sends back every byte it reads, until its input ends: a round-trip partner.
     Echo { read: RawFd, write: RawFd },
     /// Writes `block` again and again until the reader goes away: a bandwidth partner.
@@ -54,7 +52,6 @@ pub fn touch(work: &[u64]) -> u64 {
 fn run(task: ChildTask) -> i32 {
     let mut b = [0u8; 1];
     match task {
-        ChildTask::Exit => {}
         ChildTask::Echo { read, write } => {
             while matches!(read_fd(read, &mut b), Ok(1)) {
                 if write_fd(write, &b).is_err() {

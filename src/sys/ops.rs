@@ -1,7 +1,6 @@
-//! The system calls `rtbench sysbench` times: raw reads and writes for forked children, fork
-//! and exec, signal handlers, select, file mappings.
+//! The system calls `rtbench sysbench` times: raw reads and writes for forked children,
+//! waiting for them, signal handlers, select, file mappings.
 
-use std::ffi::CString;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -44,37 +43,6 @@ pub fn wait_pid(pid: u32) -> io::Result<i32> {
         return Err(io::Error::last_os_error());
     }
     Ok(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) })
-}
-
-/// A program and its arguments made ready before a fork, so the child only calls execv.
-pub struct Exec {
-    path: CString,
-    args: Vec<CString>,
-}
-
-impl Exec {
-    pub fn new(path: &str, args: &[&str]) -> io::Result<Exec> {
-        Ok(Exec { path: CString::new(path)?, args: args.iter().map(|a| CString::new(*a)).collect::<Result<_, _>>()? })
-    }
-
-    /// fork, execv in the child, wait in the parent: one process made and run to its end.
-    pub fn run(&self) -> io::Result<i32> {
-        let mut argv: Vec<*const libc::c_char> = self.args.iter().map(|a| a.as_ptr()).collect();
-        argv.push(std::ptr::null());
-        // SAFETY: the child only calls execv and _exit on memory prepared before the fork.
-        let pid = unsafe { libc::fork() };
-        match pid {
-            -1 => Err(io::Error::last_os_error()),
-            0 => {
-                // SAFETY: NUL-terminated path and a NULL-terminated argv, both alive here.
-                unsafe {
-                    libc::execv(self.path.as_ptr(), argv.as_ptr());
-                    libc::_exit(127)
-                }
-            }
-            pid => wait_pid(pid as u32),
-        }
-    }
 }
 
 extern "C" fn count_signal(_: libc::c_int) {
@@ -148,12 +116,6 @@ impl Mapping {
         Ok(Mapping { ptr, len })
     }
 
-    /// Tells the kernel the mapping is read at random: no fault-around, one fault per page.
-    pub fn random_access(&self) -> io::Result<()> {
-        // SAFETY: advice on exactly this mapping.
-        check(unsafe { libc::madvise(self.ptr, self.len, libc::MADV_RANDOM) })
-    }
-
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: the mapping is `len` readable bytes for as long as self lives.
         unsafe { std::slice::from_raw_parts(self.ptr.cast(), self.len) }
@@ -175,14 +137,21 @@ pub fn page_size() -> usize {
 
 /// The page the protection-fault handler makes writable again (0: none armed).
 static FAULT_PAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// The faults still to take before the handler lets the write through.
+static FAULTS_LEFT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 extern "C" fn on_segv(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    let page = FAULT_PAGE.load(std::sync::atomic::Ordering::Relaxed);
+    use std::sync::atomic::Ordering::Relaxed;
+    let page = FAULT_PAGE.load(Relaxed);
     // SAFETY: the kernel passes a valid siginfo; mprotect and signal are async-signal-safe.
     unsafe {
         let addr = (*info).si_addr() as usize;
         if page != 0 && addr >= page && addr < page + page_size() {
-            libc::mprotect(page as *mut libc::c_void, page_size(), libc::PROT_READ | libc::PROT_WRITE);
+            // Returning re-runs the write, which faults again: LMbench's loop. The last fault
+            // of a round makes the page writable, and the write goes through.
+            if FAULTS_LEFT.fetch_sub(1, Relaxed) <= 1 {
+                libc::mprotect(page as *mut libc::c_void, page_size(), libc::PROT_READ | libc::PROT_WRITE);
+            }
         } else {
             // Not ours: a real fault. The default action ends the process when it recurs.
             libc::signal(libc::SIGSEGV, libc::SIG_DFL);
@@ -190,8 +159,8 @@ extern "C" fn on_segv(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::
     }
 }
 
-/// One page of our own, and a SIGSEGV handler that lets writes to it through after a
-/// protection fault (what LMbench's protection-fault latency times). Dropping it restores both.
+/// One page of our own, and a SIGSEGV handler that counts protection faults on it (what
+/// LMbench's protection-fault latency times). Dropping it restores both.
 pub struct ProtFault {
     page: *mut libc::c_void,
 }
@@ -227,22 +196,16 @@ impl ProtFault {
         Ok(p)
     }
 
-    /// `n` times: make the page read-only and write to it (the fault, the handler making it
-    /// writable, the write done), or with `fault` false the same two mprotect calls without a
-    /// fault. Returns ns.
-    pub fn round(&self, n: u64, fault: bool) -> io::Result<u64> {
-        let size = page_size();
+    /// One write to the page made read-only, which faults `n` times over (the handler
+    /// returns and the write runs again) before the last fault's handler lets it through:
+    /// LMbench's protection-fault loop, plus two mprotect calls per round. Returns ns.
+    pub fn round(&self, n: u64) -> io::Result<u64> {
+        FAULTS_LEFT.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
         let t = super::now_ns();
-        for i in 0..n {
-            // SAFETY: our own page, mapped for the life of self; the handler re-enables writes.
-            unsafe {
-                check(libc::mprotect(self.page, size, libc::PROT_READ))?;
-                if fault {
-                    std::ptr::write_volatile(self.page.cast::<u8>(), i as u8);
-                } else {
-                    check(libc::mprotect(self.page, size, libc::PROT_READ | libc::PROT_WRITE))?;
-                }
-            }
+        // SAFETY: our own page, mapped for the life of self; the handler re-enables writes.
+        unsafe {
+            check(libc::mprotect(self.page, page_size(), libc::PROT_READ))?;
+            std::ptr::write_volatile(self.page.cast::<u8>(), n as u8);
         }
         Ok(super::now_ns() - t)
     }
@@ -256,15 +219,5 @@ impl Drop for ProtFault {
             libc::signal(libc::SIGSEGV, libc::SIG_DFL);
             libc::munmap(self.page, page_size());
         }
-    }
-}
-
-/// Minor page faults this process has taken so far.
-pub fn minor_faults() -> u64 {
-    // SAFETY: getrusage fills a zeroed rusage we own.
-    unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru.ru_minflt as u64
     }
 }

@@ -236,9 +236,14 @@ impl Bench for Ring {
         for _ in 0..hops {
             self.hop(self.own.1, self.own.0, &mut b)?;
         }
-        let overhead = since(t);
-        Ok(Timed { ns: ring.saturating_sub(overhead), units: hops })
+        Ok(switches(ring, since(t), n, self.procs))
     }
+}
+
+/// The time per switch of `n` passes around a ring of `procs` processes that took `ring` ns,
+/// when the same hops within one process took `overhead` ns: one switch per hop.
+fn switches(ring: u64, overhead: u64, n: u64, procs: usize) -> Timed {
+    Timed { ns: super::less(ring, overhead), units: n * procs as u64 }
 }
 
 impl Drop for Ring {
@@ -311,6 +316,25 @@ impl Drop for TcpConnect {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_switch_is_the_ring_less_its_hops_in_one_process_per_hop() {
+        // 10 passes around 2 processes: 60 µs, of which 20 µs of pipe traffic: 2 µs a switch.
+        let t = switches(60_000, 20_000, 10, 2);
+        assert_eq!((t.ns, t.units), (40_000, 20));
+        let ctx = ops().into_iter().find(|o| o.name == "ctx-2p-0k").unwrap();
+        assert_eq!(ctx.value(t), 2_000_000, "2 µs, in ps");
+    }
+
+    #[test]
+    fn a_round_trip_is_one_operation() {
+        let (a, b) = (pipe().unwrap(), pipe().unwrap());
+        let mut echo = Echo::start((a.0, b.1), (b.0, a.1)).unwrap();
+        let t = echo.iterate(40).unwrap();
+        assert_eq!(t.units, 40, "one unit per byte sent and answered");
+        let lat = ops().into_iter().find(|o| o.name == "lat-pipe").unwrap();
+        assert_eq!(lat.value(Timed { ns: 280_000, units: 40 }), 7_000_000, "280 µs for 40 round trips: 7 µs each");
+    }
 
     #[test]
     fn partners_answer_and_are_gone_afterwards() {

@@ -23,13 +23,15 @@ pub fn ops() -> Vec<Op> {
         fs("create-10k", "create a file and write 10 KB into it", || Files::make(10 * 1024, Phase::Create)),
         fs("delete-10k", "delete a 10 KB file", || Files::make(10 * 1024, Phase::Delete)),
         fs("mmap", "map a 16 MB file and unmap it", || Ok(Box::new(Mapped::make(Touch::None)?))),
-        fs("page-fault", "one page fault on a cached file's mapping (time per fault the kernel counts)", || {
-            Ok(Box::new(Mapped::make(Touch::Pages)?))
-        }),
+        fs(
+            "page-fault",
+            "fault in one page of a cached file's fresh mapping, pages in random order (per page, as LMbench)",
+            || Ok(Box::new(Faults::make()?)),
+        ),
         fs(
             "prot-fault",
-            "write to a read-only page, a handler making it writable (less the two mprotect calls)",
-            || Ok(Box::new(Prot(sys::ProtFault::new()?))),
+            "a write to a read-only page faulting again and again, less catching a signal (as LMbench)",
+            || Ok(Box::new(Prot { fault: sys::ProtFault::new()?, catch: super::procs::Catch::install()? })),
         ),
         fs("select-file", "select on 100 file descriptors of a regular file", || {
             let (dir, path) = scratch(0)?;
@@ -101,14 +103,17 @@ fn scratch(len: usize) -> io::Result<(tempfile::TempDir, PathBuf)> {
     Ok((dir, path))
 }
 
-/// Protection faults: the time of faulting writes less that of the same mprotect calls.
-struct Prot(sys::ProtFault);
+/// Protection faults as LMbench counts them: `n` faults of one write, less `n` signals caught
+/// (each fault is delivered as a signal whose handler returns).
+struct Prot {
+    fault: sys::ProtFault,
+    catch: super::procs::Catch,
+}
 
 impl Bench for Prot {
     fn iterate(&mut self, n: u64) -> io::Result<Timed> {
-        let faulting = self.0.round(n, true)?;
-        let calls = self.0.round(n, false)?;
-        Ok(Timed { ns: faulting.saturating_sub(calls), units: n })
+        let faults = self.fault.round(n)?;
+        Ok(Timed { ns: super::less(faults, self.catch.net(n)), units: n })
     }
 }
 
@@ -205,8 +210,6 @@ impl Bench for Files {
 enum Touch {
     /// Map and unmap only.
     None,
-    /// One byte per page: the cost of a page fault.
-    Pages,
     /// Every word: a bandwidth.
     Words,
 }
@@ -227,30 +230,15 @@ impl Mapped {
 
 impl Bench for Mapped {
     fn iterate(&mut self, n: u64) -> io::Result<Timed> {
-        let page = sys::page_size();
         let mut units = 0;
-        let faults = sys::minor_faults();
         let t = Instant::now();
         for _ in 0..n {
             let m = sys::Mapping::file(self.file.as_raw_fd(), SIZE)?;
-            if self.touch == Touch::Pages {
-                // Else the kernel maps the neighbours of a faulting page too, and a "fault"
-                // would cost a sixteenth of one.
-                m.random_access()?;
-            }
-            let bytes = m.bytes();
             units += match self.touch {
                 Touch::None => 1,
-                Touch::Pages => {
-                    let mut sum = 0u8;
-                    for p in (0..SIZE).step_by(page) {
-                        sum = sum.wrapping_add(bytes[p]);
-                    }
-                    std::hint::black_box(sum);
-                    0
-                }
                 Touch::Words => {
-                    let sum = bytes
+                    let sum = m
+                        .bytes()
                         .chunks_exact(8)
                         .fold(0u64, |a, w| a.wrapping_add(u64::from_ne_bytes(w.try_into().expect("8 bytes"))));
                     std::hint::black_box(sum);
@@ -258,12 +246,81 @@ impl Bench for Mapped {
                 }
             };
         }
-        let ns = since(t);
-        if self.touch == Touch::Pages {
-            // The faults the kernel counted: it maps a large folio's pages on one fault, so
-            // pages touched would understate a fault's cost.
-            units = sys::minor_faults().saturating_sub(faults).max(1);
+        Ok(Timed { ns: since(t), units })
+    }
+}
+
+/// Page faults as LMbench's lat_pagefault counts them: every page of a cached file's fresh
+/// mapping read once, in a random order, and the mapping made anew; less the same unmapping and
+/// mapping without the reads; per page. The kernel may map a faulting page's neighbours too
+/// (fault-around): that is part of what a page costs, as in LMbench.
+struct Faults {
+    _dir: tempfile::TempDir,
+    file: File,
+    /// Byte offsets of one byte in each page, shuffled.
+    order: Vec<usize>,
+}
+
+impl Faults {
+    fn make() -> io::Result<Faults> {
+        let (dir, path) = scratch(SIZE)?;
+        let mut order: Vec<usize> = (0..SIZE).step_by(sys::page_size()).collect();
+        let mut rng = crate::rng::SplitMix64(0x5eed);
+        for i in (1..order.len()).rev() {
+            order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
         }
-        Ok(Timed { ns, units })
+        Ok(Faults { _dir: dir, file: File::open(path)?, order })
+    }
+
+    /// `n` times: read a byte of every page of `m` (when `read`), then map the file anew.
+    fn rounds(&self, n: u64, read: bool) -> io::Result<u64> {
+        let mut m = sys::Mapping::file(self.file.as_raw_fd(), SIZE)?;
+        let t = Instant::now();
+        for _ in 0..n {
+            if read {
+                let bytes = m.bytes();
+                std::hint::black_box(self.order.iter().fold(0u8, |a, &p| a.wrapping_add(bytes[p])));
+            }
+            drop(m);
+            m = sys::Mapping::file(self.file.as_raw_fd(), SIZE)?;
+        }
+        Ok(since(t))
+    }
+}
+
+impl Bench for Faults {
+    fn iterate(&mut self, n: u64) -> io::Result<Timed> {
+        let read = self.rounds(n, true)?;
+        let remap = self.rounds(n, false)?;
+        Ok(per_page(read, remap, n, self.order.len()))
+    }
+}
+
+/// The time per page of `n` rounds over `pages` pages that took `read` ns with the reads and
+/// `remap` ns without them.
+fn per_page(read: u64, remap: u64, n: u64, pages: usize) -> Timed {
+    Timed { ns: super::less(read, remap), units: n * pages as u64 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_faults_are_per_page_with_the_mapping_taken_off() {
+        // 3 rounds over 4096 pages: 9 ms with the reads, 1 ms of mapping: 8 ms / 12288 pages.
+        let t = per_page(9_000_000, 1_000_000, 3, 4096);
+        assert_eq!((t.ns, t.units), (8_000_000, 12_288));
+        assert_eq!(per_page(5, 7, 1, 1).ns, 0, "noise never makes a negative time");
+        let mut f = Faults::make().unwrap();
+        assert_eq!(f.iterate(2).unwrap().units, 2 * (SIZE / sys::page_size()) as u64, "every page of the file");
+    }
+
+    #[test]
+    fn a_protection_fault_round_takes_as_many_faults_as_asked_and_the_write_lands() {
+        let mut p =
+            Prot { fault: sys::ProtFault::new().unwrap(), catch: super::super::procs::Catch::install().unwrap() };
+        assert_eq!(p.iterate(50).unwrap().units, 50);
+        assert_eq!(p.iterate(1).unwrap().units, 1);
     }
 }

@@ -9,6 +9,7 @@
 mod ipc;
 mod memfile;
 mod procs;
+mod spawn;
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -184,6 +185,12 @@ pub fn measure(op: &Op, method: Method, iterations: Option<u64>) -> io::Result<M
         values.push(op.value(bench.iterate(iterations)?));
     }
     Ok(Measured { iterations, values })
+}
+
+/// `total` less `overhead`, never below zero: an operation's time with the cost of what carries
+/// it taken off (a ring's pipe traffic, a fault's remapping, a signal's sending).
+fn less(total: u64, overhead: u64) -> u64 {
+    total.saturating_sub(overhead)
 }
 
 /// Nanoseconds since `t`.

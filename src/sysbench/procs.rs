@@ -6,6 +6,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
+use super::spawn::{How, Spawner};
 use super::{since, Bench, Group, Op, Timed};
 use crate::sys;
 
@@ -35,13 +36,18 @@ pub fn ops() -> Vec<Op> {
                 Ok(())
             })
         }),
-        op("null-io", "read one byte of /dev/zero and write one to /dev/null", || {
-            let (mut zero, mut null) = (File::open("/dev/zero")?, File::options().write(true).open("/dev/null")?);
+        op("null-read", "read one byte of /dev/zero (LMbench's Simple read)", || {
+            let mut zero = File::open("/dev/zero")?;
             let mut b = [0u8; 1];
-            each(move || {
-                zero.read_exact(&mut b)?;
-                null.write_all(&b)
-            })
+            each(move || zero.read_exact(&mut b))
+        }),
+        op("null-write", "write one byte to /dev/null (LMbench's Simple write)", || {
+            let mut null = File::options().write(true).open("/dev/null")?;
+            each(move || null.write_all(&[0u8]))
+        }),
+        op("null-io", "the mean of null-read and null-write, as LMbench's summary's null I/O", || {
+            let (zero, null) = (File::open("/dev/zero")?, File::options().write(true).open("/dev/null")?);
+            Ok(Box::new(NullIo { zero, null }))
         }),
         op("stat", "stat of a file that exists", || {
             let dir = tempfile::tempdir()?;
@@ -79,29 +85,17 @@ pub fn ops() -> Vec<Op> {
                 sys::install_counter(libc::SIGUSR1)
             })
         }),
-        op("sig-catch", "send this process a signal and run its handler", || {
-            sys::install_counter(libc::SIGUSR1)?;
-            let guard = SignalGuard;
-            each(move || {
-                let _keep = &guard;
-                std::hint::black_box(sys::raise_counted(libc::SIGUSR1));
-                Ok(())
-            })
+        op("sig-catch", "run a signal's handler: sending this process a signal less sending it signal 0", || {
+            Ok(Box::new(Catch::install()?))
         }),
-        op("fork-exit", "fork a process that exits at once, and wait for it", || {
-            each(|| {
-                let pid = sys::fork_task(sys::ChildTask::Exit, &[])?;
-                sys::wait_pid(pid).map(drop)
-            })
+        op("fork-exit", "fork a process that exits at once, and wait (from a small helper process)", || {
+            Spawner::make(How::Exit)
         }),
-        op("fork-exec", "fork, exec a program that exits (true), and wait", || {
-            let exec = sys::Exec::new(&which("true")?, &["true"])?;
-            each(move || exec.run().map(drop))
+        op("fork-exec", "fork, exec a tiny program that exits, and wait (from a small helper process)", || {
+            Spawner::make(How::Exec)
         }),
-        op("fork-sh", "fork, exec sh -c running a program (true), and wait", || {
-            let t = which("true")?;
-            let exec = sys::Exec::new(&which("sh")?, &["sh", "-c", &t])?;
-            each(move || exec.run().map(drop))
+        op("fork-sh", "fork, exec sh -c running a tiny program, and wait (from a small helper process)", || {
+            Spawner::make(How::Shell)
         }),
     ]
 }
@@ -115,11 +109,67 @@ impl Drop for SignalGuard {
     }
 }
 
-/// A program's path from the usual places.
-fn which(name: &str) -> io::Result<String> {
-    ["/usr/bin", "/bin", "/usr/local/bin"]
-        .iter()
-        .map(|d| format!("{d}/{name}"))
-        .find(|p| std::path::Path::new(p).is_file())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no '{name}' in /usr/bin or /bin")))
+/// One read of /dev/zero and one write to /dev/null per iteration, two operations: the time
+/// per operation is their mean.
+struct NullIo {
+    zero: File,
+    null: File,
+}
+
+impl Bench for NullIo {
+    fn iterate(&mut self, n: u64) -> io::Result<Timed> {
+        let mut b = [0u8; 1];
+        let t = Instant::now();
+        for _ in 0..n {
+            self.zero.read_exact(&mut b)?;
+            self.null.write_all(&b)?;
+        }
+        Ok(Timed { ns: since(t), units: 2 * n })
+    }
+}
+
+/// The cost of catching a signal as LMbench states it: sending this process SIGUSR1 and
+/// running its handler, less sending it signal 0 (the same call, no delivery). SIGUSR1's
+/// handler is installed while it lives.
+pub(super) struct Catch(SignalGuard);
+
+impl Catch {
+    pub(super) fn install() -> io::Result<Catch> {
+        sys::install_counter(libc::SIGUSR1)?;
+        Ok(Catch(SignalGuard))
+    }
+
+    /// `n` signals sent and caught, less `n` sends of signal 0, in ns.
+    pub(super) fn net(&self, n: u64) -> u64 {
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(sys::raise_counted(libc::SIGUSR1));
+        }
+        let caught = since(t);
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(sys::raise_counted(0));
+        }
+        super::less(caught, since(t))
+    }
+}
+
+impl Bench for Catch {
+    fn iterate(&mut self, n: u64) -> io::Result<Timed> {
+        Ok(Timed { ns: self.net(n), units: n })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_io_counts_a_read_and_a_write_as_two_operations() {
+        let op = ops().into_iter().find(|o| o.name == "null-io").unwrap();
+        let t = (op.make)().unwrap().iterate(5).unwrap();
+        assert_eq!(t.units, 10, "5 reads and 5 writes: the time per operation is their mean");
+        // A 300 ns read and a 500 ns write: 400 ns, LMbench's summary's null I/O.
+        assert_eq!(op.value(Timed { ns: 5 * (300 + 500), units: 10 }), 400_000);
+    }
 }

@@ -116,6 +116,25 @@ fn unix_and_rtt_on_one_host() {
     assert!(!sock.exists(), "the server removes its socket");
 }
 
+/// Issue 22: where both ends ran is stored and shown, and -a none leaves the client unpinned as
+/// sockperf runs.
+#[test]
+fn each_end_of_a_ping_pong_says_where_it_ran() {
+    let lab = Lab::new();
+    let sock = lab.path("placed.sock");
+    let s = sock.to_str().unwrap();
+    let srv = server(lab.cmd(&["pingpong", "--serve", s, "--transport", "unix", "-a", "0"]));
+    lab.ok(&["pingpong", s, "--transport", "unix", "-n", "500", "-a", "none", "-q"]);
+    stop(srv);
+    let id = lab.last_run();
+    let params = &lab.export_json(id)["run"]["params"];
+    assert_eq!(params["cpus"], serde_json::json!([null]), "the client's thread was not pinned: {params}");
+    let peer = params["peer_placement"].as_str().expect("the server's placement is stored");
+    assert!(peer.starts_with("pinned to CPU 0, "), "{peer}");
+    let shown = lab.ok(&["show", &id.to_string()]);
+    assert!(shown.contains(&format!("echo server ({}): {peer}", params["peer_host"].as_str().unwrap())), "{shown}");
+}
+
 #[test]
 fn response_measures_the_target_from_the_logger_host() {
     let Some(hosts) = Hosts::new("r") else { return };

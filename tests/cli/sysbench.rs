@@ -32,14 +32,37 @@ fn operations_are_stored_with_their_unit_and_direction() {
         // The statistics keep their names; their values are in the run's unit. A context switch
         // is the ring's time less the ring's own overhead (as LMbench takes it): on a loaded
         // machine one repetition's overhead can reach its time, leaving 0 (seen once in CI-like
-        // load), so there the largest repetition must have measured something.
+        // load), so there the largest repetition must have measured something. A signal's
+        // catch is likewise its send-and-catch less the send alone, as LMbench states it.
         let probe = r["probe"].as_str().unwrap();
-        let floor = if probe.starts_with("sysbench.ctx-") { "max_ns" } else { "min_ns" };
+        let net = probe.starts_with("sysbench.ctx-") || probe == "sysbench.sig-catch";
+        let floor = if net { "max_ns" } else { "min_ns" };
         assert!(total[floor].as_u64().unwrap() > 0, "every repetition measured something: {total}");
         assert_eq!(doc["run"]["params"]["op"], r["probe"].as_str().unwrap().trim_start_matches("sysbench."));
     }
     let shown = lab.ok(&["show", &runs[0]["id"].to_string()]);
     assert!(shown.contains("µs per operation") && shown.contains("smaller is better"), "{shown}");
+}
+
+#[test]
+fn every_table_says_where_the_pass_ran_and_the_run_keeps_it() {
+    let lab = Lab::new();
+    let pinned = lab.ok(&["sysbench", "--quick", "--only", "null-call", "--cpu", "0", "--label", "p"]);
+    assert!(pinned.contains("— p, pinned to CPU 0"), "{pinned}");
+    let free = lab.ok(&["sysbench", "--quick", "--only", "null-call", "--cpu", "none", "--label", "u"]);
+    assert!(free.contains("— u, unpinned"), "{free}");
+    let runs = lab.runs();
+    let ids: Vec<String> = runs.as_array().unwrap().iter().map(|r| r["id"].to_string()).collect();
+    let cpus: Vec<serde_json::Value> =
+        ids.iter().map(|id| lab.export_json(id.parse().unwrap())["run"]["params"]["cpus"].clone()).collect();
+    assert_eq!(cpus, [serde_json::json!([0]), serde_json::json!([null])], "stored with the run");
+    assert!(lab.ok(&["show", &ids[0]]).contains("placement: pinned to CPU 0"));
+    assert!(lab.ok(&["show", &ids[1]]).contains("placement: unpinned"));
+    let out = lab.path("report");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("<th>placement</th>"), "the report's table has the column");
+    assert!(html.contains("<td>pinned to CPU 0</td>") && html.contains("<td>unpinned</td>"), "a row each");
 }
 
 #[test]

@@ -151,7 +151,7 @@ fn run_section(r: &RunView, drawn: Drawn) -> String {
         esc(&load_name(&r.load())),
         tables::caveat(r)
     );
-    for kind in ["histogram", "scatter", "tail"] {
+    for kind in ["histogram", "split", "scatter", "tail"] {
         b.push_str(&drawn.html(&format!("run{id}-{kind}")));
     }
     if !r.data.breaches.is_empty() {

@@ -47,6 +47,15 @@ impl Shares {
         ratio(self.irq_max, self.thread_max)
     }
 
+    /// The side more of the p99 came from: "the interrupt" or "scheduling" (a tie is scheduling's).
+    pub fn p99_mostly(&self) -> &'static str {
+        if self.irq_share_p99() > 0.5 {
+            "the interrupt"
+        } else {
+            "scheduling"
+        }
+    }
+
     /// The scheduling part of the p99: thread − IRQ, in ns (negative when the IRQ side's p99,
     /// over the matched samples only, is the larger).
     pub fn scheduling_p99(&self) -> i64 {
@@ -119,6 +128,8 @@ mod tests {
         let s = Shares { thread_p99: 800, irq_p99: 200, thread_max: 5000, irq_max: 4000, matched: 1.0 };
         assert_eq!((s.irq_share_p99(), s.irq_share_max(), s.scheduling_p99()), (0.25, 0.8, 600));
         assert_eq!(percent(s.irq_share_p99()), "25.0 %");
+        assert_eq!(s.p99_mostly(), "scheduling");
+        assert_eq!(Shares { irq_p99: 600, ..s }.p99_mostly(), "the interrupt");
         let empty = Shares { thread_p99: 0, irq_p99: 0, thread_max: 0, irq_max: 0, matched: 1.0 };
         assert_eq!((empty.irq_share_p99(), empty.irq_share_max()), (0.0, 0.0), "no samples: no share, no NaN");
     }

@@ -12,7 +12,9 @@ const MATCHED: f64 = 0.99;
 /// Per label and probe with split runs, a sentence on its loaded run with the most samples, or
 /// its idle one when no loaded run was split.
 pub fn sentences(runs: &[RunView]) -> Vec<Finding> {
-    let split: Vec<(&RunView, Shares)> = runs.iter().filter_map(|r| Some((r, Shares::of(r)?))).collect();
+    // A run without samples has no p99 to split.
+    let split: Vec<(&RunView, Shares)> =
+        runs.iter().filter(|r| r.data.total.count > 0).filter_map(|r| Some((r, Shares::of(r)?))).collect();
     let mut out = Vec::new();
     for label in super::labels(split.iter().map(|(r, _)| *r)) {
         let mine: Vec<&(&RunView, Shares)> = split.iter().filter(|(r, _)| r.label() == label).collect();
@@ -29,10 +31,9 @@ pub fn sentences(runs: &[RunView]) -> Vec<Finding> {
 
 fn sentence(r: &RunView, s: &Shares) -> Finding {
     let loaded = r.load() != "none";
-    let side = if s.irq_share_p99() > 0.5 { "the interrupt" } else { "scheduling" };
     let sentence = format!(
         "Where the latency went, {} {}: of the p99 of {} µs, the timer interrupt took {} µs ({}); the rest, {} µs, \
-         was scheduling: the worst case came mostly from {side}. At the max of {} µs, the interrupt's own max was \
+         was scheduling: the worst case came mostly from {}. At the max of {} µs, the interrupt's own max was \
          {} µs.",
         r.label(),
         super::cell(r),
@@ -40,6 +41,7 @@ fn sentence(r: &RunView, s: &Shares) -> Finding {
         us(s.irq_p99 as f64),
         split::percent(s.irq_share_p99()),
         us(s.scheduling_p99() as f64),
+        s.p99_mostly(),
         us(s.thread_max as f64),
         us(s.irq_max as f64),
     );

@@ -21,5 +21,6 @@ pub mod figures;
 pub mod findings;
 pub mod junit;
 pub mod select;
+pub mod split;
 pub mod svg;
 pub mod tables;

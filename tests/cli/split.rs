@@ -189,3 +189,68 @@ fn a_study_splits_its_timer_cells_by_default_and_only_those() {
     }
     assert!(seen_timer, "the study has a timer cell");
 }
+
+/// A split run's part of the report, and the findings sentence, from a real `timer --split`
+/// run; a run not split beside it gets none of it.
+#[test]
+fn the_report_overlays_both_sides_tables_their_shares_and_says_where_the_p99_went() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    lab.ok(&["timer", "-t", "1", "-a", "1", "--split", "-D", "2s", "-q", "--label", "k"]);
+    let id = lab.last_run();
+    lab.ok(&["timer", "-t", "1", "-a", "1", "-l", "300", "-q", "--label", "plain"]);
+    let plain = lab.last_run();
+    let out = lab.path("rep");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let doc = lab.export_json(id);
+    let (thread, irq) = (&doc["threads"][0], &doc["threads"][0]["irq"]);
+    let (count, matched) = (thread["count"].as_u64().unwrap(), irq["count"].as_u64().unwrap());
+    let p99 = |side: &serde_json::Value| side["percentiles_ns"]["99"].as_u64().unwrap();
+    let max = |side: &serde_json::Value| side["max_ns"].as_u64().unwrap();
+
+    // The overlay: both histograms drawn (bars in each side's colour), both named in the legend.
+    let svg = std::fs::read_to_string(out.join("figures").join(format!("run{id}-split.svg"))).unwrap();
+    for color in ["#1f77b4", "#ff7f0e"] {
+        assert!(svg.contains(&format!(r#"fill="{color}" fill-opacity="0.55""#)), "bars in {color}: {svg}");
+    }
+    assert!(svg.contains(&format!(">thread latency: {count} samples, max ")), "{svg}");
+    assert!(svg.contains(&format!(">IRQ latency: {matched} matched, max ")), "{svg}");
+    assert!(!out.join("figures").join(format!("run{plain}-split.svg")).exists(), "a run not split has no overlay");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains(&format!(r#"<figure id="run{id}-split">"#)), "the overlay is on the page");
+
+    // The table: in the timer section, the label's row with the shares from the exported stats.
+    let table_at = html.find(r#"<h4 id="split-timer-k">"#).expect("the label's table of shares");
+    assert!(html[..table_at].contains(r#"<h2 id="probe-timer">"#), "in the timer section");
+    assert!(html.contains("ratio of percentiles") && html.contains("not a per-sample split"), "it says what it is");
+    let table = &html[table_at..table_at + html[table_at..].find("</table>").unwrap()];
+    let pct = |part: u64, whole: u64| format!("<td>{:.1} %</td>", part as f64 / whole as f64 * 100.0);
+    let row = format!("<tr><td>idle</td><td>{id}</td>");
+    assert!(table.contains(&row) && table.contains(&pct(p99(irq), p99(thread))), "{table}");
+    assert!(table.contains(&pct(max(irq), max(thread))), "{table}");
+    assert!(!html.contains("split-timer-plain"), "a label not split has no table");
+
+    // The sentence: its numbers are the export's, and it links to the table.
+    let findings: serde_json::Value = serde_json::from_str(&lab.ok(&["report", "--findings", "--json"])).unwrap();
+    let split: Vec<&serde_json::Value> =
+        findings["findings"].as_array().unwrap().iter().filter(|f| f["topic"] == "split").collect();
+    assert_eq!(split.len(), 1, "one sentence, for the split label only: {split:?}");
+    let f = split[0];
+    let number =
+        |name: &str| f["numbers"].as_array().unwrap().iter().find(|n| n["name"] == name).unwrap()["value"].clone();
+    let us = |ns: u64| serde_json::json!(ns as f64 / 1000.0);
+    assert_eq!(number("p99"), us(p99(thread)));
+    assert_eq!(number("irq p99"), us(p99(irq)));
+    let scheduling = p99(thread) as f64 - p99(irq) as f64;
+    assert_eq!(number("scheduling p99"), serde_json::json!(scheduling / 1000.0), "thread − IRQ, as exported");
+    assert_eq!((number("max"), number("irq max")), (us(max(thread)), us(max(irq))));
+    assert_eq!(f["link"], "split-timer-k");
+    let sentence = f["sentence"].as_str().unwrap();
+    let side = if p99(irq) * 2 > p99(thread) { "the interrupt" } else { "scheduling" };
+    assert!(sentence.contains("of the p99 of ") && sentence.contains("the timer interrupt took"), "{sentence}");
+    assert!(sentence.contains(&format!("came mostly from {side}")), "{sentence}");
+    assert!(html.contains(r##"<a href="#split-timer-k">Where the latency went, k timer idle"##), "linked on the page");
+}

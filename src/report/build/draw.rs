@@ -55,8 +55,10 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
         figs.push(probe_bars(&shared, &probe, &these));
         figs.extend(percentile_figures(&shared, &probe, &these));
         let axes = histogram::axes(&these.iter().map(|r| &r.data.total).collect::<Vec<_>>());
+        let split_axes = split_axes(&these);
         for r in &these {
             figs.extend(run_figures(&shared, &probe, r, axes));
+            figs.extend(split_axes.and_then(|a| split_figure(probe.as_str(), r, a)));
         }
         figs.extend(tails_by_label(&shared, &probe, &these));
     }
@@ -123,6 +125,56 @@ fn run_figures(shared: &Shared, probe: &str, r: &RunView, axes: histogram::Axes)
     }
     figs.extend(breach_figures(r, &title));
     figs
+}
+
+/// Colours of the split histogram: thread and IRQ, the same in every run so the two sides read
+/// alike across labels.
+const THREAD_COLOR: &str = PALETTE[0];
+const IRQ_COLOR: &str = PALETTE[4];
+
+/// Axes fitting the thread and the IRQ latency of every split run of one probe; `None` when
+/// none of them was split.
+fn split_axes(these: &[&RunView]) -> Option<histogram::Axes> {
+    let irq: Vec<(&RunView, crate::stats::Stats)> =
+        these.iter().filter_map(|r| Some((*r, r.data.irq_total()?))).collect();
+    if irq.is_empty() {
+        return None;
+    }
+    let all: Vec<&crate::stats::Stats> = irq.iter().flat_map(|(r, i)| [&r.data.total, i]).collect();
+    Some(histogram::axes(&all))
+}
+
+/// `--split`: the run's thread latency and its IRQ latency overlaid on the same axes, as
+/// `rtla timerlat hist` sets them side by side; `None` when the run was not split.
+fn split_figure(probe: &str, r: &RunView, axes: histogram::Axes) -> Option<Figure> {
+    let irq = r.data.irq_total()?;
+    let id = r.data.header.id;
+    let title = format!("run {id} · {} · {probe} · {}: IRQ and thread", r.label(), load_name(&r.load()));
+    let us = |ns: u64| crate::units::fmt_ns_as_us(ns as f64);
+    let (thread, all) = (&r.data.total, r.data.total.count);
+    let series = [
+        histogram::Series {
+            stats: thread,
+            color: THREAD_COLOR,
+            name: format!("thread latency: {} samples, max {} µs", thread.count, us(thread.max)),
+        },
+        histogram::Series {
+            stats: &irq,
+            color: IRQ_COLOR,
+            name: format!("IRQ latency: {} matched, max {} µs", irq.count, us(irq.max)),
+        },
+    ];
+    let threads = if r.data.threads.len() > 1 { ", every thread merged" } else { "" };
+    Some(Figure {
+        name: format!("run{id}-split"),
+        caption: format!(
+            "{title}: histograms of the thread latency (the sample) and of its IRQ latency (the timer's expiry \
+             handler − its expiry) on the same axes for every split {probe} run{threads}, maxima dashed; {} of {all} \
+             samples matched with their expiry",
+            irq.count
+        ),
+        svg: histogram::overlay(&title, &series, axes),
+    })
 }
 
 /// Latency over time: every sample when the store kept them all, else the envelope; intervals

@@ -116,7 +116,7 @@ fn render_files(dir: &Path, figs: &[Figure], skip_pngs: SkipPngs) -> Result<usiz
     })
 }
 
-fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
+pub(super) fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for s in it {
         if !out.contains(&s) {
@@ -126,6 +126,6 @@ fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
     out
 }
 
-fn file_safe(s: &str) -> String {
+pub(super) fn file_safe(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect()
 }

@@ -120,8 +120,9 @@ fn summary(runs: &[RunView]) -> Vec<Section> {
     ]
 }
 
-/// One probe: what a sample is, its comparisons and the tails by label; each of its runs
-/// folded behind a `<details>`, so the page stays readable with many runs.
+/// One probe: what a sample is, its comparisons, the tails by label and, where runs were split,
+/// each label's IRQ vs scheduling shares; each of its runs folded behind a `<details>`, so the
+/// page stays readable with many runs.
 fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote]) -> String {
     let mut b = String::new();
     let help = notes.iter().find(|p| p.name == probe).map_or("", |p| p.help);
@@ -132,6 +133,7 @@ fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote
     for f in drawn.starting(&format!("{probe}-tails-")) {
         b.push_str(&figure_html(f));
     }
+    b.push_str(&crate::report::split::section(runs, probe));
     let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
     let _ = write!(b, "<details class=\"runs\"><summary>each run's figures ({} runs)</summary>", these.len());
     for r in these {
@@ -151,7 +153,7 @@ fn run_section(r: &RunView, drawn: Drawn) -> String {
         esc(&load_name(&r.load())),
         tables::caveat(r)
     );
-    for kind in ["histogram", "scatter", "tail"] {
+    for kind in ["histogram", "split", "scatter", "tail"] {
         b.push_str(&drawn.html(&format!("run{id}-{kind}")));
     }
     if !r.data.breaches.is_empty() {

@@ -6,6 +6,7 @@
 mod machine;
 mod pairs;
 mod price;
+mod split;
 mod steal;
 mod tail;
 
@@ -64,6 +65,8 @@ pub enum Topic {
     /// The extreme-value estimate of the loaded timer cell.
     WorstCase,
     FixFirst,
+    /// `--split`: how much of the timer's p99 was the interrupt and how much scheduling.
+    Split,
 }
 
 /// One sentence of the answer.
@@ -90,6 +93,7 @@ pub fn compute(runs: &[RunView], costs: &[RunView], baseline: Option<&str>) -> V
     }
     out.extend(machine::rules(runs));
     out.extend(tail::sentences(runs));
+    out.extend(split::sentences(runs));
     out.extend(machine::fix_first(runs));
     out.sort_by_key(|f| std::cmp::Reverse(f.weight));
     out

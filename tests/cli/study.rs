@@ -103,12 +103,7 @@ fn a_study_goes_on_when_a_cell_fails_and_says_which() {
     }
     assert!(said.contains("study: 2 of 5 cells failed: 3 (pingpong idle), 4 (response idle)"), "{said}");
     let runs = lab.runs();
-    let stored: Vec<(&str, &str)> = runs
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["probe"].as_str().unwrap(), r["status"].as_str().unwrap()))
-        .collect();
+    let stored = probes_and_statuses(&runs);
     assert_eq!(stored, [("timer", "complete"), ("gtod", "complete"), ("noise", "complete")]);
     assert!(said.contains("Appendix III"), "{said}");
     assert!(out.join("index.html").is_file(), "the report covers the cells that ran");
@@ -173,16 +168,16 @@ fn a_cell_whose_peer_stops_answering_fails_on_the_watchdog_and_the_study_goes_on
     assert_eq!(result.status.code(), Some(1), "{said}");
     assert!(said.contains("study: 1 of 5 cells failed: 3 (pingpong idle)"), "{said}");
     let runs = lab.runs();
-    let stored: Vec<(&str, &str)> = runs
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["probe"].as_str().unwrap(), r["status"].as_str().unwrap()))
-        .collect();
+    let stored = probes_and_statuses(&runs);
     let want = [("timer", "complete"), ("gtod", "complete"), ("pingpong", "failed")];
     assert_eq!(stored, [&want[..], &[("response", "complete"), ("noise", "complete")]].concat());
     let pingpong = lab.export_json(runs[2]["id"].as_i64().unwrap());
     let warnings = pingpong["run"]["warnings"].to_string();
     assert!(warnings.contains("the run failed: no progress: no sample for "), "{warnings}");
     assert!(pingpong["run"]["status"] == "failed" && pingpong["total"]["count"].as_u64() > Some(0), "{pingpong}");
+}
+
+/// Each stored run's (probe, status), in the order stored.
+fn probes_and_statuses(runs: &serde_json::Value) -> Vec<(&str, &str)> {
+    runs.as_array().unwrap().iter().map(|r| (r["probe"].as_str().unwrap(), r["status"].as_str().unwrap())).collect()
 }

@@ -513,25 +513,32 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A store at schema `version` holding one complete timer run labelled 'old'; the
+    /// connection is returned for more rows of that schema.
+    pub(crate) fn old_store(path: &Path, version: usize) -> Connection {
+        let c = Connection::open(path).unwrap();
+        for m in &schema::MIGRATIONS[..version] {
+            c.execute_batch(m).unwrap();
+        }
+        c.pragma_update(None, "user_version", version as i64).unwrap();
+        c.execute(
+            "INSERT INTO runs (label, probe, params, load, command_line, tool_version, schema_version, start, status,
+                               rt_priority, warnings, system, envelope_ns, host, pid, pid_start)
+             VALUES ('old', 'timer', '{}', '{}', 'rtbench timer', '0.0.1', ?1, 'x', 'complete', 1, '[]', '{}', 1, 'h', 1, '1')",
+            [version as i64],
+        )
+        .unwrap();
+        c
+    }
 
     #[test]
     fn a_store_of_an_older_schema_is_migrated_and_keeps_its_runs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.db");
-        {
-            let c = Connection::open(&path).unwrap();
-            c.execute_batch(schema::MIGRATIONS[0]).unwrap();
-            c.pragma_update(None, "user_version", 1).unwrap();
-            c.execute(
-                "INSERT INTO runs (label, probe, params, load, command_line, tool_version, schema_version, start, status,
-                                   rt_priority, warnings, system, envelope_ns, host, pid, pid_start)
-                 VALUES ('old', 'timer', '{}', '{}', 'rtbench timer', '0.0.1', 1, 'x', 'complete', 1, '[]', '{}', 1, 'h', 1, '1')",
-                [],
-            )
-            .unwrap();
-        }
+        old_store(&path, 1);
         let store = Store::open(&path).unwrap();
         let version: i64 = store.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);

@@ -239,18 +239,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v6.db");
         {
-            let c = rusqlite::Connection::open(&path).unwrap();
-            for m in &super::MIGRATIONS[..6] {
-                c.execute_batch(m).unwrap();
-            }
-            c.pragma_update(None, "user_version", 6).unwrap();
-            c.execute(
-                "INSERT INTO runs (label, probe, params, load, command_line, tool_version, schema_version, start, status,
-                                   rt_priority, warnings, system, envelope_ns, host, pid, pid_start)
-                 VALUES ('old', 'timer', '{}', '{}', 'rtbench timer', '0.0.1', 6, 'x', 'complete', 1, '[]', '{}', 1, 'h', 1, '1')",
-                [],
-            )
-            .unwrap();
+            let c = crate::store::tests::old_store(&path, 6);
             c.execute("INSERT INTO samples VALUES (1, 0, 0, 1000, 52000), (1, 0, 1, 2000, 48000)", []).unwrap();
         }
         let store = Store::open(&path).unwrap();

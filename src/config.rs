@@ -48,6 +48,17 @@ pub struct RunOptions {
     /// CPUs to shield from the rest of the system for the run.
     pub shield: Option<String>,
     pub breach: Option<BreachOptions>,
+    pub split: SplitAsk,
+}
+
+/// `--split`: asked for (refused up front where it cannot be), or wherever it can be (a study's
+/// timer cells; a skip with the reason elsewhere).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SplitAsk {
+    #[default]
+    Off,
+    Asked,
+    IfPossible,
 }
 
 impl Default for RunOptions {
@@ -73,6 +84,7 @@ impl Default for RunOptions {
             db: None,
             shield: None,
             breach: None,
+            split: SplitAsk::Off,
         }
     }
 }
@@ -127,6 +139,8 @@ pub struct RunConfig {
     /// CPUs to shield from everything else for the run; the measuring threads run there.
     pub shield: Option<Vec<usize>>,
     pub breach: Option<BreachOptions>,
+    /// Split every sample into its IRQ and scheduling parts (a timer's only).
+    pub split: bool,
 }
 
 impl RunConfig {
@@ -142,6 +156,7 @@ impl RunConfig {
         if opts.breach.is_some() {
             needs_root("--breach", "it traces the kernel with ftrace")?;
         }
+        let split = split(info, opts.split)?;
         // Shielded CPUs are the ones to measure unless -a says otherwise.
         let cpus = match (&opts.affinity, &shield) {
             (None, Some(s)) => s.clone(),
@@ -197,6 +212,7 @@ impl RunConfig {
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
             shield,
             breach: opts.breach,
+            split,
         })
     }
 
@@ -216,9 +232,22 @@ impl RunConfig {
             lacked: Vec::new(),
             shield: None,
             breach: None,
+            split: None,
             probe: self.probe_params.clone(),
         }
     }
+}
+
+/// Whether the run is split: only a timer's wake-up has an IRQ part.
+fn split(info: &ProbeInfo, ask: SplitAsk) -> Result<bool> {
+    let timer = info.name == crate::probe::timer::INFO.name;
+    if ask == SplitAsk::Asked {
+        if !timer {
+            return Err(invalid!("--split splits a timer wake-up, and {} samples are not one", info.name));
+        }
+        needs_root("--split", "it traces the kernel's timers with ftrace")?;
+    }
+    Ok(timer && ask != SplitAsk::Off)
 }
 
 /// Refuses `flag` up front when rtbench is not root: what only root may do is not done by

@@ -77,7 +77,7 @@ pub fn convert(text: &str) -> Result<Converted, String> {
             }
             s.min = m * 1000;
         }
-        threads.push(ThreadResult { thread: i as u32, cpu: None, stats: s });
+        threads.push(ThreadResult { thread: i as u32, cpu: None, stats: s, irq: None });
     }
     let mut warnings = vec![format!(
         "imported from a cyclictest {}: 1 µs resolution, mean and stddev from the histogram, scheduling priority not recorded",

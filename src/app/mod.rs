@@ -25,6 +25,7 @@ use crate::store::Store;
 const REPLAY: &[fn() -> Vec<String>] = &[
     crate::restore::replay::<crate::shield::Shielded>,
     crate::restore::replay::<crate::trace::Traced>,
+    crate::restore::replay::<crate::trace::SplitTraced>,
     crate::restore::replay::<crate::runner::preempt::Switched>,
 ];
 
@@ -201,7 +202,7 @@ fn analyze(a: AnalyzeConfig) -> Result<i32> {
             threads: result
                 .threads
                 .into_iter()
-                .map(|(thread, stats)| crate::model::ThreadResult { thread, cpu: None, stats })
+                .map(|(thread, stats)| crate::model::ThreadResult { thread, cpu: None, stats, irq: None })
                 .collect(),
             total,
             breaches: Vec::new(),
@@ -253,8 +254,11 @@ fn export_run(a: ExportConfig) -> Result<i32> {
     let store = Store::open(&a.db)?;
     let run = store.run(a.run)?;
     let format = a.format;
-    let raw = if format == Format::Samples { store.raw_samples(a.run)? } else { Vec::new() };
-    let text = export::render(&run, format, &ExportOptions { buckets: a.buckets, raw })?;
+    let (raw, irq) = match format {
+        Format::Samples => (store.raw_samples(a.run)?, store.raw_irq(a.run)?),
+        _ => (Vec::new(), Vec::new()),
+    };
+    let text = export::render(&run, format, &ExportOptions { buckets: a.buckets, raw, irq })?;
     match &a.output {
         Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
         None => std::io::stdout().write_all(text.as_bytes())?,
@@ -307,7 +311,8 @@ fn measure(cfg: RunConfig) -> Result<i32> {
         crate::config::write_atomic(path, text.as_bytes())?;
     }
     if let Some(buckets) = cfg.histogram_buckets {
-        let text = export::render(&run, Format::CyclictestHist, &ExportOptions { buckets, raw: Vec::new() })?;
+        let text =
+            export::render(&run, Format::CyclictestHist, &ExportOptions { buckets, raw: Vec::new(), irq: Vec::new() })?;
         match &cfg.histfile {
             Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
             None => print!("{text}"),

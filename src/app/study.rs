@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::config::{RunConfig, RunOptions, StudyConfig};
+use crate::config::{RunConfig, RunOptions, SplitAsk, StudyConfig};
 use crate::net::transport::Transport;
 use crate::probe::{ProbeInfo, StudyEnv};
 use crate::report::select;
@@ -71,6 +71,7 @@ fn cell_options(a: &StudyConfig, cell: &Cell, label: &str) -> RunOptions {
         db: Some(a.db.clone()),
         shield: a.shield.clone(),
         breach: a.breach,
+        split: if a.split { SplitAsk::IfPossible } else { SplitAsk::Off },
         ..RunOptions::default()
     }
 }

@@ -131,6 +131,7 @@ fn store_run(
         lacked: Vec::new(),
         shield: None,
         breach: None,
+        split: None,
         probe: own,
     };
     let head = RunHead {
@@ -146,7 +147,7 @@ fn store_run(
         system: cx.system.clone(),
         envelope_ns: 1_000_000_000,
     };
-    RunWriter::whole(store, head, &[ThreadResult { thread: 0, cpu: Some(cx.cpu as u32), stats }])
+    RunWriter::whole(store, head, &[ThreadResult { thread: 0, cpu: Some(cx.cpu as u32), stats, irq: None }])
 }
 
 /// The probe name of `--total`'s runs: one per load, its one sample the pass's wall time.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{BreachOptions, LoadFlags, RunOptions};
+use crate::config::{BreachOptions, LoadFlags, RunOptions, SplitAsk};
 use crate::model::Policy;
 use crate::report::export::Format;
 
@@ -112,6 +112,10 @@ pub struct StudyArgs {
     pub shield: Option<String>,
     #[command(flatten)]
     pub breach: BreachArgs,
+    /// Do not split the timer cells' samples into IRQ and scheduling latency (on by default
+    /// where tracing is possible; see a probe's --split)
+    #[arg(long)]
+    pub no_split: bool,
     /// A second machine running `rtbench pingpong --serve` for the network probes [default: an
     /// echo server of the study's own on loopback]
     #[arg(long, value_name = "HOST")]
@@ -344,6 +348,10 @@ pub struct RunArgs {
     pub shield: Option<String>,
     #[command(flatten)]
     pub breach: BreachArgs,
+    /// Split every timer sample into how late the timer interrupt ran (IRQ latency) and how much
+    /// later the thread ran, from hrtimer trace events (needs root; not the timerlat tracer)
+    #[arg(long)]
+    pub split: bool,
     /// Print help
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -373,6 +381,7 @@ impl RunArgs {
             db: self.db.db.clone(),
             shield: self.shield.clone(),
             breach: self.breach.options(),
+            split: if self.split { SplitAsk::Asked } else { SplitAsk::Off },
         }
     }
 }

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::DbArg;
-use crate::config::{MonitorConfig, RunConfig, RunOptions};
+use crate::config::{MonitorConfig, RunConfig, RunOptions, SplitAsk};
 
 #[derive(Args, Debug)]
 pub struct MonitorArgs {
@@ -57,6 +57,9 @@ pub struct MonitorArgs {
     /// Also write every window's histogram per CPU to an HdrHistogram interval log FILE
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<PathBuf>,
+    /// Split every wake-up into IRQ and scheduling latency (see `timer --split`; needs root)
+    #[arg(long, conflicts_with = "noise")]
+    pub split: bool,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -80,6 +83,7 @@ impl MonitorArgs {
             quiet: true,
             label: self.label,
             db: self.db.db,
+            split: if self.split { SplitAsk::Asked } else { SplitAsk::Off },
             ..RunOptions::default()
         };
         Ok(MonitorConfig {

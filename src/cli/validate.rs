@@ -126,6 +126,7 @@ impl StudyArgs {
             output: self.output,
             shield: self.shield,
             breach: self.breach.options(),
+            split: !self.no_split,
             peer: self.peer,
             quiet: self.quiet,
             no_sysbench: self.no_sysbench,

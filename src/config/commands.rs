@@ -107,6 +107,8 @@ pub struct StudyConfig {
     pub preempt: Option<Vec<String>>,
     pub shield: Option<String>,
     pub breach: Option<BreachOptions>,
+    /// Split the timer cells' samples where tracing is possible.
+    pub split: bool,
     pub peer: Option<String>,
     pub quiet: bool,
     pub no_sysbench: bool,

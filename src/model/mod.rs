@@ -22,7 +22,9 @@ pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFin
 pub use kind::{probe_part, RunKind, SysbenchOpParams, SysbenchTotalParams};
 pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
-pub use params::{BreachRecord, ImportedParams, Lacked, MeasuredParams, Policy, RunParams, ShieldRecord, ThreadRan};
-pub use run::{Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
+pub use params::{
+    BreachRecord, ImportedParams, Lacked, MeasuredParams, Policy, RunParams, ShieldRecord, SplitRecord, ThreadRan,
+};
+pub use run::{IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use status::RunStatus;
 pub use system::{Preemption, RtThrottling, SystemSnapshot};

@@ -97,6 +97,9 @@ pub struct MeasuredParams {
     /// `--breach`: the threshold, and what tracing caught.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breach: Option<BreachRecord>,
+    /// `--split`: whether each timer sample was split into its IRQ and scheduling parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitRecord>,
     /// The probe's own parameters and what it learnt while running, as the probe defines them.
     #[serde(flatten)]
     pub probe: Map<String, Value>,
@@ -147,6 +150,15 @@ pub struct BreachRecord {
     /// Events this kernel does not have (the attribution does without them).
     pub events_missing: Vec<String>,
     /// Why the run went untraced, when it did.
+    pub skipped: Option<String>,
+}
+
+/// What `--split` came to.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SplitRecord {
+    /// Events the kernel dropped from the split's trace buffer (their samples are unmatched).
+    pub lost_events: u64,
+    /// Why the run was not split, when it was not.
     pub skipped: Option<String>,
 }
 

@@ -46,6 +46,32 @@ pub struct ThreadResult {
     pub thread: u32,
     pub cpu: Option<u32>,
     pub stats: Stats,
+    /// `--split`: the IRQ part of the thread's samples; `None` when the run was not split.
+    pub irq: Option<IrqSplit>,
+}
+
+/// The IRQ latency of a timer thread's samples (`--split`): for each sample whose hrtimer expiry
+/// was traced, when the expiry handler ran − when the timer was due. The thread's own latency
+/// minus this is the scheduling part.
+#[derive(Clone, Debug, Default)]
+pub struct IrqSplit {
+    /// Of the matched samples only: `stats.count` is how many were matched.
+    pub stats: Stats,
+    /// Samples with no expiry event to match (a lost event, a full buffer): counted, never
+    /// guessed.
+    pub unmatched: u64,
+}
+
+impl IrqSplit {
+    /// The share of the samples matched, 0 … 1 (1 when there were none).
+    pub fn matched_fraction(&self) -> f64 {
+        let all = self.stats.count + self.unmatched;
+        if all == 0 {
+            1.0
+        } else {
+            self.stats.count as f64 / all as f64
+        }
+    }
 }
 
 /// One thread's largest latency in one window of a monitor (the long-term plot's point).

@@ -37,21 +37,14 @@ pub fn summary(run: &Run) -> String {
     }
     for t in &run.threads {
         let policy = h.params.ran_at(t.thread, h.rt_priority).map_or("?".to_string(), |(p, prio)| p.shown(prio));
-        let s = &t.stats;
         let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
-        let (min, avg) = if s.count == 0 { (0, 0.0) } else { (s.min, s.mean()) };
-        let _ = writeln!(
-            out,
-            "T:{:>3} CPU:{:>3} P:{} C:{:>10} Min:{:>9} Avg:{:>9} Max:{:>10} Overruns:{}  (µs)",
-            t.thread,
-            cpu,
-            policy,
-            s.count,
-            us(min as f64),
-            us(avg),
-            us(s.max as f64),
-            s.overruns
-        );
+        let head = format!("T:{:>3} CPU:{:>3} P:{} ", t.thread, cpu, policy);
+        out.push_str(&cyclictest_line(&head, &t.stats, &format!("Overruns:{}", t.stats.overruns)));
+        // `--split`, as `rtla timerlat top` shows it: the IRQ part under the thread's line.
+        if let Some(irq) = &t.irq {
+            let matched = format!("Unmatched:{} ({:.2} % matched)", irq.unmatched, irq.matched_fraction() * 100.0);
+            out.push_str(&cyclictest_line(&format!("{:<w$}", "  IRQ", w = head.chars().count()), &irq.stats, &matched));
+        }
     }
     out.push('\n');
     out.push_str(&percentile_table(run));
@@ -61,7 +54,19 @@ pub fn summary(run: &Run) -> String {
     out
 }
 
-/// Percentiles per thread and merged, in µs.
+/// cyclictest's line: `head`, count, min, avg and max, `tail`.
+fn cyclictest_line(head: &str, s: &Stats, tail: &str) -> String {
+    let (min, avg) = if s.count == 0 { (0, 0.0) } else { (s.min, s.mean()) };
+    format!(
+        "{head}C:{:>10} Min:{:>9} Avg:{:>9} Max:{:>10} {tail}  (µs)\n",
+        s.count,
+        us(min as f64),
+        us(avg),
+        us(s.max as f64)
+    )
+}
+
+/// Percentiles per thread (and of its IRQ part, when split) and merged, in µs.
 pub fn percentile_table(run: &Run) -> String {
     let mut out = String::new();
     let _ = write!(out, "{:<8}{:>12}{:>10}{:>10}", "thread", "samples", "mean", "stddev");
@@ -79,6 +84,9 @@ pub fn percentile_table(run: &Run) -> String {
     };
     for t in &run.threads {
         row(t.thread.to_string(), &t.stats);
+        if let Some(irq) = &t.irq {
+            row(format!("{} IRQ", t.thread), &irq.stats);
+        }
     }
     if run.threads.len() > 1 {
         row("all".into(), &run.total);

@@ -5,11 +5,13 @@ use std::time::{Duration, Instant};
 
 use super::segment::Closed;
 use super::sink::{Checkpoint, Fed, Progress, SampleLogSink, Sink, StoreSink};
+use super::split::SplitFlow;
 use super::{cpuwatch, live};
 use crate::model::{EnvPoint, ThreadRan, ThreadResult};
 use crate::recorder::{Buffer, Collector};
 use crate::stats::Stats;
 use crate::sys;
+use crate::trace::split::pair::Resolved;
 
 /// The runner's cumulative view of one thread.
 pub(super) struct ThreadTotals {
@@ -20,6 +22,8 @@ pub(super) struct ThreadTotals {
     pub(super) collector: Collector,
     /// How the thread runs, set by the thread once it is set up.
     pub(super) ran: std::sync::Arc<std::sync::OnceLock<ThreadRan>>,
+    /// The thread's id, set by the thread first thing.
+    pub(super) tid: std::sync::Arc<std::sync::OnceLock<i32>>,
 }
 
 /// Where the measurements go: the sample log, the store's writer, and the observers.
@@ -66,6 +70,8 @@ pub(super) struct Flow<'s> {
     pub(super) breaches: Vec<crate::model::Breach>,
     /// How often the totals are collected: often enough for a live view, when there is one.
     pub(super) collect_every: Duration,
+    /// `--split`: the samples wait here for their expiries on their way to the sinks.
+    pub(super) split: Option<SplitFlow>,
 }
 
 impl Flow<'_> {
@@ -103,12 +109,32 @@ impl Flow<'_> {
         let t = &mut self.totals[i];
         let thread = t.index as u32;
         let sinks = &mut self.sinks;
+        let Some(split) = self.split.as_mut() else {
+            let _ = t.collector.drain_samples(|chunk| {
+                for s in sinks.each() {
+                    s.samples(thread, chunk);
+                }
+                Ok(())
+            });
+            return;
+        };
         let _ = t.collector.drain_samples(|chunk| {
-            for s in sinks.each() {
-                s.samples(thread, chunk);
-            }
+            split.push(i, chunk);
             Ok(())
         });
+        split.resolve(i, self.start_ns, false);
+        feed(sinks, thread, &split.out);
+    }
+
+    /// The end of a split run: once the reader has read the last expiries, every sample still
+    /// waiting is resolved, matched or not.
+    pub(super) fn end_split(&mut self) {
+        let Some(split) = self.split.as_mut() else { return };
+        split.await_reader();
+        for (i, t) in self.totals.iter().enumerate() {
+            split.resolve(i, self.start_ns, true);
+            feed(&mut self.sinks, t.index as u32, &split.out);
+        }
     }
 
     /// Swaps every thread's buffer out and merges it, without waiting for a sleeping thread,
@@ -201,6 +227,9 @@ impl Flow<'_> {
             for t in &mut self.totals {
                 t.stats = Stats::default();
             }
+            if let Some(split) = self.split.as_mut() {
+                split.reset();
+            }
         }
         next
     }
@@ -208,7 +237,24 @@ impl Flow<'_> {
     pub(super) fn results(&self) -> Vec<ThreadResult> {
         self.totals
             .iter()
-            .map(|t| ThreadResult { thread: t.index as u32, cpu: t.cpu.map(|c| c as u32), stats: t.stats.clone() })
+            .enumerate()
+            .map(|(i, t)| ThreadResult {
+                thread: t.index as u32,
+                cpu: t.cpu.map(|c| c as u32),
+                stats: t.stats.clone(),
+                irq: self.split.as_ref().map(|s| s.irq(i)),
+            })
             .collect()
+    }
+}
+
+/// Resolved samples to every sink, with their IRQ parts.
+fn feed(sinks: &mut Sinks, thread: u32, out: &Resolved) {
+    if out.samples.is_empty() {
+        return;
+    }
+    for s in sinks.each() {
+        s.samples(thread, &out.samples);
+        s.irq(thread, &out.irq);
     }
 }

@@ -13,6 +13,7 @@ pub mod session;
 mod setup;
 pub mod signals;
 pub mod sink;
+mod split;
 mod threads;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -146,13 +147,19 @@ fn drive(
     // measured CPUs when there are others; the measuring threads were started before this.
     let _housekeeping = rt::Housekeeping::avoid(&cfg.threads.iter().map(|t| t.cpu).collect::<Vec<_>>());
     let every = windows.every;
+    let split = follow_split(session, &totals);
     let mut run = flow(cfg, writer, samples, windows, totals, (started, start_ns));
+    run.split = split;
     let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
     let bound = STOP_GRACE + Duration::from_nanos(cfg.probe.step_ns());
     join(&mut run, threads, bound, &mut warnings)?;
     params.ran = run.ran();
+    run.end_split();
+    if let Some(record) = session.with(|t: &mut crate::trace::split::SplitTracer| t.record()) {
+        params.split = Some(record);
+    }
     // A breach of the last moments is still taken.
     session.with(|t: &mut crate::trace::Tracer| {
         run.take_breach(t, &|thread| cpu_of(cfg, thread));
@@ -192,7 +199,22 @@ fn flow<'s>(
     let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.envelope_ns));
     let sinks = Sinks { log, store, observers };
     let (envelope, breaches) = (Vec::new(), Vec::new());
-    Flow { totals, sinks, envelope, started, duration: cfg.duration, start_ns, watch, breaches, collect_every }
+    let duration = cfg.duration;
+    Flow { totals, sinks, envelope, started, duration, start_ns, watch, breaches, collect_every, split: None }
+}
+
+/// `--split`: once every measuring thread has said its id (they do first thing), the split's
+/// tracer follows those threads only, and the runner pairs their samples.
+fn follow_split(session: &Session, totals: &[ThreadTotals]) -> Option<split::SplitFlow> {
+    session.with(|t: &mut crate::trace::split::SplitTracer| {
+        let until = Instant::now() + Duration::from_secs(1);
+        while totals.iter().any(|t| t.tid.get().is_none()) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let tids: Vec<i32> = totals.iter().filter_map(|t| t.tid.get().copied()).collect();
+        t.follow(&tids);
+        split::SplitFlow::new(t, totals.iter().map(|t| std::sync::Arc::clone(&t.tid)).collect())
+    })
 }
 
 /// How the store's windows roll while a run measures.

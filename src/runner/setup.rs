@@ -9,9 +9,10 @@ use anyhow::Result;
 
 use super::{rt, LoadStart, Session};
 use crate::config::RunConfig;
-use crate::model::{BreachRecord, MeasuredParams, ShieldRecord, SystemSnapshot};
+use crate::model::{BreachRecord, MeasuredParams, ShieldRecord, SplitRecord, SystemSnapshot};
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::shield::Shield;
+use crate::trace::split::SplitTracer;
 use crate::trace::Tracer;
 
 /// A run ready to measure.
@@ -33,6 +34,10 @@ pub(super) struct Admit {
 
 pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
     let (shield, admit) = raise_shield(cfg, session)?;
+    // The split before the breach tracer: the one that mounts tracefs unmounts it, and it must
+    // go last, both when the session ends (in reverse) and when the next command replays the
+    // journals of a killed run (the breach tracer's first).
+    let split_skipped = arm_split(cfg, session);
     let breach_skipped = arm_tracer(cfg, session);
     let samples = match &cfg.samples {
         Some(path) => Some(SampleLogWriter::create(path, cfg.probe.step_ns()).map_err(|e| {
@@ -47,10 +52,16 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
         super::start_load(session, &how)?;
     }
     let grant = rt::acquire(session, cfg.policy, cfg.priority, cfg.mlock);
-    let warnings = warnings(cfg, &grant, shield.as_ref(), breach_skipped.as_ref());
+    let mut warnings = warnings(cfg, &grant, shield.as_ref(), breach_skipped.as_ref());
+    if let Some(why) = split_skipped.as_ref().and_then(|r| r.skipped.as_ref()) {
+        let w = format!("--split: the run is not split: {why}");
+        eprintln!("rtbench: WARNING: {w}");
+        warnings.push(w);
+    }
     let mut params = cfg.params();
     params.shield = shield;
     params.breach = breach_skipped;
+    params.split = split_skipped;
     if !cfg.info.synthetic {
         params.lacked = grant.lacked(cfg.policy, cfg.mlock);
     }
@@ -80,6 +91,21 @@ fn arm_tracer(cfg: &RunConfig, session: &mut Session) -> Option<BreachRecord> {
         Err(why) => {
             Some(BreachRecord { threshold_ns: b.threshold_ns, max: b.max, skipped: Some(why), ..Default::default() })
         }
+    }
+}
+
+/// Arms `--split` on the measured CPUs, held by the session; where it cannot, the record says
+/// why the run is not split.
+fn arm_split(cfg: &RunConfig, session: &mut Session) -> Option<SplitRecord> {
+    if !cfg.split {
+        return None;
+    }
+    match SplitTracer::arm(&measured_cpus(cfg)) {
+        Ok(tracer) => {
+            session.hold(tracer);
+            None
+        }
+        Err(why) => Some(SplitRecord { skipped: Some(why), ..Default::default() }),
     }
 }
 

@@ -41,6 +41,11 @@ pub trait Sink {
     fn samples(&mut self, _thread: u32, _chunk: &[(u64, u64)]) -> Result<()> {
         Ok(())
     }
+    /// `--split`: the IRQ latency of each sample of the last [`Sink::samples`] call, in the
+    /// same order (None: no expiry matched it).
+    fn irq(&mut self, _thread: u32, _irq: &[Option<u64>]) -> Result<()> {
+        Ok(())
+    }
     /// The running totals, at every collection (10 per second with a live view).
     fn progress(&mut self, _p: &Progress) -> Result<()> {
         Ok(())
@@ -66,6 +71,9 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
     }
     fn samples(&mut self, thread: u32, chunk: &[(u64, u64)]) -> Result<()> {
         (**self).samples(thread, chunk)
+    }
+    fn irq(&mut self, thread: u32, irq: &[Option<u64>]) -> Result<()> {
+        (**self).irq(thread, irq)
     }
     fn progress(&mut self, p: &Progress) -> Result<()> {
         (**self).progress(p)
@@ -122,6 +130,10 @@ impl<S: Sink + ?Sized> Fed<S> {
 
     pub fn samples(&mut self, thread: u32, chunk: &[(u64, u64)]) {
         self.call(|s| s.samples(thread, chunk));
+    }
+
+    pub fn irq(&mut self, thread: u32, irq: &[Option<u64>]) {
+        self.call(|s| s.irq(thread, irq));
     }
 
     pub fn progress(&mut self, p: &Progress) {
@@ -209,6 +221,11 @@ impl Sink for StoreSink<'_> {
 
     fn samples(&mut self, thread: u32, chunk: &[(u64, u64)]) -> Result<()> {
         self.writer.keep_raw(thread, chunk);
+        Ok(())
+    }
+
+    fn irq(&mut self, thread: u32, irq: &[Option<u64>]) -> Result<()> {
+        self.writer.keep_irq(thread, irq);
         Ok(())
     }
 

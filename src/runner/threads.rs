@@ -18,6 +18,7 @@ use crate::probe::ThreadCtx;
 use crate::recorder::{self, Buffer};
 use crate::stats::Stats;
 use crate::sys;
+use crate::trace::split::SplitTracer;
 use crate::trace::Tracer;
 
 /// A thread's last samples and what went wrong with its placement, if anything.
@@ -63,12 +64,17 @@ pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(
     let mut totals = Vec::new();
     let mut handles = Vec::new();
     for plan in &cfg.threads {
-        let raw =
-            if cfg.samples.is_some() { recorder::Raw::All } else { recorder::Raw::First(crate::store::RAW_IN_STORE) };
+        // A split run pairs every sample with its expiry.
+        let split = session.with(|_: &mut SplitTracer| ()).is_some();
+        let raw = if cfg.samples.is_some() || split {
+            recorder::Raw::All
+        } else {
+            recorder::Raw::First(crate::store::RAW_IN_STORE)
+        };
         let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
         session.with(|t: &mut Tracer| rec.watch_breaches(t.threshold_ns(), t.sink(), plan.index as u32));
-        let ran = Arc::new(OnceLock::new());
-        let ran_here = Arc::clone(&ran);
+        let (ran, tid) = (Arc::new(OnceLock::new()), Arc::new(OnceLock::new()));
+        let (ran_here, tid_here) = (Arc::clone(&ran), Arc::clone(&tid));
         totals.push(ThreadTotals {
             index: plan.index,
             cpu: plan.cpu,
@@ -76,6 +82,7 @@ pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(
             last: 0,
             collector,
             ran,
+            tid,
         });
         // A thread on a shielded CPU enters the shield's cpuset first: only there may it pin.
         let admit = how.admit.filter(|a| plan.cpu.is_some_and(|c| a.cpus.contains(&c))).map(|a| a.tasks.clone());
@@ -83,6 +90,7 @@ pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(
         let (probe, loops) = (Arc::clone(&cfg.probe), cfg.loops.unwrap_or(u64::MAX));
         let (policy, priority, start_ns) = (how.grant.policy, how.grant.priority, how.start_ns);
         let body = move || {
+            let _ = tid_here.set(sys::gettid());
             let problem = match place(plan, admit, policy, priority) {
                 // The policy's guard is held until the thread has measured.
                 Ok(entered) => {

@@ -62,7 +62,12 @@ impl Store {
                 params![old, new],
             )?;
             tx.execute(
-                "INSERT INTO main.samples SELECT ?2, thread, seq, t_ns, latency_ns FROM other.samples WHERE run_id = ?1",
+                "INSERT INTO main.samples SELECT ?2, thread, seq, t_ns, latency_ns, irq_ns FROM other.samples WHERE run_id = ?1",
+                params![old, new],
+            )?;
+            tx.execute(
+                "INSERT INTO main.irq SELECT ?2, thread, count, unmatched, min_ns, max_ns, sum_ns, sumsq_ns, histogram
+                 FROM other.irq WHERE run_id = ?1",
                 params![old, new],
             )?;
             tx.execute(

@@ -19,8 +19,8 @@ pub use writer::{Checkpoint, RunHead, RunWriter, RAW_IN_STORE};
 
 use crate::error::InputError;
 use crate::model::{
-    Breach, CpuInterval, EnvPoint, LoadRecord, Metric, Run, RunHeader, RunKind, RunParams, RunStatus, ThreadResult,
-    ThreadSamples,
+    Breach, CpuInterval, EnvPoint, IrqSplit, LoadRecord, Metric, Run, RunHeader, RunKind, RunParams, RunStatus,
+    ThreadResult, ThreadSamples,
 };
 use crate::stats::Stats;
 
@@ -44,6 +44,8 @@ pub struct RawBatch<'a> {
     pub thread: u32,
     pub first_seq: u64,
     pub samples: &'a [(u64, u64)],
+    /// `--split`: the samples' IRQ latencies, in the same order; empty when not split.
+    pub irq: &'a [Option<u64>],
 }
 
 /// How long a store operation waits for another writer's lock.
@@ -186,23 +188,29 @@ impl Store {
                 "INSERT OR REPLACE INTO threads (run_id, thread, cpu, count, overruns, min_ns, max_ns, sum_ns, sumsq_ns, histogram)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?;
-            let mut blob = Vec::new();
+            let mut irq = tx.prepare_cached(
+                "INSERT OR REPLACE INTO irq (run_id, thread, count, unmatched, min_ns, max_ns, sum_ns, sumsq_ns, histogram)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?;
             for t in threads {
-                let s = &t.stats;
-                blob.clear();
-                V2Serializer::new().serialize(&s.hist, &mut blob).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                let (s, [min, max, sum, sumsq, blob]) = (&t.stats, stats_columns(&t.stats)?);
                 up.execute(params![
                     id,
                     t.thread,
                     t.cpu,
                     s.count as i64,
                     s.overruns as i64,
-                    if s.count == 0 { 0 } else { s.min as i64 },
-                    s.max as i64,
-                    s.sum.to_string(),
-                    s.sumsq.to_string(),
-                    blob,
+                    min,
+                    max,
+                    sum,
+                    sumsq,
+                    blob
                 ])?;
+                if let Some(x) = &t.irq {
+                    let [min, max, sum, sumsq, blob] = stats_columns(&x.stats)?;
+                    let (count, unmatched) = (x.stats.count as i64, x.unmatched as i64);
+                    irq.execute(params![id, t.thread, count, unmatched, min, max, sum, sumsq, blob])?;
+                }
             }
             let mut env = tx.prepare_cached(
                 "INSERT OR REPLACE INTO envelope (run_id, thread, idx, min_ns, max_ns, sum_ns, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -219,11 +227,12 @@ impl Store {
                 ])?;
             }
             let mut put = tx.prepare_cached(
-                "INSERT OR REPLACE INTO samples (run_id, thread, seq, t_ns, latency_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT OR REPLACE INTO samples (run_id, thread, seq, t_ns, latency_ns, irq_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             for b in raw {
                 for (i, (t, lat)) in b.samples.iter().enumerate() {
-                    put.execute(params![id, b.thread, (b.first_seq + i as u64) as i64, *t as i64, *lat as i64])?;
+                    let irq = b.irq.get(i).copied().flatten().map(|ns| ns as i64);
+                    put.execute(params![id, b.thread, (b.first_seq + i as u64) as i64, *t as i64, *lat as i64, irq])?;
                 }
             }
             let mut act = tx.prepare_cached(
@@ -289,21 +298,37 @@ impl Store {
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
             let thread: u32 = r.get(0)?;
-            let blob: Vec<u8> = r.get(8)?;
-            let hist = Deserializer::new()
-                .deserialize(&mut blob.as_slice())
-                .map_err(|e| anyhow::anyhow!("run {id} thread {thread}: stored histogram is corrupt ({e:?})"))?;
-            let parse = |s: String| s.parse::<u128>().with_context(|| format!("run {id}: corrupt sum"));
-            let stats = Stats {
-                count: r.get::<_, i64>(2)? as u64,
-                overruns: r.get::<_, i64>(3)? as u64,
-                min: r.get::<_, i64>(4)? as u64,
-                max: r.get::<_, i64>(5)? as u64,
-                sum: parse(r.get(6)?)?,
-                sumsq: parse(r.get(7)?)?,
-                hist,
-            };
-            out.push(ThreadResult { thread, cpu: r.get(1)?, stats });
+            let mut stats = stats_from(r, id, thread)?;
+            stats.overruns = r.get::<_, i64>(3)? as u64;
+            out.push(ThreadResult { thread, cpu: r.get(1)?, stats, irq: None });
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT thread, unmatched, count, 0, min_ns, max_ns, sum_ns, sumsq_ns, histogram FROM irq WHERE run_id = ?1",
+        )?;
+        let mut rows = stmt.query([id])?;
+        while let Some(r) = rows.next()? {
+            let thread: u32 = r.get(0)?;
+            let split = IrqSplit { stats: stats_from(r, id, thread)?, unmatched: r.get::<_, i64>(1)? as u64 };
+            if let Some(t) = out.iter_mut().find(|t| t.thread == thread) {
+                t.irq = Some(split);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `--split`: one run's stored raw samples' IRQ latencies per thread, in the order of
+    /// [`Store::raw_samples`] (None: not matched, or the run was not split).
+    pub fn raw_irq(&self, id: i64) -> Result<Vec<(u32, Vec<Option<u64>>)>> {
+        let mut stmt =
+            self.conn.prepare("SELECT thread, irq_ns FROM samples WHERE run_id = ?1 ORDER BY thread, seq")?;
+        let mut rows = stmt.query([id])?;
+        let mut out: Vec<(u32, Vec<Option<u64>>)> = Vec::new();
+        while let Some(r) = rows.next()? {
+            let (thread, irq): (u32, Option<i64>) = (r.get(0)?, r.get(1)?);
+            match out.last_mut() {
+                Some((last, v)) if *last == thread => v.push(irq.map(|n| n as u64)),
+                _ => out.push((thread, vec![irq.map(|n| n as u64)])),
+            }
         }
         Ok(out)
     }
@@ -393,6 +418,34 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
+}
+
+/// Statistics as the `threads` and `irq` tables hold them: min, max, sum, sum of squares and
+/// the encoded histogram.
+fn stats_columns(s: &Stats) -> Result<[rusqlite::types::Value; 5]> {
+    let mut blob = Vec::new();
+    V2Serializer::new().serialize(&s.hist, &mut blob).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let min = if s.count == 0 { 0 } else { s.min as i64 };
+    Ok([min.into(), (s.max as i64).into(), s.sum.to_string().into(), s.sumsq.to_string().into(), blob.into()])
+}
+
+/// Statistics from a row of (thread, _, count, _, min, max, sum, sumsq, histogram); the
+/// overruns are the caller's.
+fn stats_from(r: &rusqlite::Row, id: i64, thread: u32) -> Result<Stats> {
+    let blob: Vec<u8> = r.get(8)?;
+    let hist = Deserializer::new()
+        .deserialize(&mut blob.as_slice())
+        .map_err(|e| anyhow::anyhow!("run {id} thread {thread}: stored histogram is corrupt ({e:?})"))?;
+    let parse = |s: String| s.parse::<u128>().with_context(|| format!("run {id}: corrupt sum"));
+    Ok(Stats {
+        count: r.get::<_, i64>(2)? as u64,
+        overruns: 0,
+        min: r.get::<_, i64>(4)? as u64,
+        max: r.get::<_, i64>(5)? as u64,
+        sum: parse(r.get(6)?)?,
+        sumsq: parse(r.get(7)?)?,
+        hist,
+    })
 }
 
 const HEADER_SELECT: &str = "SELECT id, label, probe, status, start, end, params, load, system, rt_priority, warnings,
@@ -489,5 +542,52 @@ mod tests {
         assert_eq!(version, SCHEMA_VERSION);
         assert_eq!(store.runs().unwrap()[0].label, "old");
         assert!(store.raw_samples(1).unwrap().is_empty(), "the new table exists and is empty");
+    }
+
+    /// `--split`: a thread's IRQ statistics and its raw samples' IRQ parts come back as
+    /// written, and a merge brings them along.
+    #[test]
+    fn a_split_run_keeps_its_irq_part_through_the_store_and_a_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let mut store = Store::open(&path).unwrap();
+        let head = RunHead {
+            label: "l".into(),
+            probe: "timer".into(),
+            kind: RunKind::Probe,
+            metric: Metric::default(),
+            params: RunParams::Unknown(serde_json::json!({})),
+            load: LoadRecord::idle(),
+            command_line: "rtbench timer --split".into(),
+            rt_priority: true,
+            warnings: Vec::new(),
+            system: crate::model::SystemSnapshot::default(),
+            envelope_ns: 1_000_000_000,
+        };
+        let (mut stats, mut irq) = (Stats::default(), IrqSplit::default());
+        for (lat, i) in [(50_000, Some(20_000)), (70_000, None), (30_000, Some(9_000))] {
+            stats.record(lat);
+            match i {
+                Some(ns) => irq.stats.record(ns),
+                None => irq.unmatched += 1,
+            }
+        }
+        let threads = [ThreadResult { thread: 0, cpu: Some(1), stats, irq: Some(irq) }];
+        let mut w = RunWriter::begin(&mut store, head).unwrap();
+        w.keep_raw(0, &[(1000, 50_000), (2000, 70_000), (3000, 30_000)]);
+        w.keep_irq(0, &[Some(20_000), None, Some(9_000)]);
+        w.checkpoint(&Checkpoint { threads: &threads, envelope: &[], activity: &[], breaches: &[] }).unwrap();
+        let id = w.finish(RunStatus::Complete, &[]).unwrap();
+        let check = |store: &Store, id: i64| {
+            let t = store.threads(id).unwrap().remove(0);
+            let x = t.irq.expect("the thread's IRQ part");
+            assert_eq!((x.stats.count, x.unmatched, x.stats.min, x.stats.max), (2, 1, 9_000, 20_000));
+            assert_eq!(x.stats.sum, 29_000);
+            assert_eq!(store.raw_irq(id).unwrap(), [(0, vec![Some(20_000), None, Some(9_000)])]);
+        };
+        check(&store, id);
+        let mut other = Store::open(&dir.path().join("other.db")).unwrap();
+        assert_eq!(other.merge(&path).unwrap(), (1, 0));
+        check(&other, 1);
     }
 }

@@ -105,6 +105,24 @@ UPDATE runs SET kind = CASE
     ELSE 'probe'
 END;
 "#,
+    r#"
+-- v7: --split: per thread, the IRQ latency of the samples matched with their timer's expiry
+-- (the thread's own statistics' shape: count is how many were matched) and how many had none;
+-- per raw sample, its IRQ latency.
+CREATE TABLE irq (
+    run_id    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    thread    INTEGER NOT NULL,
+    count     INTEGER NOT NULL,
+    unmatched INTEGER NOT NULL,
+    min_ns    INTEGER NOT NULL,
+    max_ns    INTEGER NOT NULL,
+    sum_ns    TEXT NOT NULL,                 -- exact u128 as decimal
+    sumsq_ns  TEXT NOT NULL,                 -- exact u128 as decimal
+    histogram BLOB NOT NULL,                 -- HdrHistogram V2 encoding
+    PRIMARY KEY (run_id, thread)
+) WITHOUT ROWID;
+ALTER TABLE samples ADD COLUMN irq_ns INTEGER;  -- NULL: the run was not split, or no expiry matched
+"#,
 ];
 
 /// The schema version this binary writes.
@@ -213,5 +231,35 @@ mod tests {
                 .unwrap();
             assert_eq!(store.header(id).unwrap().kind, kind);
         }
+    }
+
+    /// v7 (`--split`): a store of v6 keeps its runs and raw samples, which read as not split.
+    #[test]
+    fn a_v6_store_is_migrated_and_its_runs_read_as_not_split() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v6.db");
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            for m in &super::MIGRATIONS[..6] {
+                c.execute_batch(m).unwrap();
+            }
+            c.pragma_update(None, "user_version", 6).unwrap();
+            c.execute(
+                "INSERT INTO runs (label, probe, params, load, command_line, tool_version, schema_version, start, status,
+                                   rt_priority, warnings, system, envelope_ns, host, pid, pid_start)
+                 VALUES ('old', 'timer', '{}', '{}', 'rtbench timer', '0.0.1', 6, 'x', 'complete', 1, '[]', '{}', 1, 'h', 1, '1')",
+                [],
+            )
+            .unwrap();
+            c.execute("INSERT INTO samples VALUES (1, 0, 0, 1000, 52000), (1, 0, 1, 2000, 48000)", []).unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(store.raw_samples(1).unwrap(), [(0, vec![(1000, 52_000), (2000, 48_000)])]);
+        assert_eq!(store.raw_irq(1).unwrap(), [(0, vec![None, None])], "the old samples have no IRQ part");
+        let irq_rows: i64 = c.query_row("SELECT count(*) FROM irq", [], |r| r.get(0)).unwrap();
+        assert_eq!(irq_rows, 0);
     }
 }

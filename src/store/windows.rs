@@ -71,7 +71,7 @@ mod tests {
         let mut stats = Stats::default();
         stats.record(40_000);
         stats.record(max_ns);
-        let thread = ThreadResult { thread: 0, cpu: Some(1), stats };
+        let thread = ThreadResult { thread: 0, cpu: Some(1), stats, irq: None };
         let point = |index, max| (0, EnvPoint { index, min: max, max, sum: max, count: 1 });
         let activity = |index, steal_ns| CpuInterval {
             cpu: 1,

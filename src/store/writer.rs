@@ -67,6 +67,9 @@ struct KeptRaw {
     kept: u64,
     /// Not yet written.
     pending: Vec<(u64, u64)>,
+    /// `--split`: the IRQ latencies of the samples kept, in step with them.
+    irq_kept: u64,
+    irq: Vec<Option<u64>>,
 }
 
 impl<'s> RunWriter<'s> {
@@ -107,16 +110,28 @@ impl<'s> RunWriter<'s> {
 
     /// Keeps the first [`RAW_IN_STORE`] raw samples of each thread for the next checkpoint.
     pub fn keep_raw(&mut self, thread: u32, chunk: &[(u64, u64)]) {
-        let slot = match self.raw.iter().position(|r| r.thread == thread) {
-            Some(i) => &mut self.raw[i],
-            None => {
-                self.raw.push(KeptRaw { thread, kept: 0, pending: Vec::new() });
-                self.raw.last_mut().expect("just pushed")
-            }
-        };
+        let slot = self.slot(thread);
         let take = (RAW_IN_STORE.saturating_sub(slot.kept) as usize).min(chunk.len());
         slot.pending.extend_from_slice(&chunk[..take]);
         slot.kept += take as u64;
+    }
+
+    /// Keeps the IRQ latencies of the raw samples kept (`--split`), given in their order.
+    pub fn keep_irq(&mut self, thread: u32, irq: &[Option<u64>]) {
+        let slot = self.slot(thread);
+        let take = (RAW_IN_STORE.saturating_sub(slot.irq_kept) as usize).min(irq.len());
+        slot.irq.extend_from_slice(&irq[..take]);
+        slot.irq_kept += take as u64;
+    }
+
+    fn slot(&mut self, thread: u32) -> &mut KeptRaw {
+        match self.raw.iter().position(|r| r.thread == thread) {
+            Some(i) => &mut self.raw[i],
+            None => {
+                self.raw.push(KeptRaw { thread, kept: 0, pending: Vec::new(), irq_kept: 0, irq: Vec::new() });
+                self.raw.last_mut().expect("just pushed")
+            }
+        }
     }
 
     /// Writes `cp` with whatever earlier checkpoints could not write, in one transaction (the
@@ -137,11 +152,17 @@ impl<'s> RunWriter<'s> {
         let raw: Vec<RawBatch> = self
             .raw
             .iter()
-            .map(|r| RawBatch { thread: r.thread, first_seq: r.kept - r.pending.len() as u64, samples: &r.pending })
+            .map(|r| RawBatch {
+                thread: r.thread,
+                first_seq: r.kept - r.pending.len() as u64,
+                samples: &r.pending,
+                irq: &r.irq,
+            })
             .collect();
         self.store.checkpoint(self.id, cp.threads, &self.envelope, &raw, &self.activity)?;
         for r in &mut self.raw {
             r.pending.clear();
+            r.irq.clear();
         }
         self.envelope.clear();
         self.activity.clear();

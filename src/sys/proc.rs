@@ -111,6 +111,12 @@ pub fn become_subreaper() -> io::Result<()> {
     check(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) })
 }
 
+/// The calling thread's id, as the kernel's trace events name it (`common_pid`).
+pub fn gettid() -> i32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
 /// Whether this process has root's effective user id.
 pub fn is_root() -> bool {
     // SAFETY: geteuid takes no arguments and cannot fail.

@@ -85,12 +85,26 @@ pub fn buffer_kb(threshold_ns: u64) -> u64 {
 }
 
 impl Instance {
-    /// Makes `instances/NAME` tracing `cpus` on the monotonic clock. An error removes it again.
+    /// Makes `instances/NAME` tracing `cpus` on the monotonic clock with the breach tracer's
+    /// events. An error removes it again.
     pub fn create(root: &Path, name: &str, cpus: &[usize], buffer_kb: u64) -> io::Result<Instance> {
+        Instance::create_with(root, name, cpus, buffer_kb, Instance::enable_breach_events)
+    }
+
+    /// Makes `instances/NAME` tracing `cpus` on the monotonic clock,
+    /// with the events `events` enables, then turns it on. An error removes it again.
+    pub fn create_with(
+        root: &Path,
+        name: &str,
+        cpus: &[usize],
+        buffer_kb: u64,
+        events: impl FnOnce(&mut Instance) -> io::Result<()>,
+    ) -> io::Result<Instance> {
         let dir = root.join("instances").join(name);
         std::fs::create_dir(&dir)?;
         let mut inst = Instance { dir, missing: Vec::new() };
-        if let Err(e) = inst.set_up(cpus, buffer_kb) {
+        let set_up = inst.set_up(cpus, buffer_kb).and_then(|()| events(&mut inst)).and_then(|()| inst.set_on(true));
+        if let Err(e) = set_up {
             let _ = remove(&inst.dir);
             return Err(e);
         }
@@ -102,7 +116,10 @@ impl Instance {
         // Timestamps on CLOCK_MONOTONIC line up with the probes' own clock reads.
         self.write("trace_clock", "mono")?;
         self.write("tracing_cpumask", &crate::sysinfo::cpu_mask(cpus))?;
-        self.write("buffer_size_kb", &buffer_kb.to_string())?;
+        self.write("buffer_size_kb", &buffer_kb.to_string())
+    }
+
+    fn enable_breach_events(&mut self) -> io::Result<()> {
         for e in EVENTS {
             if self.enable(e).is_err() {
                 self.missing.push(e.to_string());
@@ -118,10 +135,15 @@ impl Instance {
         if self.missing.iter().any(|m| m == "sched/sched_switch") {
             return Err(io::Error::other("the sched_switch event is not available"));
         }
-        self.write("tracing_on", "1")
+        Ok(())
     }
 
-    fn enable(&self, event: &str) -> io::Result<()> {
+    /// Limits `event` (`system/event`) to what `filter` admits (ftrace's filter syntax).
+    pub fn filter(&self, event: &str, filter: &str) -> io::Result<()> {
+        self.write(&format!("events/{event}/filter"), filter)
+    }
+
+    pub fn enable(&self, event: &str) -> io::Result<()> {
         std::fs::write(self.dir.join("events").join(event).join("enable"), "1")
     }
 

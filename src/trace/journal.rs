@@ -35,3 +35,16 @@ impl Change for Traced {
         )))
     }
 }
+
+/// The split's instance (`--split`): a journal of its own, beside the breach tracer's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SplitTraced(pub Traced);
+
+impl Change for SplitTraced {
+    const KIND: &'static str = "split-trace";
+
+    fn put_back(&self, owner: u32) -> Result<Option<String>, String> {
+        self.0.put_back(owner)
+    }
+}

@@ -7,18 +7,19 @@
 mod attribute;
 mod instance;
 mod journal;
+mod owned;
 mod parse;
+pub mod split;
 
 use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::model::{Breach, BreachRecord, TraceEvent};
 use crate::recorder::BreachWatch;
-use crate::restore::{Journal, Written};
-pub use journal::Traced;
+pub use journal::{SplitTraced, Traced};
+use owned::Owned;
 /// The value of `key=` in an event's detail, as the stored windows keep it.
 pub use parse::field;
 
@@ -72,12 +73,10 @@ impl BreachWatch for BreachSink {
 /// The runner's side: the instance, its journal, and the windows taken.
 pub struct Tracer {
     opts: BreachOptions,
-    root: PathBuf,
-    mounted_here: bool,
-    instance: instance::Instance,
-    /// Removed once the instance is gone.
-    journal: Option<Written>,
+    /// Dropped before the instance: the marker must be closed before the kernel lets the
+    /// instance go.
     sink: Option<Arc<BreachSink>>,
+    owned: Owned,
     traced: u32,
     /// Set once `--breach-stop` has its window.
     pub stop: bool,
@@ -89,33 +88,11 @@ impl Tracer {
         if !crate::sys::is_root() {
             return Err("tracing needs root".into());
         }
-        let fs = instance::tracefs()?;
-        let pid = std::process::id();
-        let name = format!("rtbench-{pid}");
-        let j = Journal::mine(Traced {
-            instance: fs.root.join("instances").join(&name),
-            mounted: fs.mounted_here.then(|| fs.root.clone()),
-        });
-        let undo_mount = || {
-            if fs.mounted_here {
-                instance::unmount_if_unused(&fs.root);
-            }
-        };
-        // Written before the instance exists: a kill between the two leaves nothing unknown.
-        let journal = j.write().map_err(|e| {
-            undo_mount();
-            format!("cannot write the tracer's journal: {e}")
-        })?;
-        let made = instance::Instance::create(&fs.root, &name, cpus, instance::buffer_kb(opts.threshold_ns))
-            .and_then(|inst| inst.marker().map(|m| (inst, m)));
-        let (instance, marker) = match made {
-            Ok(made) => made,
-            Err(e) => {
-                undo_mount();
-                journal.remove();
-                return Err(format!("cannot set up the trace instance: {e}"));
-            }
-        };
+        let name = format!("rtbench-{}", std::process::id());
+        let kb = instance::buffer_kb(opts.threshold_ns);
+        let owned = Owned::make(&name, |t| t, |root| instance::Instance::create(root, &name, cpus, kb))?;
+        // Dropping `owned` removes the instance again.
+        let marker = owned.instance.marker().map_err(|e| format!("cannot set up the trace instance: {e}"))?;
         let sink = BreachSink {
             armed: AtomicBool::new(true),
             pending: AtomicBool::new(false),
@@ -125,16 +102,7 @@ impl Tracer {
             untraced: AtomicU64::new(0),
             marker,
         };
-        Ok(Tracer {
-            opts,
-            root: fs.root,
-            mounted_here: fs.mounted_here,
-            instance,
-            journal: Some(journal),
-            sink: Some(Arc::new(sink)),
-            traced: 0,
-            stop: false,
-        })
+        Ok(Tracer { opts, sink: Some(Arc::new(sink)), owned, traced: 0, stop: false })
     }
 
     pub fn threshold_ns(&self) -> u64 {
@@ -166,9 +134,9 @@ impl Tracer {
         if now < t1 + post {
             std::thread::sleep(std::time::Duration::from_nanos(t1 + post - now));
         }
-        let _ = self.instance.set_on(false);
-        let text = self.instance.read();
-        let _ = self.instance.clear();
+        let _ = self.owned.instance.set_on(false);
+        let text = self.owned.instance.read();
+        let _ = self.owned.instance.clear();
         sink.pending.store(false, Ordering::Release);
         let breach = match text {
             Ok(text) => {
@@ -184,7 +152,7 @@ impl Tracer {
         if self.opts.stop && breach.is_some() {
             self.stop = true;
         } else if self.traced < self.opts.max {
-            let _ = self.instance.set_on(true);
+            let _ = self.owned.instance.set_on(true);
             sink.armed.store(true, Ordering::Release);
         }
         breach
@@ -197,7 +165,7 @@ impl Tracer {
             max: self.opts.max,
             traced: self.traced,
             untraced: self.sink.as_ref().map_or(0, |s| s.untraced.load(Ordering::Relaxed)),
-            events_missing: self.instance.missing.clone(),
+            events_missing: self.owned.instance.missing.clone(),
             skipped: None,
         }
     }
@@ -206,21 +174,6 @@ impl Tracer {
 impl crate::restore::Guard for Tracer {
     fn name(&self) -> &'static str {
         "breach tracer"
-    }
-}
-
-impl Drop for Tracer {
-    fn drop(&mut self) {
-        // The marker must be closed before the kernel lets the instance go.
-        self.sink = None;
-        if instance::remove(&self.instance.dir).is_ok() {
-            if self.mounted_here {
-                instance::unmount_if_unused(&self.root);
-            }
-            if let Some(journal) = self.journal.take() {
-                journal.remove();
-            }
-        }
     }
 }
 

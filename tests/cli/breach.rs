@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 use crate::helpers::*;
 
 /// The tests here compare the machine's tracing state before and after: one at a time.
-static TRACING: Mutex<()> = Mutex::new(());
+pub static TRACING: Mutex<()> = Mutex::new(());
 
-const TRACEFS: &str = "/sys/kernel/tracing";
+pub const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// A busy loop of our own at FIFO 99 on one CPU: every second it spins for `busy_s` and prints
 /// when it did (CLOCK_MONOTONIC ns). Bounded by its count.
-const HOG: &str = r#"
+pub const HOG: &str = r#"
 import os, sys, time
 os.sched_setaffinity(0, {int(sys.argv[1])})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(99))
@@ -34,7 +34,7 @@ for i in range(n):
 
 /// What a person would compare: whether tracefs is mounted, the global buffer's settings, and
 /// which instances exist.
-fn tracing_state() -> Vec<String> {
+pub fn tracing_state() -> Vec<String> {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     let mounted = mounts.lines().any(|l| l.split_whitespace().nth(2) == Some("tracefs"));
     let mut state = vec![format!("mounted={mounted}")];
@@ -56,7 +56,7 @@ fn tracing_state() -> Vec<String> {
     state
 }
 
-fn can_trace() -> bool {
+pub fn can_trace() -> bool {
     if !is_root() {
         skip("tracing needs root");
         return false;
@@ -141,13 +141,14 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
 
 /// Starts a traced run that will not breach, waits until it measures, and signals it.
 fn traced_run_ended_by(lab: &Lab, state_dir: &Path, sig: &str) -> u32 {
-    let mut child = lab
-        .cmd(&["timer", "-t", "1", "--breach", "100000", "-D", "60s", "-q"])
-        .env("RTBENCH_STATE_DIR", state_dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    run_ended_by(lab, state_dir, sig, &["--breach", "100000"])
+}
+
+/// Starts a one-thread timer run with `tracing` flags, waits until it measures, and signals it.
+pub fn run_ended_by(lab: &Lab, state_dir: &Path, sig: &str, tracing: &[&str]) -> u32 {
+    let args = [&["timer", "-t", "1"][..], tracing, &["-D", "60s", "-q"]].concat();
+    let mut child =
+        lab.cmd(&args).env("RTBENCH_STATE_DIR", state_dir).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let runs = lab.runs().as_array().map_or(0, |a| a.len());
     lab.wait_for_runs(runs + 1, Duration::from_secs(10));
     std::thread::sleep(Duration::from_millis(800));

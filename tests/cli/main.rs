@@ -19,6 +19,7 @@ mod report;
 mod samplelog;
 mod signals;
 mod snapshot;
+mod split;
 mod steal;
 mod sysbench;
 mod wcet;

@@ -89,7 +89,7 @@ mod tests {
         let result = |cpu: u32, ns: &[u64]| {
             let mut stats = crate::stats::Stats::default();
             ns.iter().for_each(|n| stats.record(*n));
-            ThreadResult { thread: cpu, cpu: Some(cpu), stats }
+            ThreadResult { thread: cpu, cpu: Some(cpu), stats, irq: None }
         };
         let first = [result(0, &[10_000, 20_000]), result(1, &[30_000])];
         sink.window_closed(&Closed { threads: &first, more: true }).unwrap();

@@ -180,7 +180,7 @@ mod tests {
         let result = |ns: &[u64]| {
             let mut stats = crate::stats::Stats::default();
             ns.iter().for_each(|n| stats.record(*n));
-            ThreadResult { thread: 0, cpu: Some(1), stats }
+            ThreadResult { thread: 0, cpu: Some(1), stats, irq: None }
         };
         let first = [result(&[5_000, 300_000])];
         sink.checkpoint(&cp(&first)).unwrap();

@@ -62,6 +62,21 @@ struct ThreadPart {
     priority: Option<i32>,
     #[serde(flatten)]
     stats: Summary,
+    /// `--split`: the IRQ latency of the samples matched with their timer's expiry (when the
+    /// expiry handler ran − when the timer was due), the same fields as the thread's own
+    /// (`count`: how many were matched); the thread's latency minus it is the scheduling part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    irq: Option<IrqPart>,
+}
+
+/// A thread's IRQ latencies (`--split`).
+#[derive(Serialize, JsonSchema)]
+struct IrqPart {
+    /// Samples with no expiry event to match (a lost event, a full buffer): counted, never
+    /// guessed.
+    unmatched: u64,
+    #[serde(flatten)]
+    stats: Summary,
 }
 
 /// The document's layout version, and only it.
@@ -75,7 +90,8 @@ pub fn document(run: &Run) -> Document<'_> {
     let threads = run.threads.iter().map(|t| {
         let ran = h.params.ran_at(t.thread, h.rt_priority);
         let (policy, priority) = (ran.map(|r| r.0), ran.map(|r| r.1));
-        ThreadPart { thread: t.thread, cpu: t.cpu, policy, priority, stats: t.stats.summary() }
+        let irq = t.irq.as_ref().map(|x| IrqPart { unmatched: x.unmatched, stats: x.stats.summary() });
+        ThreadPart { thread: t.thread, cpu: t.cpu, policy, priority, stats: t.stats.summary(), irq }
     });
     Document {
         schema_version: EXPORT_SCHEMA_VERSION,
@@ -144,7 +160,7 @@ mod tests {
         };
         let mut stats = Stats::default();
         (1..=100).for_each(|ns| stats.record(ns));
-        Run::new(header, vec![ThreadResult { thread: 0, cpu: Some(1), stats }])
+        Run::new(header, vec![ThreadResult { thread: 0, cpu: Some(1), stats, irq: None }])
     }
 
     /// The typed document keeps the layout the `json!` one had: keys in this order, the header's

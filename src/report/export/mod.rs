@@ -53,6 +53,8 @@ pub struct ExportOptions {
     pub buckets: u64,
     /// The run's raw samples as the store kept them (only the samples format reads them).
     pub raw: Vec<crate::model::ThreadSamples>,
+    /// `--split`: the raw samples' IRQ latencies, in the same order (samples format only).
+    pub irq: Vec<(u32, Vec<Option<u64>>)>,
 }
 
 /// Renders `run` in `format`.
@@ -63,6 +65,6 @@ pub fn render(run: &Run, format: Format, opts: &ExportOptions) -> Result<String>
         Format::Hgrm => hgrm::render(&run.total),
         Format::CyclictestHist => cyclictest::histogram(run, opts.buckets),
         Format::CyclictestJson => cyclictest::json(run, opts.buckets)?,
-        Format::Samples => samples::render(run, &opts.raw)?,
+        Format::Samples => samples::render(run, &opts.raw, &opts.irq)?,
     })
 }

@@ -1,0 +1,67 @@
+//! The runner's side of `--split`: each thread's samples held until the split's reader has read
+//! their expiries, then handed to the sinks with their IRQ part, and the IRQ statistics kept
+//! beside the thread's own.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::model::IrqSplit;
+use crate::trace::split::pair::{Pairing, Resolved};
+use crate::trace::split::{lock, Seen, SplitTracer};
+
+/// How long the end of a run waits for the reader to read the last expiries.
+const LAST_READ: Duration = Duration::from_secs(1);
+
+pub(super) struct SplitFlow {
+    seen: Arc<Mutex<Seen>>,
+    /// Per thread, in the runner's order: its thread id, once it has one, and its pairing.
+    threads: Vec<(Arc<OnceLock<i32>>, Pairing)>,
+    /// Reused between resolutions.
+    pub(super) out: Resolved,
+}
+
+impl SplitFlow {
+    pub(super) fn new(tracer: &SplitTracer, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
+        let threads = tids.into_iter().map(|t| (t, Pairing::default())).collect();
+        SplitFlow { seen: tracer.seen(), threads, out: Resolved::default() }
+    }
+
+    pub(super) fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
+        self.threads[i].1.push(chunk);
+    }
+
+    /// Resolves thread `i`'s samples into `self.out` (cleared first); `end`: the run is over
+    /// and the reader has read all it will, so what is left is unmatched.
+    pub(super) fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
+        self.out.clear();
+        let (tid, pairing) = &mut self.threads[i];
+        if let Some(tid) = tid.get() {
+            let mut seen = lock(&self.seen);
+            let caught_up = seen.caught_up_ns;
+            let expiries = seen.by_pid.entry(*tid).or_default();
+            pairing.resolve(start_ns, expiries, caught_up, &mut self.out);
+        }
+        if end {
+            pairing.give_up(&mut self.out);
+        }
+    }
+
+    /// Waits (up to a bound) for the reader to have read everything up to now.
+    pub(super) fn await_reader(&self) {
+        let (now, since) = (crate::sys::now_ns(), Instant::now());
+        while lock(&self.seen).caught_up_ns < now && since.elapsed() < LAST_READ {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub(super) fn irq(&self, i: usize) -> IrqSplit {
+        self.threads[i].1.split.clone()
+    }
+
+    /// A new window counts from nothing.
+    pub(super) fn reset(&mut self) {
+        for (_, p) in &mut self.threads {
+            p.split = IrqSplit::default();
+        }
+    }
+}

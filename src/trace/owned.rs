@@ -1,0 +1,67 @@
+//! An ftrace instance of rtbench's own, written in a journal before it exists and removed
+//! (with a tracefs mount of ours) when it drops, or by the next rtbench command when the
+//! process was killed. The breach tracer and the split each hold one.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::instance::{self, Instance};
+use super::journal::Traced;
+use crate::restore::{Change, Journal, Written};
+
+pub struct Owned {
+    pub instance: Instance,
+    root: PathBuf,
+    mounted_here: bool,
+    /// Removed once the instance is gone.
+    journal: Option<Written>,
+}
+
+impl Owned {
+    /// Makes `instances/NAME` with `make` (given tracefs's root), journalled as `kind` says
+    /// first; `Err` says why there is no instance.
+    pub fn make<C: Change>(
+        name: &str,
+        kind: impl FnOnce(Traced) -> C,
+        make: impl FnOnce(&Path) -> io::Result<Instance>,
+    ) -> Result<Owned, String> {
+        let fs = instance::tracefs()?;
+        let j = Journal::mine(kind(Traced {
+            instance: fs.root.join("instances").join(name),
+            mounted: fs.mounted_here.then(|| fs.root.clone()),
+        }));
+        let undo_mount = || {
+            if fs.mounted_here {
+                instance::unmount_if_unused(&fs.root);
+            }
+        };
+        // Written before the instance exists: a kill between the two leaves nothing unknown.
+        let journal = j.write().map_err(|e| {
+            undo_mount();
+            format!("cannot write the tracer's journal: {e}")
+        })?;
+        match make(&fs.root) {
+            Ok(instance) => {
+                Ok(Owned { instance, root: fs.root, mounted_here: fs.mounted_here, journal: Some(journal) })
+            }
+            Err(e) => {
+                undo_mount();
+                journal.remove();
+                Err(format!("cannot set up the trace instance: {e}"))
+            }
+        }
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if instance::remove(&self.instance.dir).is_ok() {
+            if self.mounted_here {
+                instance::unmount_if_unused(&self.root);
+            }
+            if let Some(journal) = self.journal.take() {
+                journal.remove();
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! From the split's trace lines to expiries: `hrtimer_start` says which thread armed which
+//! hrtimer for when (`softexpires`: the time the thread asked for, on the timer's own clock,
+//! CLOCK_MONOTONIC for the probes' sleeps), `hrtimer_expire_entry` of the same hrtimer on the
+//! same CPU says when its handler ran (`now`, on that clock too). No trace clock is involved.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::trace::parse;
+
+/// One traced expiry of a thread's sleep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expiry {
+    /// When the thread asked to wake (CLOCK_MONOTONIC ns).
+    pub due_ns: u64,
+    /// When the expiry handler ran (CLOCK_MONOTONIC ns).
+    pub ran_ns: u64,
+}
+
+/// What the reader has read: expiries per thread id, and how far.
+#[derive(Debug, Default)]
+pub struct Seen {
+    pub by_pid: HashMap<i32, VecDeque<Expiry>>,
+    /// Every event the kernel committed before this CLOCK_MONOTONIC time has been read.
+    pub caught_up_ns: u64,
+    /// Events the kernel dropped (a full buffer).
+    pub lost_events: u64,
+    /// The threads followed; until they are known, every sleeper on the CPUs is kept.
+    pub follow: Option<Vec<i32>>,
+}
+
+impl Seen {
+    /// Follows only `pids` from now on.
+    pub fn follow(&mut self, pids: &[i32]) {
+        self.by_pid.retain(|pid, _| pids.contains(pid));
+        self.follow = Some(pids.to_vec());
+    }
+}
+
+/// Timers started and not yet expired, by CPU and hrtimer: the thread and its due time.
+#[derive(Debug, Default)]
+pub struct Armed(HashMap<(u32, u64), (i32, u64)>);
+
+impl Armed {
+    /// Takes in one line of the trace.
+    pub fn line(&mut self, l: &str, seen: &mut Seen) {
+        if let Some(n) = lost(l) {
+            seen.lost_events += n;
+            return;
+        }
+        let Some(e) = parse::line(l) else { return };
+        let number = |key| parse::field(e.detail, key).and_then(|v| v.parse::<u64>().ok());
+        let Some(timer) = parse::field(e.detail, "hrtimer").and_then(|h| u64::from_str_radix(h, 16).ok()) else {
+            return;
+        };
+        match e.name {
+            // Re-armed before it expired (a sleep cut short): the new time replaces the old.
+            "hrtimer_start" => {
+                if let Some(due) = number("softexpires") {
+                    self.0.insert((e.cpu, timer), (e.pid, due));
+                }
+            }
+            "hrtimer_expire_entry" => {
+                let (Some((pid, due_ns)), Some(ran_ns)) = (self.0.remove(&(e.cpu, timer)), number("now")) else {
+                    return;
+                };
+                if seen.follow.as_ref().is_none_or(|f| f.contains(&pid)) {
+                    seen.by_pid.entry(pid).or_default().push_back(Expiry { due_ns, ran_ns });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `CPU:1 [LOST 20 EVENTS]`: how many.
+fn lost(l: &str) -> Option<u64> {
+    let rest = l.strip_prefix("CPU:")?;
+    let n = rest.split_once("[LOST ")?.1.split_once(' ')?.0;
+    n.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const START: &str = "rtbench-0-812 [001] d..1. 100.000000: hrtimer_start: hrtimer=00000000ca75ba3a function=hrtimer_wakeup expires=5000001000 softexpires=5000000000 mode=ABS was_armed=0";
+    const EXPIRE: &str =
+        "<idle>-0 [001] d.h1. 100.001000: hrtimer_expire_entry: hrtimer=00000000ca75ba3a function=hrtimer_wakeup now=5000003500";
+
+    #[test]
+    fn an_expiry_is_the_thread_s_that_armed_the_same_timer_on_the_same_cpu() {
+        let (mut armed, mut seen) = (Armed::default(), Seen::default());
+        armed.line(START, &mut seen);
+        armed.line(&EXPIRE.replace("[001]", "[000]"), &mut seen);
+        assert!(seen.by_pid.is_empty(), "another CPU's timer of the same address is not ours");
+        armed.line(EXPIRE, &mut seen);
+        let want = Expiry { due_ns: 5_000_000_000, ran_ns: 5_000_003_500 };
+        assert_eq!(seen.by_pid[&812], [want], "due is softexpires, the time the thread asked for");
+        armed.line(EXPIRE, &mut seen);
+        assert_eq!(seen.by_pid[&812].len(), 1, "an expiry with no start before it is nobody's");
+    }
+
+    #[test]
+    fn only_followed_threads_are_kept_and_lost_events_are_counted() {
+        let (mut armed, mut seen) = (Armed::default(), Seen::default());
+        armed.line(START, &mut seen);
+        armed.line(EXPIRE, &mut seen);
+        seen.follow(&[900]);
+        assert!(seen.by_pid.is_empty(), "812 is not followed");
+        armed.line(START, &mut seen);
+        armed.line(EXPIRE, &mut seen);
+        assert!(seen.by_pid.is_empty());
+        armed.line("CPU:1 [LOST 20 EVENTS]", &mut seen);
+        armed.line("CPU:0 [LOST 3 EVENTS]", &mut seen);
+        assert_eq!(seen.lost_events, 23);
+    }
+}

@@ -1,0 +1,123 @@
+//! Each sample of a measuring thread paired with the traced expiry of its own sleep: the
+//! sample due at `start + t` matches the expiry due at exactly that time. A sample is resolved
+//! once its expiry is there, or once the reader has read past the sample's wake-up with no
+//! expiry for it (then it is unmatched: counted, never guessed).
+
+use std::collections::VecDeque;
+
+use super::expiry::Expiry;
+use crate::model::IrqSplit;
+
+/// How long after a wake-up its expiry must have been read: the expiry comes before the
+/// wake-up, and an event is in the buffer microseconds after it fires; this covers a reader
+/// that started its pass just as the event was being written.
+pub const MARGIN_NS: u64 = 20_000_000;
+
+/// One thread's samples waiting for their expiry, and the split of those resolved.
+#[derive(Debug, Default)]
+pub struct Pairing {
+    pending: VecDeque<(u64, u64)>,
+    pub split: IrqSplit,
+}
+
+/// Samples resolved, in order, each with its IRQ latency (None: unmatched).
+#[derive(Debug, Default)]
+pub struct Resolved {
+    pub samples: Vec<(u64, u64)>,
+    pub irq: Vec<Option<u64>>,
+}
+
+impl Resolved {
+    pub fn clear(&mut self) {
+        self.samples.clear();
+        self.irq.clear();
+    }
+}
+
+impl Pairing {
+    /// Samples (time offset, latency) as the thread handed them over.
+    pub fn push(&mut self, chunk: &[(u64, u64)]) {
+        self.pending.extend(chunk);
+    }
+
+    /// Resolves what can be: `start_ns` is the run's start, `expiries` the thread's as read,
+    /// `caught_up_ns` how far the reader has read. Consumed expiries are removed.
+    pub fn resolve(&mut self, start_ns: u64, expiries: &mut VecDeque<Expiry>, caught_up_ns: u64, out: &mut Resolved) {
+        while let Some(&(t, latency)) = self.pending.front() {
+            let due = start_ns + t;
+            // Older expiries have no sample left to match: the samples come in order.
+            while expiries.front().is_some_and(|e| e.due_ns < due) {
+                expiries.pop_front();
+            }
+            let irq = match expiries.front() {
+                Some(e) if e.due_ns == due => {
+                    let irq = e.ran_ns.saturating_sub(due);
+                    expiries.pop_front();
+                    Some(irq)
+                }
+                _ if caught_up_ns > due + latency + MARGIN_NS => None,
+                _ => break,
+            };
+            self.pending.pop_front();
+            self.settle(t, latency, irq, out);
+        }
+    }
+
+    /// Ends the pairing: what is still pending is unmatched.
+    pub fn give_up(&mut self, out: &mut Resolved) {
+        while let Some((t, latency)) = self.pending.pop_front() {
+            self.settle(t, latency, None, out);
+        }
+    }
+
+    fn settle(&mut self, t: u64, latency: u64, irq: Option<u64>, out: &mut Resolved) {
+        match irq {
+            Some(ns) => self.split.stats.record(ns),
+            None => self.split.unmatched += 1,
+        }
+        out.samples.push((t, latency));
+        out.irq.push(irq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const START: u64 = 1_000_000_000;
+
+    fn expiry(due_ns: u64, irq: u64) -> Expiry {
+        Expiry { due_ns: START + due_ns, ran_ns: START + due_ns + irq }
+    }
+
+    #[test]
+    fn a_sample_takes_the_expiry_due_at_its_own_time_and_waits_for_it() {
+        let mut p = Pairing::default();
+        let mut out = Resolved::default();
+        p.push(&[(1_000_000, 9_000), (2_000_000, 7_000), (3_000_000, 5_000)]);
+        // A stale expiry (a sleep with no sample) and the first two samples' own.
+        let mut ex: VecDeque<Expiry> = [expiry(500_000, 1), expiry(1_000_000, 4_000), expiry(2_000_000, 6_500)].into();
+        p.resolve(START, &mut ex, START + 2_500_000, &mut out);
+        assert_eq!(out.irq, [Some(4_000), Some(6_500)], "the third waits: the reader has not read past it");
+        assert!(ex.is_empty());
+        assert_eq!((p.split.stats.count, p.split.unmatched, p.split.stats.max), (2, 0, 6_500));
+        p.resolve(START, &mut ex, START + 3_000_000 + 5_000 + MARGIN_NS + 1, &mut out);
+        assert_eq!(out.irq, [Some(4_000), Some(6_500), None], "read past its wake-up with no expiry: unmatched");
+        assert_eq!(out.samples.len(), 3);
+        assert_eq!((p.split.stats.count, p.split.unmatched), (2, 1));
+    }
+
+    #[test]
+    fn an_expiry_of_another_time_is_never_taken_and_the_end_leaves_nothing_pending() {
+        let mut p = Pairing::default();
+        let mut out = Resolved::default();
+        p.push(&[(1_000_000, 9_000), (2_000_000, 7_000)]);
+        let mut ex: VecDeque<Expiry> = [expiry(1_000_001, 3)].into();
+        p.resolve(START, &mut ex, START + 1_500_000, &mut out);
+        assert!(out.irq.is_empty(), "1 ns off is not the sample's expiry, and the reader is not past it yet");
+        p.give_up(&mut out);
+        assert_eq!(out.irq, [None, None]);
+        assert_eq!((p.split.stats.count, p.split.unmatched), (0, 2));
+        assert_eq!(p.split.matched_fraction(), 0.0);
+    }
+}

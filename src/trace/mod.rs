@@ -5,11 +5,13 @@
 //! `--breach-max` windows.
 
 mod attribute;
+mod context;
 mod instance;
 mod journal;
 mod owned;
 mod parse;
 pub mod split;
+mod stream;
 
 use std::fs::File;
 use std::io::Write;

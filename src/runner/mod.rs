@@ -2,6 +2,7 @@
 //! change, the wait), measuring threads, and [`Sink`]s that take the checkpoints. Set up, start
 //! threads, checkpoint every second, stop on time, loop count or signal, save, restore.
 
+mod classify;
 pub mod cpuwatch;
 mod flow;
 mod live;
@@ -31,6 +32,8 @@ use crate::model::{attribute, EnvPoint, LoadRecord, LoadReport, RunKind, RunPara
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::store::{RunHead, RunWriter, Store};
 use crate::sys;
+use crate::trace::classify::ClassifyTracer;
+use classify::ClassifyFlow;
 use flow::{Flow, Sinks, ThreadTotals};
 use segment::{Extras, Segments};
 use setup::Setup;
@@ -136,6 +139,8 @@ fn drive(
     setup: Setup,
     windows: Windows,
 ) -> Result<(i64, Outcome)> {
+    // The rule-of-thumb budget (10⁵ cycles), when the CPU clock is known.
+    let budget_ns = setup.system.cpu_mhz.filter(|m| *m > 0.0).map(|m| (1e8 / m) as u64);
     let Setup { grant, mut warnings, mut params, samples, admit, .. } = setup;
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
@@ -150,6 +155,7 @@ fn drive(
     let split = follow_split(session, &totals);
     let mut run = flow(cfg, writer, samples, windows, totals, (started, start_ns));
     run.split = split;
+    run.classify = follow_classify(session, &run.totals, budget_ns);
     let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
@@ -159,6 +165,10 @@ fn drive(
     run.end_split();
     if let Some(record) = session.with(|t: &mut crate::trace::split::SplitTracer| t.record()) {
         params.split = Some(record);
+    }
+    run.end_classify();
+    if let (Some(c), Some(lost)) = (&run.classify, session.with(|t: &mut ClassifyTracer| t.lost_events())) {
+        params.classify = Some(c.record(lost));
     }
     // A breach of the last moments is still taken.
     session.with(|t: &mut crate::trace::Tracer| {
@@ -200,7 +210,28 @@ fn flow<'s>(
     let sinks = Sinks { log, store, observers };
     let (envelope, breaches) = (Vec::new(), Vec::new());
     let duration = cfg.duration;
-    Flow { totals, sinks, envelope, started, duration, start_ns, watch, breaches, collect_every, split: None }
+    Flow {
+        totals,
+        sinks,
+        envelope,
+        started,
+        duration,
+        start_ns,
+        watch,
+        breaches,
+        collect_every,
+        split: None,
+        classify: None,
+    }
+}
+
+/// `--classify`: every thread's gaps looked up in the trace of its CPU.
+fn follow_classify(session: &Session, totals: &[ThreadTotals], budget_ns: Option<u64>) -> Option<ClassifyFlow> {
+    session.with(|t: &mut ClassifyTracer| {
+        let threads =
+            totals.iter().map(|t| (t.index as u32, t.cpu.map(|c| c as u32), std::sync::Arc::clone(&t.tid))).collect();
+        ClassifyFlow::new(t, threads, budget_ns)
+    })
 }
 
 /// `--split`: once every measuring thread has said its id (they do first thing), the split's

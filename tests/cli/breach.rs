@@ -146,7 +146,12 @@ fn traced_run_ended_by(lab: &Lab, state_dir: &Path, sig: &str) -> u32 {
 
 /// Starts a one-thread timer run with `tracing` flags, waits until it measures, and signals it.
 pub fn run_ended_by(lab: &Lab, state_dir: &Path, sig: &str, tracing: &[&str]) -> u32 {
-    let args = [&["timer", "-t", "1"][..], tracing, &["-D", "60s", "-q"]].concat();
+    probe_ended_by(lab, state_dir, sig, &[&["timer", "-t", "1"][..], tracing].concat())
+}
+
+/// [`run_ended_by`] for any probe's run (`run`: the probe and its flags).
+pub fn probe_ended_by(lab: &Lab, state_dir: &Path, sig: &str, run: &[&str]) -> u32 {
+    let args = [run, &["-D", "60s", "-q"]].concat();
     let mut child =
         lab.cmd(&args).env("RTBENCH_STATE_DIR", state_dir).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let runs = lab.runs().as_array().map_or(0, |a| a.len());

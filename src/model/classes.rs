@@ -98,3 +98,66 @@ impl ClassifyRecord {
         })
     }
 }
+
+impl ClassifyRecord {
+    /// The run's warning when its largest gaps are not the kernel's: those above the largest
+    /// the kernel is responsible for fell in time it did not see. `None` when the kernel made
+    /// the largest (or nothing was classified).
+    pub fn warning(&self) -> Option<String> {
+        let us = |ns: u64| crate::units::fmt_ns_as_us(ns as f64);
+        let kernel = [NoiseClass::Irq, NoiseClass::Softirq, NoiseClass::Thread].map(|c| self.class(c));
+        let kernel_max = kernel.iter().map(|k| k.2).max().unwrap_or(0);
+        let (_, _, unseen_max, unseen_over) = self.class(NoiseClass::Hardware);
+        if self.skipped.is_some() || unseen_max <= kernel_max {
+            return None;
+        }
+        let over: u64 = NoiseClass::ALL.iter().map(|c| self.class(*c).3).sum();
+        let which = match self.budget_ns {
+            Some(b) => format!(
+                "{unseen_over} of the {over} gaps above the rule-of-thumb budget ({} µs) fell in time the kernel did \
+                 not see",
+                us(b)
+            ),
+            None => "the gaps above it fell in time the kernel did not see".to_string(),
+        };
+        Some(format!(
+            "latencies above {} µs are not the kernel's: {which} (hypervisor, SMI or hardware; the largest {} µs); \
+             the largest the kernel is responsible for is {} µs",
+            us(kernel_max),
+            us(unseen_max),
+            us(kernel_max)
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn total(class: NoiseClass, count: u64, max_ns: u64, over_budget: u64) -> ClassTotal {
+        let name = String::new();
+        ClassTotal { class, name, detail: None, count, ns: count * max_ns, max_ns, over_budget }
+    }
+
+    #[test]
+    fn the_warning_sets_the_unseen_gaps_apart_from_the_kernels_largest() {
+        let totals = vec![
+            total(NoiseClass::Irq, 100, 60_000, 2),
+            total(NoiseClass::Thread, 3, 2_000_000, 3),
+            total(NoiseClass::Hardware, 50, 3_700_000, 7),
+        ];
+        let mut r = ClassifyRecord {
+            budget_ns: Some(38_461),
+            threads: vec![ThreadClasses { thread: 0, totals }],
+            ..Default::default()
+        };
+        let w = r.warning().unwrap();
+        let us = |ns: f64| crate::units::fmt_ns_as_us(ns);
+        let (kernel, unseen) = (us(2e6), us(3.7e6));
+        assert!(w.starts_with(&format!("latencies above {kernel} µs are not the kernel's: 7 of the 12 gaps")), "{w}");
+        assert!(w.contains(&format!("(hypervisor, SMI or hardware; the largest {unseen} µs)")), "{w}");
+        assert!(w.ends_with(&format!("the largest the kernel is responsible for is {kernel} µs")), "{w}");
+        r.threads[0].totals[1].max_ns = 4_000_000;
+        assert_eq!(r.warning(), None, "the kernel made the largest gap");
+    }
+}

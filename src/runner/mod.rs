@@ -396,10 +396,12 @@ struct End {
 /// findings, and how it ended.
 fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> {
     let End { outcome, started, watched, load, mut params, mut warnings } = end;
+    let classified = params.classify.as_ref().filter(|c| c.skipped.is_none());
     if watched {
         match steal(writer.store(), writer.id(), &cfg.threads) {
             Ok(findings) => {
-                for finding in findings {
+                // Where the gaps were classified, the trace says what steal could not.
+                for finding in findings.iter().filter(|f| classified.is_none() || !f.explains_none()) {
                     let w = finding.warning();
                     eprintln!("rtbench: WARNING: {w}");
                     warnings.push(w);
@@ -407,6 +409,10 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
             }
             Err(e) => warnings.push(format!("steal time could not be lined up with the latencies: {e:#}")),
         }
+    }
+    if let Some(w) = classified.and_then(|c| c.warning()) {
+        eprintln!("rtbench: WARNING: {w}");
+        warnings.push(w);
     }
     if let Some(report) = load {
         writer.set_load(&LoadRecord::Measured(report))?;

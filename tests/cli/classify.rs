@@ -85,6 +85,12 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let line = shown.lines().find(|l| l.starts_with("thread ")).expect("a thread line");
     assert!(line.contains("python3 (pid"), "{shown}");
     assert!(shown.lines().any(|l| l.starts_with("HW/hypervisor")), "{shown}");
+    let out = lab.path("report");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let svg = std::fs::read_to_string(out.join("figures").join("noise-classes.svg")).expect("the noise-by-class bar");
+    assert!(svg.contains("noise: noise by class") && svg.contains("HW/hypervisor"), "{svg}");
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(page.contains("share of the noise by what ran in each gap"), "the page shows it");
     assert_eq!(tracing_state(), before, "tracing is as it was");
 }
 

@@ -105,30 +105,28 @@ fn arm_tracer(cfg: &RunConfig, session: &mut Session) -> Option<BreachRecord> {
 /// Arms `--split` on the measured CPUs, held by the session; where it cannot, the record says
 /// why the run is not split.
 fn arm_split(cfg: &RunConfig, session: &mut Session) -> Option<SplitRecord> {
-    if !cfg.split {
-        return None;
-    }
-    match SplitTracer::arm(&measured_cpus(cfg)) {
-        Ok(tracer) => {
-            session.hold(tracer);
-            None
-        }
-        Err(why) => Some(SplitRecord { skipped: Some(why), ..Default::default() }),
-    }
+    let why = arm_or_why(session, cfg.split.then(|| SplitTracer::arm(&measured_cpus(cfg))))?;
+    Some(SplitRecord { skipped: Some(why), ..Default::default() })
 }
 
 /// Arms `--classify` on the measured CPUs, held by the session; where it cannot, the record
 /// says why the gaps are not classified.
 fn arm_classify(cfg: &RunConfig, session: &mut Session) -> Option<ClassifyRecord> {
-    if !cfg.classify {
-        return None;
-    }
-    match ClassifyTracer::arm(&measured_cpus(cfg)) {
+    let why = arm_or_why(session, cfg.classify.then(|| ClassifyTracer::arm(&measured_cpus(cfg))))?;
+    Some(ClassifyRecord { skipped: Some(why), ..Default::default() })
+}
+
+/// A tracer armed (`None`: not asked for) goes to the session; why it could not be, if not.
+fn arm_or_why<T: crate::restore::Guard + 'static>(
+    session: &mut Session,
+    armed: Option<Result<T, String>>,
+) -> Option<String> {
+    match armed? {
         Ok(tracer) => {
             session.hold(tracer);
             None
         }
-        Err(why) => Some(ClassifyRecord { skipped: Some(why), ..Default::default() }),
+        Err(why) => Some(why),
     }
 }
 

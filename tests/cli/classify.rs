@@ -1,11 +1,9 @@
 //! `noise --classify`: every gap classified by what ran in it, checked against a real-time
 //! busy loop of known times, and the instance never left behind.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-use crate::breach::{can_trace, probe_ended_by, tracing_state, HOG, TRACEFS, TRACING};
+use crate::breach::{can_trace, hog_bursts, probe_ended_by, start_hog, tracing_state, TRACEFS, TRACING};
 use crate::helpers::*;
 
 #[test]
@@ -16,14 +14,8 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
     let before = tracing_state();
     let lab = Lab::new();
-    let script = lab.path("hog.py");
-    std::fs::write(&script, HOG).unwrap();
     // A FIFO-99 burst of 2 ms once a second on CPU 1, five times.
-    let mut hog = Command::new("python3")
-        .args([script.to_str().unwrap(), "1", "5", "0.002"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut hog = start_hog(&lab, "1", "5", "0.002");
     // Gaps over 500 µs only, so the store keeps every one; the breach tracer beside it: its
     // window gives the run's start on CLOCK_MONOTONIC.
     let json = lab.path("run.json");
@@ -43,15 +35,7 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
         "1",
     ];
     lab.ok(&[&run[..], &["--json", json.to_str().unwrap()]].concat());
-    let bursts: Vec<(u64, u64)> = BufReader::new(hog.stdout.take().unwrap())
-        .lines()
-        .map(|l| {
-            let l = l.unwrap();
-            let (a, b) = l.split_once(' ').unwrap();
-            (a.parse().unwrap(), b.parse().unwrap())
-        })
-        .collect();
-    assert!(hog.wait().unwrap().success(), "the busy loop ran");
+    let bursts = hog_bursts(&mut hog);
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_valid_export(&doc);
     let b = &doc["breaches"][0];

@@ -53,8 +53,8 @@ pub struct RunOptions {
     pub classify: SplitAsk,
 }
 
-/// `--split`: asked for (refused up front where it cannot be), or wherever it can be (a study's
-/// timer cells; a skip with the reason elsewhere).
+/// `--split` (and `--classify`, the same way): asked for (refused up front where it cannot be),
+/// or wherever it can be (a study's timer or noise cells; a skip with the reason elsewhere).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SplitAsk {
     #[default]

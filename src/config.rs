@@ -49,10 +49,12 @@ pub struct RunOptions {
     pub shield: Option<String>,
     pub breach: Option<BreachOptions>,
     pub split: SplitAsk,
+    /// `noise --classify`: asked for, wherever it can be (a study's noise cell), or not.
+    pub classify: SplitAsk,
 }
 
-/// `--split`: asked for (refused up front where it cannot be), or wherever it can be (a study's
-/// timer cells; a skip with the reason elsewhere).
+/// `--split` (and `--classify`, the same way): asked for (refused up front where it cannot be),
+/// or wherever it can be (a study's timer or noise cells; a skip with the reason elsewhere).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SplitAsk {
     #[default]
@@ -85,6 +87,7 @@ impl Default for RunOptions {
             shield: None,
             breach: None,
             split: SplitAsk::Off,
+            classify: SplitAsk::Off,
         }
     }
 }
@@ -141,6 +144,8 @@ pub struct RunConfig {
     pub breach: Option<BreachOptions>,
     /// Split every sample into its IRQ and scheduling parts (a timer's only).
     pub split: bool,
+    /// Classify every gap by what ran in it (noise only).
+    pub classify: bool,
 }
 
 impl RunConfig {
@@ -157,6 +162,7 @@ impl RunConfig {
             needs_root("--breach", "it traces the kernel with ftrace")?;
         }
         let split = split(info, opts.split)?;
+        let classify = classify(info, opts.classify)?;
         // Shielded CPUs are the ones to measure unless -a says otherwise.
         // -a none: unpinned, where the scheduler puts each thread (sockperf's placement).
         let unpinned = opts.affinity.as_deref() == Some("none");
@@ -216,6 +222,7 @@ impl RunConfig {
             shield,
             breach: opts.breach,
             split,
+            classify,
         })
     }
 
@@ -236,6 +243,7 @@ impl RunConfig {
             shield: None,
             breach: None,
             split: None,
+            classify: None,
             probe: self.probe_params.clone(),
         }
     }
@@ -251,6 +259,21 @@ fn split(info: &ProbeInfo, ask: SplitAsk) -> Result<bool> {
         needs_root("--split", "it traces the kernel's timers with ftrace")?;
     }
     Ok(timer && ask != SplitAsk::Off)
+}
+
+/// Whether the gaps are classified: only the noise probe's samples are gaps of the CPU.
+fn classify(info: &ProbeInfo, ask: SplitAsk) -> Result<bool> {
+    let noise = info.name == crate::probe::noise::INFO.name;
+    if ask == SplitAsk::Asked {
+        if !noise {
+            return Err(invalid!(
+                "--classify classifies the noise probe's gaps, and {} samples are not gaps",
+                info.name
+            ));
+        }
+        needs_root("--classify", "it traces the kernel with ftrace")?;
+    }
+    Ok(noise && ask != SplitAsk::Off)
 }
 
 /// Refuses `flag` up front when rtbench is not root: what only root may do is not done by

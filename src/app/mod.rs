@@ -27,6 +27,7 @@ const REPLAY: &[fn() -> Vec<String>] = &[
     crate::restore::replay::<crate::shield::Shielded>,
     crate::restore::replay::<crate::trace::Traced>,
     crate::restore::replay::<crate::trace::SplitTraced>,
+    crate::restore::replay::<crate::trace::ClassifyTraced>,
     crate::restore::replay::<crate::runner::preempt::Switched>,
     crate::restore::replay::<crate::vm::group::Guest>,
 ];

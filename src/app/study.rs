@@ -73,6 +73,7 @@ fn cell_options(a: &StudyConfig, cell: &Cell, label: &str) -> RunOptions {
         shield: a.shield.clone(),
         breach: a.breach,
         split: if a.split { SplitAsk::IfPossible } else { SplitAsk::Off },
+        classify: if a.classify { SplitAsk::IfPossible } else { SplitAsk::Off },
         ..RunOptions::default()
     }
 }

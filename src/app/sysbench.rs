@@ -133,6 +133,7 @@ fn store_run(
         shield: None,
         breach: None,
         split: None,
+        classify: None,
         probe: own,
     };
     let head = RunHead {

@@ -121,6 +121,10 @@ pub struct StudyArgs {
     /// where tracing is possible; see a probe's --split)
     #[arg(long)]
     pub no_split: bool,
+    /// Do not classify the noise cells' gaps by what ran in them (on by default where tracing
+    /// is possible; see noise --classify)
+    #[arg(long)]
+    pub no_classify: bool,
     /// A second machine running `rtbench pingpong --serve` for the network probes [default: an
     /// echo server of the study's own on loopback]
     #[arg(long, value_name = "HOST")]
@@ -359,6 +363,11 @@ pub struct RunArgs {
     /// later the thread ran, from hrtimer trace events (needs root; not the timerlat tracer)
     #[arg(long)]
     pub split: bool,
+    /// Classify every noise gap by what ran in it on its CPU, as rtla osnoise does: an IRQ, a
+    /// softirq, another thread, or nothing the kernel saw (hardware, SMI or hypervisor; needs
+    /// root)
+    #[arg(long)]
+    pub classify: bool,
     /// Print help
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -389,6 +398,7 @@ impl RunArgs {
             shield: self.shield.clone(),
             breach: self.breach.options(),
             split: if self.split { SplitAsk::Asked } else { SplitAsk::Off },
+            classify: if self.classify { SplitAsk::Asked } else { SplitAsk::Off },
         }
     }
 }

@@ -128,6 +128,7 @@ impl StudyArgs {
             shield: self.shield,
             breach: self.breach.options(),
             split: !self.no_split,
+            classify: !self.no_classify,
             peer: self.peer,
             quiet: self.quiet,
             no_sysbench: self.no_sysbench,

@@ -110,6 +110,8 @@ pub struct StudyConfig {
     pub breach: Option<BreachOptions>,
     /// Split the timer cells' samples where tracing is possible.
     pub split: bool,
+    /// Classify the noise cells' gaps where tracing is possible.
+    pub classify: bool,
     pub peer: Option<String>,
     pub quiet: bool,
     pub no_sysbench: bool,

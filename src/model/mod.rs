@@ -5,6 +5,7 @@
 
 mod audit;
 mod breach;
+mod classes;
 mod envelope;
 mod interference;
 mod kind;
@@ -17,6 +18,7 @@ mod system;
 
 pub use audit::{Evidence, Finding, Severity};
 pub use breach::{Breach, Cause, CauseKind, TraceEvent};
+pub use classes::{ClassTotal, ClassifyRecord, NoiseClass, ThreadClasses};
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
 pub use kind::{probe_part, RunKind, SysbenchOpParams, SysbenchTotalParams};

@@ -100,6 +100,9 @@ pub struct MeasuredParams {
     /// `--split`: whether each timer sample was split into its IRQ and scheduling parts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<SplitRecord>,
+    /// `noise --classify`: every gap by what ran in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classify: Option<super::ClassifyRecord>,
     /// The probe's own parameters and what it learnt while running, as the probe defines them.
     #[serde(flatten)]
     pub probe: Map<String, Value>,

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::Run;
-use crate::model::{CpuInterval, EnvPoint, RunHeader};
+use crate::model::{CpuInterval, EnvPoint, NoiseClass, RunHeader};
 use crate::stats::{Stats, PERCENTILES};
 use crate::units::us;
 
@@ -59,10 +59,58 @@ pub fn summary(run: &Run) -> String {
         }
     }
     out.push('\n');
+    if h.probe == crate::probe::noise::INFO.name {
+        out.push_str(&noise_classes(h));
+    }
     out.push_str(&percentile_table(run));
     for w in &h.warnings {
         let _ = writeln!(out, "WARNING: {w}");
     }
+    out
+}
+
+/// A noise run's gaps by what ran in them (`--classify`), a line per class as rtla osnoise
+/// top's columns: IRQ, softirq, thread, HW/hypervisor.
+fn noise_classes(h: &RunHeader) -> String {
+    let Some(c) = h.params.measured().and_then(|m| m.classify.as_ref()) else {
+        return "noise by class: unknown (measured without --classify)\n\n".into();
+    };
+    if let Some(why) = &c.skipped {
+        return format!("noise by class: unknown ({why})\n\n");
+    }
+    let total: u64 = NoiseClass::ALL.iter().map(|k| c.class(*k).1).sum::<u64>().max(1);
+    let secs = h.params.duration_s().filter(|s| *s > 0.0);
+    let mut out = format!(
+        "noise by class (what ran in each gap){}\n{:<15}{:>9}{:>10}{:>14}{:>8}{:>12}  most noise\n",
+        if c.lost_events > 0 { format!(", {} trace events lost", c.lost_events) } else { String::new() },
+        "class",
+        "gaps",
+        "gaps/s",
+        "noise µs",
+        "share",
+        "max µs"
+    );
+    for class in NoiseClass::ALL {
+        let (count, ns, max, _) = c.class(class);
+        if class == NoiseClass::Unknown && count == 0 {
+            continue;
+        }
+        let top = c.threads.iter().flat_map(|t| &t.totals).filter(|t| t.class == class).max_by_key(|t| t.ns);
+        let most = top.filter(|t| !t.name.is_empty()).map_or(String::new(), |t| match &t.detail {
+            Some(d) => format!("{} ({d})", t.name),
+            None => t.name.clone(),
+        });
+        let line = format!(
+            "{:<15}{count:>9}{:>10}{:>14}{:>7.1}%{:>12}  {most}",
+            class.heading(),
+            secs.map_or("-".into(), |s| format!("{:.1}", count as f64 / s)),
+            us(ns as f64),
+            ns as f64 / total as f64 * 100.0,
+            us(max as f64)
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out.push('\n');
     out
 }
 

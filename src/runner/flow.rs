@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::classify::ClassifyFlow;
 use super::segment::Closed;
 use super::sink::{Checkpoint, Fed, Progress, SampleLogSink, Sink, StoreSink};
 use super::split::SplitFlow;
@@ -74,6 +75,8 @@ pub(super) struct Flow<'s> {
     pub(super) counted: u64,
     /// `--split`: the samples wait here for their expiries on their way to the sinks.
     pub(super) split: Option<SplitFlow>,
+    /// `noise --classify`: the gaps wait here for their trace, beside their way to the sinks.
+    pub(super) classify: Option<ClassifyFlow>,
 }
 
 impl Flow<'_> {
@@ -117,12 +120,19 @@ impl Flow<'_> {
         let thread = t.index as u32;
         let sinks = &mut self.sinks;
         let Some(split) = self.split.as_mut() else {
+            let mut classify = self.classify.as_mut();
             let _ = t.collector.drain_samples(|chunk| {
+                if let Some(c) = classify.as_mut() {
+                    c.push(i, chunk);
+                }
                 for s in sinks.each() {
                     s.samples(thread, chunk);
                 }
                 Ok(())
             });
+            if let Some(c) = classify {
+                c.resolve(i, self.start_ns, false);
+            }
             return;
         };
         let _ = t.collector.drain_samples(|chunk| {
@@ -141,6 +151,16 @@ impl Flow<'_> {
         for (i, t) in self.totals.iter().enumerate() {
             split.resolve(i, self.start_ns, true);
             feed(&mut self.sinks, t.index as u32, &split.out);
+        }
+    }
+
+    /// The end of a classified run: once the reader has read the last events, every gap still
+    /// waiting is classified, or unknown.
+    pub(super) fn end_classify(&mut self) {
+        let Some(c) = self.classify.as_mut() else { return };
+        c.await_reader();
+        for i in 0..self.totals.len() {
+            c.resolve(i, self.start_ns, true);
         }
     }
 

@@ -2,6 +2,7 @@
 //! change, the wait), measuring threads, and [`Sink`]s that take the checkpoints. Set up, start
 //! threads, checkpoint every second, stop on time, loop count or signal, save, restore.
 
+mod classify;
 pub mod cpuwatch;
 mod flow;
 mod live;
@@ -32,6 +33,8 @@ use crate::model::{attribute, EnvPoint, LoadRecord, LoadReport, RunKind, RunPara
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::store::{RunHead, RunWriter, Store};
 use crate::sys;
+use crate::trace::classify::ClassifyTracer;
+use classify::ClassifyFlow;
 use flow::{Flow, Sinks, ThreadTotals};
 use segment::{Extras, Segments};
 use setup::Setup;
@@ -137,6 +140,8 @@ fn drive(
     setup: Setup,
     windows: Windows,
 ) -> Result<(i64, Outcome)> {
+    // The rule-of-thumb budget (10⁵ cycles), when the CPU clock is known.
+    let budget_ns = setup.system.cpu_mhz.filter(|m| *m > 0.0).map(|m| (1e8 / m) as u64);
     let Setup { grant, mut warnings, mut params, samples, admit, .. } = setup;
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
@@ -151,21 +156,14 @@ fn drive(
     let split = follow_split(session, &totals);
     let mut run = flow(cfg, writer, samples, windows, totals, (started, start_ns));
     run.split = split;
+    run.classify = follow_classify(session, &run.totals, budget_ns);
     let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
     let bound = STOP_GRACE + Duration::from_nanos(cfg.probe.step_ns());
     join(&mut run, threads, bound, &mut warnings)?;
     params.ran = run.ran();
-    // A breach of the last moments is still taken (before the split settles its sample).
-    session.with(|t: &mut crate::trace::Tracer| {
-        run.take_breach(t, &|thread| cpu_of(cfg, thread));
-        params.breach = Some(t.record());
-    });
-    run.end_split();
-    if let Some(record) = session.with(|t: &mut crate::trace::split::SplitTracer| t.record()) {
-        params.split = Some(record);
-    }
+    end_tracers(cfg, session, &mut run, &mut params);
     wind_up(&mut run)?;
     warnings.extend(run.sinks.warnings());
     let watched = run.watch.is_some();
@@ -213,7 +211,34 @@ fn flow<'s>(
         collect_every,
         counted: 0,
         split: None,
+        classify: None,
     }
+}
+
+/// The tracers' last word: a breach of the last moments is still taken (before the split
+/// settles its samples), then the split's and the classification's records.
+fn end_tracers(cfg: &RunConfig, session: &Session, run: &mut Flow, params: &mut crate::model::MeasuredParams) {
+    session.with(|t: &mut crate::trace::Tracer| {
+        run.take_breach(t, &|thread| cpu_of(cfg, thread));
+        params.breach = Some(t.record());
+    });
+    run.end_split();
+    if let Some(record) = session.with(|t: &mut crate::trace::split::SplitTracer| t.record()) {
+        params.split = Some(record);
+    }
+    run.end_classify();
+    if let (Some(c), Some(lost)) = (&run.classify, session.with(|t: &mut ClassifyTracer| t.lost_events())) {
+        params.classify = Some(c.record(lost));
+    }
+}
+
+/// `--classify`: every thread's gaps looked up in the trace of its CPU.
+fn follow_classify(session: &Session, totals: &[ThreadTotals], budget_ns: Option<u64>) -> Option<ClassifyFlow> {
+    session.with(|t: &mut ClassifyTracer| {
+        let threads =
+            totals.iter().map(|t| (t.index as u32, t.cpu.map(|c| c as u32), std::sync::Arc::clone(&t.tid))).collect();
+        ClassifyFlow::new(t, threads, budget_ns)
+    })
 }
 
 /// `--split`: once every measuring thread has said its id (they do first thing), the split's
@@ -381,10 +406,12 @@ struct End {
 /// findings, and how it ended.
 fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> {
     let End { outcome, started, watched, load, mut params, mut warnings } = end;
+    let classified = params.classify.as_ref().filter(|c| c.skipped.is_none());
     if watched {
         match steal(writer.store(), writer.id(), &cfg.threads) {
             Ok(findings) => {
-                for finding in findings {
+                // Where the gaps were classified, the trace says what steal could not.
+                for finding in findings.iter().filter(|f| classified.is_none() || !f.explains_none()) {
                     let w = finding.warning();
                     eprintln!("rtbench: WARNING: {w}");
                     warnings.push(w);
@@ -392,6 +419,10 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
             }
             Err(e) => warnings.push(format!("steal time could not be lined up with the latencies: {e:#}")),
         }
+    }
+    if let Some(w) = classified.and_then(|c| c.warning()) {
+        eprintln!("rtbench: WARNING: {w}");
+        warnings.push(w);
     }
     if let Some(report) = load {
         writer.set_load(&LoadRecord::Measured(report))?;

@@ -9,9 +9,10 @@ use anyhow::Result;
 
 use super::{rt, LoadStart, Session};
 use crate::config::RunConfig;
-use crate::model::{BreachRecord, MeasuredParams, ShieldRecord, SplitRecord, SystemSnapshot};
+use crate::model::{BreachRecord, ClassifyRecord, MeasuredParams, ShieldRecord, SplitRecord, SystemSnapshot};
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::shield::Shield;
+use crate::trace::classify::ClassifyTracer;
 use crate::trace::split::SplitTracer;
 use crate::trace::Tracer;
 
@@ -36,7 +37,8 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
     let (shield, admit) = raise_shield(cfg, session)?;
     // The split before the breach tracer: the one that mounts tracefs unmounts it, and it must
     // go last, both when the session ends (in reverse) and when the next command replays the
-    // journals of a killed run (the breach tracer's first).
+    // journals of a killed run (the breach tracer's first). The classification's goes last.
+    let classify_skipped = arm_classify(cfg, session);
     let split_skipped = arm_split(cfg, session);
     let breach_skipped = arm_tracer(cfg, session);
     let samples = match &cfg.samples {
@@ -58,10 +60,16 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
         eprintln!("rtbench: WARNING: {w}");
         warnings.push(w);
     }
+    if let Some(why) = classify_skipped.as_ref().and_then(|r| r.skipped.as_ref()) {
+        let w = format!("--classify: the noise gaps' classes are unknown: {why}");
+        eprintln!("rtbench: WARNING: {w}");
+        warnings.push(w);
+    }
     let mut params = cfg.params();
     params.shield = shield;
     params.breach = breach_skipped;
     params.split = split_skipped;
+    params.classify = classify_skipped;
     if !cfg.info.synthetic {
         params.lacked = grant.lacked(cfg.policy, cfg.mlock);
     }
@@ -97,15 +105,28 @@ fn arm_tracer(cfg: &RunConfig, session: &mut Session) -> Option<BreachRecord> {
 /// Arms `--split` on the measured CPUs, held by the session; where it cannot, the record says
 /// why the run is not split.
 fn arm_split(cfg: &RunConfig, session: &mut Session) -> Option<SplitRecord> {
-    if !cfg.split {
-        return None;
-    }
-    match SplitTracer::arm(&measured_cpus(cfg)) {
+    let why = arm_or_why(session, cfg.split.then(|| SplitTracer::arm(&measured_cpus(cfg))))?;
+    Some(SplitRecord { skipped: Some(why), ..Default::default() })
+}
+
+/// Arms `--classify` on the measured CPUs, held by the session; where it cannot, the record
+/// says why the gaps are not classified.
+fn arm_classify(cfg: &RunConfig, session: &mut Session) -> Option<ClassifyRecord> {
+    let why = arm_or_why(session, cfg.classify.then(|| ClassifyTracer::arm(&measured_cpus(cfg))))?;
+    Some(ClassifyRecord { skipped: Some(why), ..Default::default() })
+}
+
+/// A tracer armed (`None`: not asked for) goes to the session; why it could not be, if not.
+fn arm_or_why<T: crate::restore::Guard + 'static>(
+    session: &mut Session,
+    armed: Option<Result<T, String>>,
+) -> Option<String> {
+    match armed? {
         Ok(tracer) => {
             session.hold(tracer);
             None
         }
-        Err(why) => Some(SplitRecord { skipped: Some(why), ..Default::default() }),
+        Err(why) => Some(why),
     }
 }
 

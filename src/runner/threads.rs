@@ -64,8 +64,9 @@ pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(
     let mut totals = Vec::new();
     let mut handles = Vec::new();
     for plan in &cfg.threads {
-        // A split run pairs every sample with its expiry.
-        let split = session.with(|_: &mut SplitTracer| ()).is_some();
+        // A split run pairs every sample with its expiry; a classified one every gap with its trace.
+        let split = session.with(|_: &mut SplitTracer| ()).is_some()
+            || session.with(|_: &mut crate::trace::classify::ClassifyTracer| ()).is_some();
         let raw = if cfg.samples.is_some() || split {
             recorder::Raw::All
         } else {

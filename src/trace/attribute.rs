@@ -2,7 +2,8 @@
 //! sample, every stretch of time goes to what the CPU was doing — an interrupt handler, a
 //! softirq, another task, idle — and what the trace cannot explain is said to be so.
 
-use super::parse::{field, Event};
+use super::context::{describe, Context, Key};
+use super::parse::Event;
 use crate::model::{Cause, CauseKind};
 use crate::units::fmt_ns_as_us;
 
@@ -13,31 +14,8 @@ pub struct Attribution {
     pub verdict: String,
 }
 
-/// Whom the CPU was running.
-#[derive(Clone, Debug, Default)]
-struct Current {
-    comm: String,
-    pid: i32,
-    /// The kernel's priority (0–99 real-time, 100–139 normal), when a switch told it.
-    prio: Option<i32>,
-}
-
-/// The context one stretch of time belongs to.
-#[derive(Clone, Debug, PartialEq)]
-struct Key {
-    kind: CauseKind,
-    name: String,
-    pid: Option<i32>,
-    prio: Option<i32>,
-}
-
 struct State<'o> {
-    cpu: u32,
-    current: Option<Current>,
-    /// Tasks woken onto this CPU and not yet seen running on it.
-    woken: Vec<Current>,
-    irqs: Vec<String>,
-    softirq: Option<String>,
+    cpu: Context,
     ours: i32,
     /// (context, ns) in order of first appearance.
     spent: Vec<(Key, u64)>,
@@ -45,120 +23,16 @@ struct State<'o> {
 }
 
 impl State<'_> {
-    fn key(&self) -> Key {
-        if let Some(irq) = self.irqs.last() {
-            return Key { kind: CauseKind::Irq, name: irq.clone(), pid: None, prio: None };
-        }
-        if let Some(s) = &self.softirq {
-            return Key { kind: CauseKind::Softirq, name: s.clone(), pid: None, prio: None };
-        }
-        match &self.current {
-            None => Key { kind: CauseKind::Untraced, name: "unknown".into(), pid: None, prio: None },
-            Some(c) if c.pid == 0 => Key { kind: CauseKind::Idle, name: "idle".into(), pid: None, prio: None },
-            // Our thread had the CPU, yet the sample came late: its own code takes a few µs.
-            Some(c) if c.pid == self.ours => {
-                Key { kind: CauseKind::Untraced, name: "our thread's CPU time".into(), pid: None, prio: None }
-            }
-            Some(c) => Key { kind: CauseKind::Task, name: c.comm.clone(), pid: Some(c.pid), prio: c.prio },
-        }
-    }
-
     fn spend(&mut self, ns: u64) {
         if ns == 0 {
             return;
         }
-        let key = self.key();
+        let key = self.cpu.key(self.ours);
         match self.spent.iter_mut().find(|(k, _)| *k == key) {
             Some((_, total)) => *total += ns,
             None => self.spent.push((key, ns)),
         }
     }
-
-    fn apply(&mut self, e: &Event) {
-        // Every line names the task current when it fired, before the event's own effect. A
-        // switch may go untraced (here the switches out of the idle task do not show): the
-        // line corrects what was assumed.
-        if self.current.as_ref().map(|c| c.pid) != Some(e.pid) {
-            let prio = self.woken.iter().find(|w| w.pid == e.pid).and_then(|w| w.prio);
-            self.woken.retain(|w| w.pid != e.pid);
-            self.current = Some(Current { comm: e.comm.to_string(), pid: e.pid, prio });
-        }
-        match e.name {
-            "irq_handler_entry" => self.irqs.push(format!(
-                "IRQ {} {}",
-                field(e.detail, "irq").unwrap_or("?"),
-                field(e.detail, "name").unwrap_or("")
-            )),
-            "irq_handler_exit" => {
-                self.irqs.pop();
-                self.leave_interrupt();
-            }
-            "softirq_entry" => {
-                self.softirq = Some(format!("softirq {}", field(e.detail, "action").unwrap_or("?")));
-            }
-            "softirq_exit" => {
-                self.softirq = None;
-                self.leave_interrupt();
-            }
-            "sched_switch" => {
-                let next = Current {
-                    comm: field(e.detail, "next_comm").unwrap_or("?").to_string(),
-                    pid: field(e.detail, "next_pid").and_then(|p| p.parse().ok()).unwrap_or(-1),
-                    prio: field(e.detail, "next_prio").and_then(|p| p.parse().ok()),
-                };
-                self.woken.retain(|w| w.pid != next.pid);
-                self.current = Some(next);
-            }
-            "sched_wakeup" if field(e.detail, "target_cpu").and_then(|c| c.parse().ok()) == Some(self.cpu) => {
-                self.woken.push(Current {
-                    comm: field(e.detail, "comm").unwrap_or("?").to_string(),
-                    pid: field(e.detail, "pid").and_then(|p| p.parse().ok()).unwrap_or(-1),
-                    prio: field(e.detail, "prio").and_then(|p| p.parse().ok()),
-                });
-            }
-            // The x86 interrupt vectors that are not IRQs (local timer, reschedule and
-            // function-call IPIs, irq_work) come as *_entry / *_exit pairs.
-            name if name.ends_with("_entry") && is_vector(name) => {
-                self.irqs.push(name.trim_end_matches("_entry").replace('_', " "));
-            }
-            name if name.ends_with("_exit") && is_vector(name) => {
-                self.irqs.pop();
-                self.leave_interrupt();
-            }
-            _ => {}
-        }
-    }
-
-    /// An idle CPU with a task woken onto it runs that task as soon as the last interrupt
-    /// returns, whether or not the switch shows in the trace.
-    fn leave_interrupt(&mut self) {
-        let idle = self.current.as_ref().is_none_or(|c| c.pid == 0);
-        if !idle || !self.irqs.is_empty() || self.softirq.is_some() || self.woken.is_empty() {
-            return;
-        }
-        // The most urgent first: the lowest kernel priority number.
-        let next = self.woken.iter().enumerate().min_by_key(|(_, w)| w.prio.unwrap_or(i32::MAX)).map(|(i, _)| i);
-        if let Some(i) = next {
-            self.current = Some(self.woken.remove(i));
-        }
-    }
-
-    fn describe(&self, k: &Key) -> Option<String> {
-        let pid = k.pid?;
-        let sched = match k.prio {
-            Some(p) if p < 0 => "deadline".to_string(),
-            Some(p) if p < 100 => format!("{} {}", (self.policy)(pid).unwrap_or_else(|| "RT".into()), 99 - p),
-            Some(p) => format!("nice {}", p - 120),
-            None => "priority unknown".into(),
-        };
-        Some(format!("pid {pid}, {sched}"))
-    }
-}
-
-fn is_vector(name: &str) -> bool {
-    ["local_timer", "reschedule", "call_function", "call_function_single", "irq_work", "x86_platform_ipi"]
-        .iter()
-        .any(|v| name.strip_prefix(v).is_some_and(|rest| rest == "_entry" || rest == "_exit"))
 }
 
 /// Splits `[t0, t1]` on `cpu` among what ran there. `events` are that CPU's (and wake-ups
@@ -173,16 +47,7 @@ pub fn attribute(
     ours: i32,
     policy: &dyn Fn(i32) -> Option<String>,
 ) -> Attribution {
-    let mut s = State {
-        cpu,
-        current: None,
-        woken: Vec::new(),
-        irqs: Vec::new(),
-        softirq: None,
-        ours,
-        spent: Vec::new(),
-        policy,
-    };
+    let mut s = State { cpu: Context::new(cpu), ours, spent: Vec::new(), policy };
     let mut cursor = t0;
     // On an idle CPU: when the wake-up interrupt came, and when the thread ran after it.
     let (mut interrupt_at, mut ran_at) = (None, None);
@@ -194,14 +59,14 @@ pub fn attribute(
             s.spend(e.ts_ns - cursor);
             cursor = e.ts_ns;
         }
-        let idle = s.irqs.is_empty() && s.current.as_ref().is_some_and(|c| c.pid == 0);
-        s.apply(e);
+        let idle = !s.cpu.in_irq() && s.cpu.current_pid() == Some(0);
+        s.cpu.apply(e);
         if e.ts_ns >= t0 && e.cpu == cpu {
             // The first thing an idle CPU records is the interrupt that woke it.
             if idle && interrupt_at.is_none() {
                 interrupt_at = Some(e.ts_ns);
             }
-            if interrupt_at.is_some() && ran_at.is_none() && s.current.as_ref().is_some_and(|c| c.pid == ours) {
+            if interrupt_at.is_some() && ran_at.is_none() && s.cpu.current_pid() == Some(ours) {
                 ran_at = Some(e.ts_ns);
             }
         }
@@ -214,7 +79,7 @@ pub fn attribute(
         .map(|(k, ns)| Cause {
             kind: k.kind,
             name: k.name.clone(),
-            detail: s.describe(k),
+            detail: describe(k, s.policy),
             ns: *ns,
             share: *ns as f64 / delay as f64,
         })

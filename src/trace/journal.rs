@@ -48,3 +48,16 @@ impl Change for SplitTraced {
         self.0.put_back(owner)
     }
 }
+
+/// The noise classification's instance (`--classify`): a journal of its own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ClassifyTraced(pub Traced);
+
+impl Change for ClassifyTraced {
+    const KIND: &'static str = "classify-trace";
+
+    fn put_back(&self, owner: u32) -> Result<Option<String>, String> {
+        self.0.put_back(owner)
+    }
+}

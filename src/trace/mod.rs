@@ -5,11 +5,14 @@
 //! `--breach-max` windows.
 
 mod attribute;
+pub mod classify;
+mod context;
 mod instance;
 mod journal;
 mod owned;
 mod parse;
 pub mod split;
+pub mod stream;
 
 use std::fs::File;
 use std::io::Write;
@@ -18,7 +21,7 @@ use std::sync::Arc;
 
 use crate::model::{Breach, BreachRecord, TraceEvent};
 use crate::recorder::BreachWatch;
-pub use journal::{SplitTraced, Traced};
+pub use journal::{ClassifyTraced, SplitTraced, Traced};
 use owned::Owned;
 /// The value of `key=` in an event's detail, as the stored windows keep it.
 pub use parse::field;
@@ -223,7 +226,7 @@ fn window(text: &str, s: &Around, (from, to): (u64, u64)) -> Breach {
 }
 
 /// "FIFO" or "RR" for a real-time task still running, from field 41 of its stat.
-fn policy_of(pid: i32) -> Option<String> {
+pub(crate) fn policy_of(pid: i32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
     match fields.get(38)?.parse::<u32>().ok()? {

@@ -32,6 +32,27 @@ for i in range(n):
     t += 1.0
 "#;
 
+/// [`HOG`] started on `cpu` for `n` bursts of `busy_s` seconds.
+pub fn start_hog(lab: &Lab, cpu: &str, n: &str, busy_s: &str) -> std::process::Child {
+    let script = lab.path("hog.py");
+    std::fs::write(&script, HOG).unwrap();
+    Command::new("python3").args([script.to_str().unwrap(), cpu, n, busy_s]).stdout(Stdio::piped()).spawn().unwrap()
+}
+
+/// When each of a hog's bursts began and ended (CLOCK_MONOTONIC ns), once it has ended.
+pub fn hog_bursts(hog: &mut std::process::Child) -> Vec<(u64, u64)> {
+    let bursts = BufReader::new(hog.stdout.take().unwrap())
+        .lines()
+        .map(|l| {
+            let l = l.unwrap();
+            let (a, b) = l.split_once(' ').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert!(hog.wait().unwrap().success(), "the busy loop ran");
+    bursts
+}
+
 /// What a person would compare: whether tracefs is mounted, the global buffer's settings, and
 /// which instances exist.
 pub fn tracing_state() -> Vec<String> {
@@ -146,7 +167,12 @@ fn traced_run_ended_by(lab: &Lab, state_dir: &Path, sig: &str) -> u32 {
 
 /// Starts a one-thread timer run with `tracing` flags, waits until it measures, and signals it.
 pub fn run_ended_by(lab: &Lab, state_dir: &Path, sig: &str, tracing: &[&str]) -> u32 {
-    let args = [&["timer", "-t", "1"][..], tracing, &["-D", "60s", "-q"]].concat();
+    probe_ended_by(lab, state_dir, sig, &[&["timer", "-t", "1"][..], tracing].concat())
+}
+
+/// [`run_ended_by`] for any probe's run (`run`: the probe and its flags).
+pub fn probe_ended_by(lab: &Lab, state_dir: &Path, sig: &str, run: &[&str]) -> u32 {
+    let args = [run, &["-D", "60s", "-q"]].concat();
     let mut child =
         lab.cmd(&args).env("RTBENCH_STATE_DIR", state_dir).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let runs = lab.runs().as_array().map_or(0, |a| a.len());

@@ -306,3 +306,32 @@ fn the_price_names_the_operations_that_changed_most_in_their_direction() {
     assert!(changes.windows(2).all(|w| w[0] >= w[1]), "largest change first: {changes:?}");
     assert!(price["numbers"].as_array().unwrap().iter().all(|n| n["unit"] == "percent"));
 }
+
+#[test]
+fn a_classified_run_over_budget_says_how_much_of_it_the_kernel_did_not_see() {
+    let lab = Lab::new();
+    lab.ok(&["synthetic", "-l", "2000", "-q", "--label", "k-vm"]);
+    let id = lab.last_run();
+    // A 10 GHz CPU: 10⁵ cycles are 10 µs, and the run is over it. Its gaps, as `noise
+    // --classify` stores them: 7 of the 9 over budget the kernel did not see.
+    let classify = r#"{"lost_events":0,"budget_ns":10000,"skipped":null,"threads":[{"thread":0,"totals":[
+        {"class":"irq","name":"local timer","detail":null,"count":40,"ns":400000,"max_ns":60000,"over_budget":2},
+        {"class":"hardware","name":"","detail":null,"count":9,"ns":9000000,"max_ns":3700000,"over_budget":7}]}]}"#;
+    sql(
+        &lab,
+        &format!(
+            "UPDATE runs SET system = json_set(system, '$.cpu_mhz', 10000.0), params = json_set(params, '$.classify', \
+             json('{classify}')) WHERE id = ?1"
+        ),
+        id,
+    );
+    let said = lab.ok(&["report", "--findings"]);
+    let rule = said.lines().find(|l| l.contains("Rule of thumb, k-vm: ")).unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        rule.contains(
+            "What explains it: in the 1 classified noise run(s), 7 of the 9 gaps over budget fell in time the kernel \
+             did not see (hypervisor, SMI or hardware); the largest the kernel is responsible for is 60 µs"
+        ),
+        "{rule}"
+    );
+}

@@ -3,6 +3,7 @@
 mod audit;
 mod bad_input;
 mod breach;
+mod classify;
 mod docs;
 mod export;
 mod faults;

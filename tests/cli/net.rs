@@ -204,7 +204,20 @@ fn a_study_whose_output_pipe_closes_ends_instead_of_hanging() {
     let lab = Lab::new();
     let report = lab.path("report");
     let tmp = lab.dir.path().to_str().unwrap().to_string();
-    let args = ["study", "--no-split", "--load", "none", "-D", "1s", "--no-sysbench", "-q", "--tmpdir", &tmp, "-o"];
+    let args = [
+        "study",
+        "--no-split",
+        "--no-classify",
+        "--load",
+        "none",
+        "-D",
+        "1s",
+        "--no-sysbench",
+        "-q",
+        "--tmpdir",
+        &tmp,
+        "-o",
+    ];
     let mut child = lab
         .cmd(&[&args[..], &[report.to_str().unwrap()]].concat())
         .stdout(Stdio::piped())

@@ -221,6 +221,7 @@ fn a_short_study_stores_every_cell_and_reports_it() {
     let said = lab.ok(&[
         "study",
         "--no-split",
+        "--no-classify",
         "-D",
         "1s",
         "--settle",
@@ -271,6 +272,7 @@ fn an_interrupted_study_keeps_its_cells_and_says_what_is_missing() {
         .cmd(&[
             "study",
             "--no-split",
+            "--no-classify",
             "-D",
             "3s",
             "--settle",
@@ -332,6 +334,7 @@ fn a_study_across_preemption_models_switches_or_says_why_not_and_leaves_the_syst
     let said = lab.ok(&[
         "study",
         "--no-split",
+        "--no-classify",
         "--preempt",
         "full,lazy",
         "-D",
@@ -385,6 +388,7 @@ fn killed_mid_study_the_model_is_put_back_by_the_next_command(
     let args = [
         "study",
         "--no-split",
+        "--no-classify",
         "--preempt",
         "lazy,none",
         "-D",
@@ -491,7 +495,20 @@ fn compare_writes_junit_that_names_the_failing_condition_and_json_ratios() {
 fn a_study_gates_on_its_baseline_in_the_same_command() {
     let lab = Lab::new();
     let (junit, out) = (lab.path("study.xml"), lab.path("rep"));
-    let study = ["study", "--no-split", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--label", "new", "-o"];
+    let study = [
+        "study",
+        "--no-split",
+        "--no-classify",
+        "-D",
+        "1s",
+        "--load",
+        "none",
+        "--no-sysbench",
+        "-q",
+        "--label",
+        "new",
+        "-o",
+    ];
     let study = [&study[..], &[out.to_str().unwrap(), "--baseline", "base"]].concat();
     // A typo in the baseline is refused before the first cell, not after the study.
     assert_rejected(&lab.run(&[&study[..], &["--fail-if", "p99 > 2x"]].concat()), "'base'");

@@ -58,6 +58,7 @@ fn an_unreachable_peer_is_refused_before_the_first_cell() {
     let run = lab.run(&[
         "study",
         "--no-split",
+        "--no-classify",
         "-D",
         "1s",
         "--no-sysbench",
@@ -77,7 +78,8 @@ fn an_unreachable_peer_is_refused_before_the_first_cell() {
 /// its network cells (3 and 4) fail. Returns its exit code and what it printed.
 fn study_losing_its_peer(lab: &Lab, extra: &[&str]) -> (Option<i32>, String, String) {
     let (mut srv, peer) = peer(lab);
-    let args = ["study", "--no-split", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
+    let args =
+        ["study", "--no-split", "--no-classify", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
     let (study, lines) = spawn_lines(lab.cmd(&[&args[..], extra].concat()));
     let mut said = Vec::new();
     wait_line(&lines, "== cell 1 of 5", &mut said);
@@ -146,7 +148,8 @@ fn a_cell_whose_peer_stops_answering_fails_on_the_watchdog_and_the_study_goes_on
     let srv = Stoppable(srv);
     // Longer than the moment the peer stops and the watchdog's margin (5 s) after it.
     let cell = Duration::from_secs(9);
-    let args = ["study", "--no-split", "-D", "9s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
+    let args =
+        ["study", "--no-split", "--no-classify", "-D", "9s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
     let (study, lines) = spawn_lines(lab.cmd(&[&args[..], &["-o", out.to_str().unwrap()]].concat()));
     let mut said = Vec::new();
     wait_line(&lines, "== cell 3 of 5: pingpong idle", &mut said);

@@ -4,8 +4,9 @@
 
 use super::{distinct, file_safe};
 use crate::evt::Estimate;
+use crate::model::NoiseClass;
 use crate::report::figures::{
-    bars, costs as cost_bars, histogram, load_name, percentiles, scatter, tail, timeline, windows, Figure,
+    bars, classes, costs as cost_bars, histogram, load_name, percentiles, scatter, tail, timeline, windows, Figure,
 };
 use crate::report::select::{Monitor, RunView};
 use crate::report::svg::PALETTE;
@@ -61,6 +62,7 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
             figs.extend(split_axes.and_then(|a| split_figure(probe.as_str(), r, a)));
         }
         figs.extend(tails_by_label(&shared, &probe, &these));
+        figs.extend(class_figure(&probe, &these));
     }
     figs.extend(label_figures(&shared));
     figs
@@ -74,6 +76,28 @@ fn probe_bars(shared: &Shared, probe: &str, these: &[&RunView]) -> Figure {
         caption: format!("{probe}: min, avg and max per label and load (log scale)"),
         svg: bars::render(&format!("{probe}: min / avg / max"), &groups),
     }
+}
+
+/// The noise runs' gaps by class (`noise --classify`), a bar per classified run.
+fn class_figure(probe: &str, these: &[&RunView]) -> Option<Figure> {
+    let bars: Vec<classes::Bar> = these
+        .iter()
+        .filter_map(|r| {
+            let c = r.data.header.params.measured()?.classify.as_ref().filter(|c| c.skipped.is_none())?;
+            let ns = NoiseClass::ALL.iter().map(|k| (*k, c.class(*k).1)).collect();
+            Some(classes::Bar {
+                line: format!("run {} · {} · {}", r.data.header.id, r.label(), load_name(&r.load())),
+                ns,
+            })
+        })
+        .collect();
+    (!bars.is_empty()).then(|| Figure {
+        name: format!("{probe}-classes"),
+        caption: format!(
+            "{probe}: share of the noise by what ran in each gap (IRQ, softirq, thread, or nothing the kernel saw)"
+        ),
+        svg: classes::render(&format!("{probe}: noise by class"), &bars),
+    })
 }
 
 /// One probe's latency by percentile, linear and in nines.

@@ -127,7 +127,7 @@ fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote
     let mut b = String::new();
     let help = notes.iter().find(|p| p.name == probe).map_or("", |p| p.help);
     let _ = write!(b, "<p class=\"note\">{}</p>", esc(help));
-    for tag in ["bars", "percentiles", "nines"] {
+    for tag in ["bars", "percentiles", "nines", "classes"] {
         b.push_str(&drawn.html(&format!("{probe}-{tag}")));
     }
     for f in drawn.starting(&format!("{probe}-tails-")) {

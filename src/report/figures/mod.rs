@@ -1,6 +1,7 @@
 //! The report's figures, one file per kind. Each returns a finished SVG.
 
 pub mod bars;
+pub mod classes;
 pub mod costs;
 pub mod histogram;
 pub mod percentiles;

@@ -53,6 +53,10 @@ fn rule(runs: &[RunView], label: &str) -> Option<Finding> {
         let (steal, steal_numbers) = steal_explains(&over, budget_ns);
         numbers.extend(steal_numbers);
         because.splice(0..0, steal);
+        if let Some((unseen, kernel_max)) = steal::unseen(&over) {
+            because.insert(0, unseen);
+            numbers.push(Number::us("largest gap the kernel made", kernel_max as f64));
+        }
         because.extend(
             bad_audit(runs, label).iter().map(|(check, fix)| format!("the audit finds {check} bad (fix: {fix})")),
         );

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::stolen;
+use crate::model::{stolen, NoiseClass};
 use crate::report::select::RunView;
 
 /// A run's intervals set against the steal on their CPUs.
@@ -69,4 +69,30 @@ pub fn caveat(r: &RunView) -> Option<String> {
         super::cell(r),
         super::us(s.max_ns as f64)
     ))
+}
+
+/// What the noise classification (`noise --classify`) says of the runs over the budget: how
+/// many of their gaps over it fell in time the kernel did not see, and the largest the kernel
+/// is responsible for. `None` when none of them was classified.
+pub fn unseen(over: &[&RunView]) -> Option<(String, u64)> {
+    let classified = over
+        .iter()
+        .filter_map(|r| r.data.header.params.measured()?.classify.as_ref())
+        .filter(|c| c.skipped.is_none() && c.budget_ns.is_some());
+    let (mut n, mut k, mut kernel_max, mut runs) = (0, 0, 0, 0);
+    for c in classified {
+        runs += 1;
+        n += NoiseClass::ALL.iter().map(|class| c.class(*class).3).sum::<u64>();
+        k += c.class(NoiseClass::Hardware).3;
+        let kernel = [NoiseClass::Irq, NoiseClass::Softirq, NoiseClass::Thread].map(|class| c.class(class).2);
+        kernel_max = kernel_max.max(kernel.into_iter().max().unwrap_or(0));
+    }
+    (runs > 0).then(|| {
+        let sentence = format!(
+            "in the {runs} classified noise run(s), {k} of the {n} gaps over budget fell in time the kernel did not \
+             see (hypervisor, SMI or hardware); the largest the kernel is responsible for is {} µs",
+            super::us(kernel_max as f64)
+        );
+        (sentence, kernel_max)
+    })
 }

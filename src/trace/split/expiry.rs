@@ -6,6 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::trace::parse;
+use crate::trace::stream::{lost, Lines};
 
 /// One traced expiry of a thread's sleep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +27,8 @@ pub struct Seen {
     pub lost_events: u64,
     /// The threads followed; until they are known, every sleeper on the CPUs is kept.
     pub follow: Option<Vec<i32>>,
+    /// Timers started and not yet expired, by CPU and hrtimer: the thread and its due time.
+    armed: HashMap<(u32, u64), (i32, u64)>,
 }
 
 impl Seen {
@@ -36,15 +39,10 @@ impl Seen {
     }
 }
 
-/// Timers started and not yet expired, by CPU and hrtimer: the thread and its due time.
-#[derive(Debug, Default)]
-pub struct Armed(HashMap<(u32, u64), (i32, u64)>);
-
-impl Armed {
-    /// Takes in one line of the trace.
-    pub fn line(&mut self, l: &str, seen: &mut Seen) {
+impl Lines for Seen {
+    fn line(&mut self, l: &str) {
         if let Some(n) = lost(l) {
-            seen.lost_events += n;
+            self.lost_events += n;
             return;
         }
         let Some(e) = parse::line(l) else { return };
@@ -56,27 +54,24 @@ impl Armed {
             // Re-armed before it expired (a sleep cut short): the new time replaces the old.
             "hrtimer_start" => {
                 if let Some(due) = number("softexpires") {
-                    self.0.insert((e.cpu, timer), (e.pid, due));
+                    self.armed.insert((e.cpu, timer), (e.pid, due));
                 }
             }
             "hrtimer_expire_entry" => {
-                let (Some((pid, due_ns)), Some(ran_ns)) = (self.0.remove(&(e.cpu, timer)), number("now")) else {
+                let (Some((pid, due_ns)), Some(ran_ns)) = (self.armed.remove(&(e.cpu, timer)), number("now")) else {
                     return;
                 };
-                if seen.follow.as_ref().is_none_or(|f| f.contains(&pid)) {
-                    seen.by_pid.entry(pid).or_default().push_back(Expiry { due_ns, ran_ns });
+                if self.follow.as_ref().is_none_or(|f| f.contains(&pid)) {
+                    self.by_pid.entry(pid).or_default().push_back(Expiry { due_ns, ran_ns });
                 }
             }
             _ => {}
         }
     }
-}
 
-/// `CPU:1 [LOST 20 EVENTS]`: how many.
-fn lost(l: &str) -> Option<u64> {
-    let rest = l.strip_prefix("CPU:")?;
-    let n = rest.split_once("[LOST ")?.1.split_once(' ')?.0;
-    n.parse().ok()
+    fn caught_up(&mut self, ns: u64) {
+        self.caught_up_ns = ns;
+    }
 }
 
 #[cfg(test)]
@@ -89,29 +84,29 @@ mod tests {
 
     #[test]
     fn an_expiry_is_the_thread_s_that_armed_the_same_timer_on_the_same_cpu() {
-        let (mut armed, mut seen) = (Armed::default(), Seen::default());
-        armed.line(START, &mut seen);
-        armed.line(&EXPIRE.replace("[001]", "[000]"), &mut seen);
+        let mut seen = Seen::default();
+        seen.line(START);
+        seen.line(&EXPIRE.replace("[001]", "[000]"));
         assert!(seen.by_pid.is_empty(), "another CPU's timer of the same address is not ours");
-        armed.line(EXPIRE, &mut seen);
+        seen.line(EXPIRE);
         let want = Expiry { due_ns: 5_000_000_000, ran_ns: 5_000_003_500 };
         assert_eq!(seen.by_pid[&812], [want], "due is softexpires, the time the thread asked for");
-        armed.line(EXPIRE, &mut seen);
+        seen.line(EXPIRE);
         assert_eq!(seen.by_pid[&812].len(), 1, "an expiry with no start before it is nobody's");
     }
 
     #[test]
     fn only_followed_threads_are_kept_and_lost_events_are_counted() {
-        let (mut armed, mut seen) = (Armed::default(), Seen::default());
-        armed.line(START, &mut seen);
-        armed.line(EXPIRE, &mut seen);
+        let mut seen = Seen::default();
+        seen.line(START);
+        seen.line(EXPIRE);
         seen.follow(&[900]);
         assert!(seen.by_pid.is_empty(), "812 is not followed");
-        armed.line(START, &mut seen);
-        armed.line(EXPIRE, &mut seen);
+        seen.line(START);
+        seen.line(EXPIRE);
         assert!(seen.by_pid.is_empty());
-        armed.line("CPU:1 [LOST 20 EVENTS]", &mut seen);
-        armed.line("CPU:0 [LOST 3 EVENTS]", &mut seen);
+        seen.line("CPU:1 [LOST 20 EVENTS]");
+        seen.line("CPU:0 [LOST 3 EVENTS]");
         assert_eq!(seen.lost_events, 23);
     }
 }

@@ -11,36 +11,28 @@
 mod expiry;
 pub mod pair;
 
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 pub use expiry::{Expiry, Seen};
 
 use super::instance::Instance;
 use super::journal::SplitTraced;
 use super::owned::Owned;
+pub use super::stream::lock;
+use super::stream::Stream;
 use crate::model::SplitRecord;
 
 /// Per-CPU buffer: at 10 kHz, two events of ~50 bytes per sample, a second's worth is 1 MB; the
-/// reader empties it every [`POLL`].
+/// reader empties it every few milliseconds.
 const BUFFER_KB: u64 = 2048;
-/// How often the reader empties the buffer.
-const POLL: Duration = Duration::from_millis(10);
 const EVENTS: [&str; 2] = ["timer/hrtimer_start", "timer/hrtimer_expire_entry"];
 /// Only sleepers' timers: the tick and the others are not the threads'.
 const SLEEPERS: &str = "function.function == hrtimer_wakeup";
 
 /// The split's instance and its reader; held by the session.
 pub struct SplitTracer {
-    seen: Arc<Mutex<Seen>>,
-    stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<()>>,
-    owned: Owned,
+    stream: Stream<Seen>,
 }
 
 impl SplitTracer {
@@ -53,19 +45,7 @@ impl SplitTracer {
         let owned =
             Owned::make(&name, SplitTraced, |root| Instance::create_with(root, &name, cpus, BUFFER_KB, events))?;
         // Dropping `owned` removes the instance again.
-        let pipe = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(owned.instance.dir.join("trace_pipe"))
-            .map_err(|e| format!("cannot read the split's trace: {e}"))?;
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (s, st, avoid) = (Arc::clone(&seen), Arc::clone(&stop), cpus.to_vec());
-        let reader = std::thread::Builder::new()
-            .name("rtbench-split".into())
-            .spawn(move || read(pipe, &s, &st, &avoid))
-            .map_err(|e| format!("cannot start the split's reader: {e}"))?;
-        Ok(SplitTracer { seen, stop, reader: Some(reader), owned })
+        Ok(SplitTracer { stream: Stream::start(owned, Seen::default(), "rtbench-split", cpus)? })
     }
 
     /// Keeps the expiries of these threads only, and asks the kernel for their timers only.
@@ -73,20 +53,21 @@ impl SplitTracer {
         let pids_filter = pids.iter().map(|p| format!("common_pid == {p}")).collect::<Vec<_>>().join(" || ");
         let both = format!("{SLEEPERS} && ({pids_filter})");
         // A kernel that refuses a filter traces more, and the reader drops what is not ours.
-        if !pids.is_empty() && self.owned.instance.filter(EVENTS[0], &both).is_err() {
-            let _ = self.owned.instance.filter(EVENTS[0], &pids_filter);
+        let instance = &self.stream.owned.instance;
+        if !pids.is_empty() && instance.filter(EVENTS[0], &both).is_err() {
+            let _ = instance.filter(EVENTS[0], &pids_filter);
         }
-        lock(&self.seen).follow(pids);
+        lock(&self.stream.state()).follow(pids);
     }
 
     /// What the reader has read, for the runner's pairing.
     pub fn seen(&self) -> Arc<Mutex<Seen>> {
-        Arc::clone(&self.seen)
+        self.stream.state()
     }
 
     /// What the split came to, for the run's parameters.
     pub fn record(&self) -> SplitRecord {
-        SplitRecord { lost_events: lock(&self.seen).lost_events, skipped: None }
+        SplitRecord { lost_events: lock(&self.stream.state()).lost_events, skipped: None }
     }
 }
 
@@ -96,21 +77,6 @@ impl crate::restore::Guard for SplitTracer {
     }
 }
 
-impl Drop for SplitTracer {
-    fn drop(&mut self) {
-        // The reader closes the pipe before the instance goes.
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
-        }
-    }
-}
-
-/// The reader's lock; a reader that panicked left what it had read.
-pub fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
-    seen.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn events(inst: &mut Instance) -> io::Result<()> {
     for e in EVENTS {
         inst.enable(e).map_err(|err| io::Error::new(err.kind(), format!("the {e} event is not available: {err}")))?;
@@ -118,44 +84,4 @@ fn events(inst: &mut Instance) -> io::Result<()> {
         let _ = inst.filter(e, SLEEPERS);
     }
     Ok(())
-}
-
-/// The reader: off the measured CPUs, every [`POLL`], everything the pipe holds; then how far
-/// it has read. A last pass once told to stop.
-fn read(mut pipe: File, seen: &Mutex<Seen>, stop: &AtomicBool, measured: &[usize]) {
-    let free: Vec<usize> = crate::sysinfo::online_cpus().into_iter().filter(|c| !measured.contains(c)).collect();
-    if !free.is_empty() {
-        let _ = crate::sys::set_affinity(&free);
-    }
-    let mut armed = expiry::Armed::default();
-    let (mut buf, mut carry) = (vec![0u8; 1 << 16], Vec::new());
-    loop {
-        let last = stop.load(Ordering::Relaxed);
-        let from = crate::sys::now_ns();
-        let drained = loop {
-            match pipe.read(&mut buf) {
-                Ok(0) => break true,
-                Ok(n) => {
-                    carry.extend_from_slice(&buf[..n]);
-                    let Some(end) = carry.iter().rposition(|b| *b == b'\n') else { continue };
-                    let mut s = lock(seen);
-                    for l in carry[..end].split(|b| *b == b'\n') {
-                        armed.line(std::str::from_utf8(l).unwrap_or(""), &mut s);
-                    }
-                    drop(s);
-                    carry.drain(..=end);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => break false,
-            }
-        };
-        if drained {
-            lock(seen).caught_up_ns = from;
-        }
-        if last || !drained {
-            return;
-        }
-        std::thread::sleep(POLL);
-    }
 }

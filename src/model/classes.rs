@@ -1,0 +1,163 @@
+//! What ran during each noise gap (`noise --classify`), as `rtla osnoise top` counts it: an
+//! interrupt, a softirq, another thread, or nothing the kernel saw (the hypervisor, an SMI or
+//! the hardware: osnoise's HW column).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The class of one gap: what took most of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseClass {
+    /// An interrupt handler or vector (named: `IRQ 36 virtio1-req.0`, `local timer`).
+    Irq,
+    /// A softirq (named: `softirq TIMER`).
+    Softirq,
+    /// Another task (named by its comm; pid and policy beside).
+    Thread,
+    /// Nothing the kernel saw: no event on the CPU covers most of the gap.
+    Hardware,
+    /// Not classified: the trace had not been read that far when the run ended.
+    Unknown,
+}
+
+impl NoiseClass {
+    pub const ALL: [NoiseClass; 5] =
+        [NoiseClass::Irq, NoiseClass::Softirq, NoiseClass::Thread, NoiseClass::Hardware, NoiseClass::Unknown];
+
+    /// The column heading, as rtla osnoise top's.
+    pub fn heading(self) -> &'static str {
+        match self {
+            NoiseClass::Irq => "IRQ",
+            NoiseClass::Softirq => "softirq",
+            NoiseClass::Thread => "thread",
+            NoiseClass::Hardware => "HW/hypervisor",
+            NoiseClass::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the kernel ran something in the gap.
+    pub fn kernel(self) -> bool {
+        matches!(self, NoiseClass::Irq | NoiseClass::Softirq | NoiseClass::Thread)
+    }
+}
+
+/// The gaps of one class and name on one thread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClassTotal {
+    pub class: NoiseClass,
+    /// What ran: `IRQ 36 virtio1-req.0`, `softirq TIMER`, a task's comm; empty for the
+    /// hardware and unknown classes.
+    pub name: String,
+    /// For threads: pid and scheduling ("pid 412, FIFO 99").
+    pub detail: Option<String>,
+    pub count: u64,
+    /// The gaps' total length.
+    pub ns: u64,
+    pub max_ns: u64,
+    /// Gaps longer than the rule-of-thumb budget (10⁵ CPU cycles), when the CPU clock is known.
+    pub over_budget: u64,
+}
+
+/// One thread's gaps by class.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadClasses {
+    pub thread: u32,
+    /// By class, then the most noise first.
+    pub totals: Vec<ClassTotal>,
+}
+
+impl ThreadClasses {
+    /// The count, total and largest gap of one class.
+    pub fn of(&self, class: NoiseClass) -> (u64, u64, u64) {
+        self.totals
+            .iter()
+            .filter(|t| t.class == class)
+            .fold((0, 0, 0), |(c, ns, max), t| (c + t.count, ns + t.ns, max.max(t.max_ns)))
+    }
+}
+
+/// What `--classify` came to.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClassifyRecord {
+    /// Events the kernel dropped from the trace buffer (gaps then may read as hardware).
+    pub lost_events: u64,
+    /// The rule-of-thumb budget `over_budget` counts against, in ns.
+    pub budget_ns: Option<u64>,
+    pub threads: Vec<ThreadClasses>,
+    /// Why the gaps were not classified, when they were not.
+    pub skipped: Option<String>,
+}
+
+impl ClassifyRecord {
+    /// Every thread's totals of one class: (count, ns, largest gap, gaps over the budget).
+    pub fn class(&self, class: NoiseClass) -> (u64, u64, u64, u64) {
+        let all = self.threads.iter().flat_map(|t| &t.totals).filter(|t| t.class == class);
+        all.fold((0, 0, 0, 0), |(c, ns, max, over), t| {
+            (c + t.count, ns + t.ns, max.max(t.max_ns), over + t.over_budget)
+        })
+    }
+}
+
+impl ClassifyRecord {
+    /// The run's warning when its largest gaps are not the kernel's: those above the largest
+    /// the kernel is responsible for fell in time it did not see. `None` when the kernel made
+    /// the largest (or nothing was classified).
+    pub fn warning(&self) -> Option<String> {
+        let us = |ns: u64| crate::units::fmt_ns_as_us(ns as f64);
+        let kernel = [NoiseClass::Irq, NoiseClass::Softirq, NoiseClass::Thread].map(|c| self.class(c));
+        let kernel_max = kernel.iter().map(|k| k.2).max().unwrap_or(0);
+        let (_, _, unseen_max, unseen_over) = self.class(NoiseClass::Hardware);
+        if self.skipped.is_some() || unseen_max <= kernel_max {
+            return None;
+        }
+        let over: u64 = NoiseClass::ALL.iter().map(|c| self.class(*c).3).sum();
+        let which = match self.budget_ns {
+            Some(b) => format!(
+                "{unseen_over} of the {over} gaps above the rule-of-thumb budget ({} µs) fell in time the kernel did \
+                 not see",
+                us(b)
+            ),
+            None => "the gaps above it fell in time the kernel did not see".to_string(),
+        };
+        Some(format!(
+            "latencies above {} µs are not the kernel's: {which} (hypervisor, SMI or hardware; the largest {} µs); \
+             the largest the kernel is responsible for is {} µs",
+            us(kernel_max),
+            us(unseen_max),
+            us(kernel_max)
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn total(class: NoiseClass, count: u64, max_ns: u64, over_budget: u64) -> ClassTotal {
+        let name = String::new();
+        ClassTotal { class, name, detail: None, count, ns: count * max_ns, max_ns, over_budget }
+    }
+
+    #[test]
+    fn the_warning_sets_the_unseen_gaps_apart_from_the_kernels_largest() {
+        let totals = vec![
+            total(NoiseClass::Irq, 100, 60_000, 2),
+            total(NoiseClass::Thread, 3, 2_000_000, 3),
+            total(NoiseClass::Hardware, 50, 3_700_000, 7),
+        ];
+        let mut r = ClassifyRecord {
+            budget_ns: Some(38_461),
+            threads: vec![ThreadClasses { thread: 0, totals }],
+            ..Default::default()
+        };
+        let w = r.warning().unwrap();
+        let us = |ns: f64| crate::units::fmt_ns_as_us(ns);
+        let (kernel, unseen) = (us(2e6), us(3.7e6));
+        assert!(w.starts_with(&format!("latencies above {kernel} µs are not the kernel's: 7 of the 12 gaps")), "{w}");
+        assert!(w.contains(&format!("(hypervisor, SMI or hardware; the largest {unseen} µs)")), "{w}");
+        assert!(w.ends_with(&format!("the largest the kernel is responsible for is {kernel} µs")), "{w}");
+        r.threads[0].totals[1].max_ns = 4_000_000;
+        assert_eq!(r.warning(), None, "the kernel made the largest gap");
+    }
+}

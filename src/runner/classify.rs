@@ -1,0 +1,125 @@
+//! The runner's side of `noise --classify`: each thread's gaps held until the classification's
+//! reader has read past them, then classified and counted by what ran in them. The samples
+//! themselves go on to the sinks at once: nothing waits for the trace.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::model::{ClassTotal, ClassifyRecord, NoiseClass, ThreadClasses};
+use crate::trace::classify::{classify, ClassifyTracer, Named, Timeline};
+use crate::trace::stream::lock;
+
+/// How long after a gap its events must have been read: an event is in the buffer
+/// microseconds after it fires; this covers a reader that started its pass as it was written.
+const MARGIN_NS: u64 = 20_000_000;
+/// How long the end of a run waits for the reader to read the last events.
+const LAST_READ: Duration = Duration::from_secs(1);
+
+/// One thread's gaps waiting for the trace, and its totals so far.
+struct Thread {
+    index: u32,
+    cpu: Option<u32>,
+    tid: Arc<OnceLock<i32>>,
+    /// The only thread on its CPU: the stretches before its gaps are no one else's.
+    alone: bool,
+    pending: VecDeque<(u64, u64)>,
+    totals: HashMap<Named, ClassTotal>,
+}
+
+pub(super) struct ClassifyFlow {
+    timeline: Arc<Mutex<Timeline>>,
+    threads: Vec<Thread>,
+    /// The rule-of-thumb budget, when the CPU clock is known.
+    budget_ns: Option<u64>,
+}
+
+impl ClassifyFlow {
+    /// `threads`: per thread in the runner's order, its number, CPU and id once it has one.
+    pub(super) fn new(
+        tracer: &ClassifyTracer,
+        threads: Vec<(u32, Option<u32>, Arc<OnceLock<i32>>)>,
+        budget_ns: Option<u64>,
+    ) -> ClassifyFlow {
+        let on = |c: Option<u32>| threads.iter().filter(|t| t.1 == c).count();
+        let alone: Vec<bool> = threads.iter().map(|t| on(t.1) == 1).collect();
+        let threads = threads
+            .into_iter()
+            .zip(alone)
+            .map(|((index, cpu, tid), alone)| Thread {
+                index,
+                cpu,
+                tid,
+                alone,
+                pending: VecDeque::new(),
+                totals: HashMap::new(),
+            })
+            .collect();
+        ClassifyFlow { timeline: tracer.timeline(), threads, budget_ns }
+    }
+
+    /// Gaps (time offset, length) as the thread handed them over.
+    pub(super) fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
+        self.threads[i].pending.extend(chunk);
+    }
+
+    /// Classifies thread `i`'s gaps the reader has read past; `end`: the run is over and the
+    /// reader has read all it will, so what is left is unknown.
+    pub(super) fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
+        let budget = self.budget_ns;
+        let t = &mut self.threads[i];
+        let mut timeline = lock(&self.timeline);
+        let caught_up = timeline.caught_up_ns;
+        while let Some(&(at, gap)) = t.pending.front() {
+            let (t0, t1) = (start_ns + at, start_ns + at + gap);
+            let named = match (t.cpu, t.tid.get()) {
+                (Some(cpu), Some(&tid)) if caught_up > t1 + MARGIN_NS => classify(&timeline, cpu, tid, t0, t1),
+                _ if end => Named { class: NoiseClass::Unknown, name: String::new(), detail: None },
+                _ => break,
+            };
+            t.pending.pop_front();
+            count(&mut t.totals, named, gap, budget);
+            if let Some(cpu) = t.cpu.filter(|_| t.alone) {
+                timeline.forget(cpu, t0);
+            }
+        }
+    }
+
+    /// Waits (up to a bound) for the reader to have read everything up to now.
+    pub(super) fn await_reader(&self) {
+        let (now, since) = (crate::sys::now_ns(), Instant::now());
+        while lock(&self.timeline).caught_up_ns < now + MARGIN_NS && since.elapsed() < LAST_READ {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// What the classification came to, every thread's gaps by class, the most noise first.
+    pub(super) fn record(&self, lost_events: u64) -> ClassifyRecord {
+        let threads = self
+            .threads
+            .iter()
+            .map(|t| {
+                let mut totals: Vec<ClassTotal> = t.totals.values().cloned().collect();
+                totals.sort_by(|a, b| a.class.cmp(&b.class).then(b.ns.cmp(&a.ns)).then(a.name.cmp(&b.name)));
+                ThreadClasses { thread: t.index, totals }
+            })
+            .collect();
+        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None }
+    }
+}
+
+fn count(totals: &mut HashMap<Named, ClassTotal>, named: Named, gap: u64, budget: Option<u64>) {
+    let t = totals.entry(named).or_insert_with_key(|n| ClassTotal {
+        class: n.class,
+        name: n.name.clone(),
+        detail: n.detail.clone(),
+        count: 0,
+        ns: 0,
+        max_ns: 0,
+        over_budget: 0,
+    });
+    t.count += 1;
+    t.ns += gap;
+    t.max_ns = t.max_ns.max(gap);
+    t.over_budget += u64::from(budget.is_some_and(|b| gap > b));
+}

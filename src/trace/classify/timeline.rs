@@ -1,0 +1,116 @@
+//! The trace of the measured CPUs as stretches of time, each with what the CPU was doing
+//! ([`Context::key`]), read as the reader streams it. The runner looks a gap up in them once
+//! the reader has read past it, then lets them go.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::trace::context::{Context, Key};
+use crate::trace::parse;
+use crate::trace::stream::{lost, Lines};
+
+/// How long stretches are kept when no gap asks for them: a runner that has not taken them by
+/// then never will.
+const KEEP_NS: u64 = 30_000_000_000;
+
+/// `[from, to)` on one CPU, CLOCK_MONOTONIC ns as the trace prints it (to the µs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stretch {
+    pub from: u64,
+    pub to: u64,
+    pub key: Key,
+}
+
+/// One CPU followed: its state, when its last event came, the stretches since.
+struct Cpu {
+    context: Context,
+    last_ns: Option<u64>,
+    stretches: VecDeque<Stretch>,
+}
+
+impl Cpu {
+    /// The time from the last event to `to` goes to what the CPU was doing; false when there
+    /// is none (no event yet, or not before `to`).
+    fn spend(&mut self, to: u64) -> bool {
+        let Some(from) = self.last_ns.filter(|l| *l < to) else { return false };
+        // The measuring thread's pid is not known here: its stretches are kept as any task's,
+        // and the lookup sets them apart.
+        let key = self.context.key(-1);
+        match self.stretches.back_mut() {
+            Some(s) if s.key == key && s.to == from => s.to = to,
+            _ => self.stretches.push_back(Stretch { from, to, key }),
+        }
+        true
+    }
+}
+
+/// What the reader has read of the measured CPUs.
+#[derive(Default)]
+pub struct Timeline {
+    cpus: HashMap<u32, Cpu>,
+    /// Every event the kernel committed before this CLOCK_MONOTONIC time has been read.
+    pub caught_up_ns: u64,
+    /// Events the kernel dropped (a full buffer).
+    pub lost_events: u64,
+}
+
+impl Timeline {
+    /// Follows `cpus`; events of others are not kept.
+    pub fn new(cpus: &[usize]) -> Timeline {
+        let cpus = cpus
+            .iter()
+            .map(|&c| (c as u32, Cpu { context: Context::new(c as u32), last_ns: None, stretches: VecDeque::new() }))
+            .collect();
+        Timeline { cpus, ..Timeline::default() }
+    }
+
+    /// The stretches of `cpu` read so far.
+    pub fn stretches(&self, cpu: u32) -> Option<&VecDeque<Stretch>> {
+        self.cpus.get(&cpu).map(|c| &c.stretches)
+    }
+
+    /// Lets the stretches of `cpu` that end before `ns` go.
+    pub fn forget(&mut self, cpu: u32, ns: u64) {
+        if let Some(c) = self.cpus.get_mut(&cpu) {
+            while c.stretches.front().is_some_and(|s| s.to < ns) {
+                c.stretches.pop_front();
+            }
+        }
+    }
+
+    fn event(&mut self, e: &parse::Event) {
+        let target = (e.name == "sched_wakeup")
+            .then(|| parse::field(e.detail, "target_cpu").and_then(|c| c.parse().ok()))
+            .flatten();
+        if let Some(c) = target.filter(|t| *t != e.cpu).and_then(|t| self.cpus.get_mut(&t)) {
+            c.context.apply(e);
+        }
+        let Some(c) = self.cpus.get_mut(&e.cpu) else { return };
+        c.spend(e.ts_ns);
+        c.context.apply(e);
+        c.last_ns = Some(c.last_ns.map_or(e.ts_ns, |l| l.max(e.ts_ns)));
+    }
+}
+
+impl Lines for Timeline {
+    fn line(&mut self, l: &str) {
+        if let Some(n) = lost(l) {
+            self.lost_events += n;
+        } else if let Some(e) = parse::line(l) {
+            self.event(&e);
+        }
+    }
+
+    fn caught_up(&mut self, ns: u64) {
+        // What the CPU does from its last event on is what it did at it: nothing has changed
+        // it, up to the time read.
+        for c in self.cpus.values_mut() {
+            if c.spend(ns) {
+                c.last_ns = Some(ns);
+            }
+            while c.stretches.front().is_some_and(|s| s.to + KEEP_NS < ns) {
+                c.stretches.pop_front();
+            }
+        }
+        self.caught_up_ns = ns;
+    }
+}

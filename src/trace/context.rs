@@ -1,0 +1,176 @@
+//! What one CPU is doing, followed event by event: the task current, the interrupt handlers
+//! and softirq running over it, the tasks woken onto it. The breach attribution and the noise
+//! classification read the same state: a stretch of time between two events belongs to
+//! [`Context::key`].
+
+use super::parse::{field, Event};
+use crate::model::CauseKind;
+
+/// Whom the CPU was running.
+#[derive(Clone, Debug, Default)]
+struct Current {
+    comm: String,
+    pid: i32,
+    /// The kernel's priority (0–99 real-time, 100–139 normal), when a switch told it.
+    prio: Option<i32>,
+}
+
+/// The context one stretch of time belongs to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Key {
+    pub kind: CauseKind,
+    pub name: String,
+    pub pid: Option<i32>,
+    pub prio: Option<i32>,
+}
+
+/// One CPU's state as its events tell it.
+pub struct Context {
+    cpu: u32,
+    current: Option<Current>,
+    /// Tasks woken onto this CPU and not yet seen running on it.
+    woken: Vec<Current>,
+    irqs: Vec<String>,
+    softirq: Option<String>,
+}
+
+impl Context {
+    pub fn new(cpu: u32) -> Context {
+        Context { cpu, current: None, woken: Vec::new(), irqs: Vec::new(), softirq: None }
+    }
+
+    /// The pid of the task current, if the trace has told it.
+    pub fn current_pid(&self) -> Option<i32> {
+        self.current.as_ref().map(|c| c.pid)
+    }
+
+    /// True while an interrupt handler runs.
+    pub fn in_irq(&self) -> bool {
+        !self.irqs.is_empty()
+    }
+
+    /// What the CPU is doing now; `ours` (the measuring thread) is time the trace does not
+    /// explain.
+    pub fn key(&self, ours: i32) -> Key {
+        let key = |kind, name: &str| Key { kind, name: name.to_string(), pid: None, prio: None };
+        if let Some(irq) = self.irqs.last() {
+            return key(CauseKind::Irq, irq);
+        }
+        if let Some(s) = &self.softirq {
+            return key(CauseKind::Softirq, s);
+        }
+        match &self.current {
+            None => key(CauseKind::Untraced, "unknown"),
+            Some(c) if c.pid == 0 => key(CauseKind::Idle, "idle"),
+            // Our thread had the CPU, yet the sample came late: its own code takes a few µs.
+            Some(c) if c.pid == ours => key(CauseKind::Untraced, "our thread's CPU time"),
+            Some(c) => Key { kind: CauseKind::Task, name: c.comm.clone(), pid: Some(c.pid), prio: c.prio },
+        }
+    }
+
+    /// Takes in one event of this CPU (or a wake-up onto it from elsewhere).
+    pub fn apply(&mut self, e: &Event) {
+        // Every line names the task current when it fired, before the event's own effect. A
+        // switch may go untraced (here the switches out of the idle task do not show): the
+        // line corrects what was assumed.
+        if e.cpu == self.cpu && self.current.as_ref().map(|c| c.pid) != Some(e.pid) {
+            let prio = self.woken.iter().find(|w| w.pid == e.pid).and_then(|w| w.prio);
+            self.woken.retain(|w| w.pid != e.pid);
+            self.current = Some(Current { comm: e.comm.to_string(), pid: e.pid, prio });
+        }
+        match e.name {
+            "irq_handler_entry" => self.irqs.push(format!(
+                "IRQ {} {}",
+                field(e.detail, "irq").unwrap_or("?"),
+                field(e.detail, "name").unwrap_or("")
+            )),
+            "irq_handler_exit" => {
+                self.irqs.pop();
+                self.leave_interrupt();
+            }
+            "softirq_entry" => {
+                self.softirq = Some(format!("softirq {}", field(e.detail, "action").unwrap_or("?")));
+            }
+            "softirq_exit" => {
+                self.softirq = None;
+                self.leave_interrupt();
+            }
+            "sched_switch" => {
+                let next = Current {
+                    comm: field(e.detail, "next_comm").unwrap_or("?").to_string(),
+                    pid: field(e.detail, "next_pid").and_then(|p| p.parse().ok()).unwrap_or(-1),
+                    prio: field(e.detail, "next_prio").and_then(|p| p.parse().ok()),
+                };
+                self.woken.retain(|w| w.pid != next.pid);
+                self.current = Some(next);
+            }
+            "sched_wakeup" if field(e.detail, "target_cpu").and_then(|c| c.parse().ok()) == Some(self.cpu) => {
+                self.woken.push(Current {
+                    comm: field(e.detail, "comm").unwrap_or("?").to_string(),
+                    pid: field(e.detail, "pid").and_then(|p| p.parse().ok()).unwrap_or(-1),
+                    prio: field(e.detail, "prio").and_then(|p| p.parse().ok()),
+                });
+            }
+            // The x86 interrupt vectors that are not IRQs (local timer, reschedule and
+            // function-call IPIs, irq_work) come as *_entry / *_exit pairs.
+            name if name.ends_with("_entry") && is_vector(name) => {
+                self.irqs.push(name.trim_end_matches("_entry").replace('_', " "));
+            }
+            name if name.ends_with("_exit") && is_vector(name) => {
+                self.irqs.pop();
+                self.leave_interrupt();
+            }
+            _ => {}
+        }
+    }
+
+    /// An idle CPU with a task woken onto it runs that task as soon as the last interrupt
+    /// returns, whether or not the switch shows in the trace.
+    fn leave_interrupt(&mut self) {
+        let idle = self.current.as_ref().is_none_or(|c| c.pid == 0);
+        if !idle || !self.irqs.is_empty() || self.softirq.is_some() || self.woken.is_empty() {
+            return;
+        }
+        // The most urgent first: the lowest kernel priority number.
+        let next = self.woken.iter().enumerate().min_by_key(|(_, w)| w.prio.unwrap_or(i32::MAX)).map(|(i, _)| i);
+        if let Some(i) = next {
+            self.current = Some(self.woken.remove(i));
+        }
+    }
+}
+
+/// A task's pid and scheduling in words ("pid 77, FIFO 99"); `policy` names a real-time task's
+/// policy when it can.
+pub fn describe(k: &Key, policy: &dyn Fn(i32) -> Option<String>) -> Option<String> {
+    let pid = k.pid?;
+    let sched = match k.prio {
+        Some(p) if p < 0 => "deadline".to_string(),
+        Some(p) if p < 100 => format!("{} {}", policy(pid).unwrap_or_else(|| "RT".into()), 99 - p),
+        Some(p) => format!("nice {}", p - 120),
+        None => "priority unknown".into(),
+    };
+    Some(format!("pid {pid}, {sched}"))
+}
+
+fn is_vector(name: &str) -> bool {
+    ["local_timer", "reschedule", "call_function", "call_function_single", "irq_work", "x86_platform_ipi"]
+        .iter()
+        .any(|v| name.strip_prefix(v).is_some_and(|rest| rest == "_entry" || rest == "_exit"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::parse;
+
+    #[test]
+    fn a_wake_up_sent_from_another_cpu_does_not_make_its_sender_current_here() {
+        let mut c = Context::new(1);
+        let here = "cc1-900 [001] d..2. 1.000000: sched_switch: prev_comm=x prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=cc1 next_pid=900 next_prio=120";
+        let there = "bash-30 [000] d..2. 1.000010: sched_wakeup: comm=kworker/1:1 pid=77 prio=120 target_cpu=001";
+        c.apply(&parse::line(here).unwrap());
+        c.apply(&parse::line(there).unwrap());
+        assert_eq!(c.current_pid(), Some(900), "bash runs on CPU 0");
+        assert_eq!(c.key(500).name, "cc1");
+    }
+}

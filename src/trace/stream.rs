@@ -1,0 +1,120 @@
+//! An own instance's `trace_pipe` read as it fills, by a thread off the measured CPUs that polls
+//! without blocking: a blocked reader would be woken from the measured CPUs by an irq_work
+//! interrupt per event, the very kind of interference the run measures. Each line goes to the
+//! reader's parser, which keeps what it learns in a state the runner shares; after each pass,
+//! the state learns how far the kernel's events have been read. The split and the noise
+//! classification each hold one.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::owned::Owned;
+
+/// How often the reader empties the buffer.
+const POLL: Duration = Duration::from_millis(10);
+
+/// What a reader keeps of the lines it reads.
+pub trait Lines: Send + 'static {
+    /// Takes in one line of the trace.
+    fn line(&mut self, l: &str);
+    /// Every event the kernel committed before this CLOCK_MONOTONIC time has been read.
+    fn caught_up(&mut self, ns: u64);
+}
+
+/// An instance and the thread reading it; dropped, the reader ends before the instance goes.
+pub struct Stream<S> {
+    state: Arc<Mutex<S>>,
+    stop: Arc<AtomicBool>,
+    reader: Option<JoinHandle<()>>,
+    pub owned: Owned,
+}
+
+impl<S: Lines> Stream<S> {
+    /// Reads `owned`'s pipe into `state` from a thread named `name`, off `cpus`.
+    pub fn start(owned: Owned, state: S, name: &str, cpus: &[usize]) -> Result<Stream<S>, String> {
+        let pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(owned.instance.dir.join("trace_pipe"))
+            .map_err(|e| format!("cannot read the trace: {e}"))?;
+        let state = Arc::new(Mutex::new(state));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, st, avoid) = (Arc::clone(&state), Arc::clone(&stop), cpus.to_vec());
+        let reader = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || read(pipe, &s, &st, &avoid))
+            .map_err(|e| format!("cannot start the trace's reader: {e}"))?;
+        Ok(Stream { state, stop, reader: Some(reader), owned })
+    }
+
+    /// What the reader has read.
+    pub fn state(&self) -> Arc<Mutex<S>> {
+        Arc::clone(&self.state)
+    }
+}
+
+impl<S> Drop for Stream<S> {
+    fn drop(&mut self) {
+        // The reader closes the pipe before the instance goes.
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+/// The reader's lock; a reader that panicked left what it had read.
+pub fn lock<S>(state: &Mutex<S>) -> MutexGuard<'_, S> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The reader: off the measured CPUs, every [`POLL`], everything the pipe holds; then how far
+/// it has read. A last pass once told to stop.
+fn read<S: Lines>(mut pipe: File, state: &Mutex<S>, stop: &AtomicBool, measured: &[usize]) {
+    let free: Vec<usize> = crate::sysinfo::online_cpus().into_iter().filter(|c| !measured.contains(c)).collect();
+    if !free.is_empty() {
+        let _ = crate::sys::set_affinity(&free);
+    }
+    let (mut buf, mut carry) = (vec![0u8; 1 << 16], Vec::new());
+    loop {
+        let last = stop.load(Ordering::Relaxed);
+        let from = crate::sys::now_ns();
+        let drained = loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break true,
+                Ok(n) => {
+                    carry.extend_from_slice(&buf[..n]);
+                    let Some(end) = carry.iter().rposition(|b| *b == b'\n') else { continue };
+                    let mut s = lock(state);
+                    for l in carry[..end].split(|b| *b == b'\n') {
+                        s.line(std::str::from_utf8(l).unwrap_or(""));
+                    }
+                    drop(s);
+                    carry.drain(..=end);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break false,
+            }
+        };
+        if drained {
+            lock(state).caught_up(from);
+        }
+        if last || !drained {
+            return;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// `CPU:1 [LOST 20 EVENTS]`: how many.
+pub fn lost(l: &str) -> Option<u64> {
+    let rest = l.strip_prefix("CPU:")?;
+    let n = rest.split_once("[LOST ")?.1.split_once(' ')?.0;
+    n.parse().ok()
+}

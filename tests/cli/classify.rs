@@ -1,0 +1,104 @@
+//! `noise --classify`: every gap classified by what ran in it, checked against a real-time
+//! busy loop of known times, and the instance never left behind.
+
+use std::path::Path;
+
+use crate::breach::{can_trace, hog_bursts, probe_ended_by, start_hog, tracing_state, TRACEFS, TRACING};
+use crate::helpers::*;
+
+#[test]
+fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let before = tracing_state();
+    let lab = Lab::new();
+    // A FIFO-99 burst of 2 ms once a second on CPU 1, five times.
+    let mut hog = start_hog(&lab, "1", "5", "0.002");
+    // Gaps over 500 µs only, so the store keeps every one; the breach tracer beside it: its
+    // window gives the run's start on CLOCK_MONOTONIC.
+    let json = lab.path("run.json");
+    let run = [
+        "noise",
+        "-a",
+        "1",
+        "--threshold",
+        "500",
+        "--classify",
+        "-D",
+        "7s",
+        "-q",
+        "--breach",
+        "1500",
+        "--breach-max",
+        "1",
+    ];
+    lab.ok(&[&run[..], &["--json", json.to_str().unwrap()]].concat());
+    let bursts = hog_bursts(&mut hog);
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_valid_export(&doc);
+    let b = &doc["breaches"][0];
+    let start = b["mono_ns"].as_u64().expect("a breach during a burst") - b["t_ns"].as_u64().unwrap();
+    let csv = lab.ok(&["export", &lab.last_run().to_string(), "--format", "samples"]);
+    // The gaps that overlap a burst, each as long as the CPU was taken.
+    let overlapping: Vec<u64> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<u64> = l.split(',').map(|v| v.parse().unwrap()).collect();
+            let (t0, t1) = (start + f[1], start + f[1] + f[2]);
+            bursts.iter().any(|&(a, end)| t0 < end && t1 > a).then_some(f[2])
+        })
+        .collect();
+    assert!(overlapping.len() >= 3, "gaps during the bursts: {overlapping:?}");
+    let totals = doc["run"]["params"]["classify"]["threads"][0]["totals"].as_array().expect("classified").clone();
+    let hog_pid = format!("pid {},", hog.id());
+    let named: u64 = totals
+        .iter()
+        .filter(|t| t["class"] == "thread" && t["name"] == "python3")
+        .filter(|t| t["detail"].as_str().is_some_and(|d| d.starts_with(&hog_pid) && d.ends_with(" 99")))
+        .map(|t| t["count"].as_u64().unwrap())
+        .sum();
+    assert!(named * 10 >= overlapping.len() as u64 * 9, "{named} of {} named: {totals:?}", overlapping.len());
+    // Every hardware gap is shorter than any the bursts made: none of them went there.
+    let hardware_max = totals.iter().filter(|t| t["class"] == "hardware").map(|t| t["max_ns"].as_u64().unwrap()).max();
+    let shortest = *overlapping.iter().min().unwrap();
+    assert!(hardware_max.unwrap_or(0) < shortest, "a hardware gap of {hardware_max:?} ns, bursts' {overlapping:?}");
+    let shown = lab.ok(&["show", &lab.last_run().to_string()]);
+    let line = shown.lines().find(|l| l.starts_with("thread ")).expect("a thread line");
+    assert!(line.contains("python3 (pid"), "{shown}");
+    assert!(shown.lines().any(|l| l.starts_with("HW/hypervisor")), "{shown}");
+    let out = lab.path("report");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let svg = std::fs::read_to_string(out.join("figures").join("noise-classes.svg")).expect("the noise-by-class bar");
+    assert!(svg.contains("noise: noise by class") && svg.contains("HW/hypervisor"), "{svg}");
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(page.contains("share of the noise by what ran in each gap"), "the page shows it");
+    assert_eq!(tracing_state(), before, "tracing is as it was");
+}
+
+#[test]
+fn a_killed_classified_run_leaves_its_instance_to_the_next_command_which_removes_it() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let before = tracing_state();
+    let lab = Lab::new();
+    let state = lab.path("state");
+    let pid = probe_ended_by(&lab, &state, "-KILL", &["noise", "-a", "1", "--classify"]);
+    let dir = Path::new(TRACEFS).join("instances").join(format!("rtbench-classify-{pid}"));
+    assert!(dir.is_dir(), "a killed run cannot remove its instance: {}", dir.display());
+    assert!(state.join(format!("classify-trace-{pid}.json")).is_file(), "its journal says so");
+    let out = lab.cmd(&["runs"]).env("RTBENCH_STATE_DIR", &state).output().unwrap();
+    assert!(text(&out.stderr).contains("removed the trace instance"), "{}", text(&out.stderr));
+    assert!(!dir.exists(), "the next command removed it");
+    assert_eq!(tracing_state(), before, "SIGKILL and one more command: tracing is as it was");
+}
+
+#[test]
+fn classify_is_refused_for_a_probe_without_gaps() {
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["timer", "--classify", "-l", "10"]), "--classify");
+}

@@ -113,6 +113,12 @@ fn read<C: Change>(at: &Path) -> std::io::Result<Option<Journal<C>>> {
     }
 }
 
+/// The journals of kind `C` whose process still runs: the changes other rtbench processes hold
+/// now (a tracefs one of them mounted, say).
+pub fn alive<C: Change>() -> Vec<Journal<C>> {
+    all::<C>(&state_dir()).iter().filter_map(|p| read::<C>(p).ok().flatten()).filter(|j| j.owner_alive()).collect()
+}
+
 /// Every journal of kind `C` on disk.
 fn all<C: Change>(dir: &Path) -> Vec<PathBuf> {
     let Ok(dir) = std::fs::read_dir(dir) else { return Vec::new() };

@@ -11,7 +11,7 @@ pub mod journal;
 
 use std::path::Path;
 
-pub use journal::{replay, Change, Journal, Written};
+pub use journal::{alive, replay, Change, Journal, Written};
 
 /// A system change held for a session. Dropping it puts the old state back.
 pub trait Guard: std::any::Any {

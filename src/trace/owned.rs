@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::instance::{self, Instance};
-use super::journal::Traced;
+use super::journal::{ClassifyTraced, SplitTraced, Traced};
 use crate::restore::{Change, Journal, Written};
 
 pub struct Owned {
@@ -25,7 +25,10 @@ impl Owned {
         kind: impl FnOnce(Traced) -> C,
         make: impl FnOnce(&Path) -> io::Result<Instance>,
     ) -> Result<Owned, String> {
-        let fs = instance::tracefs()?;
+        let mut fs = instance::tracefs()?;
+        // Mounted by another rtbench that traces now: whichever of us ends last unmounts it,
+        // or two traced runs at once would leave it mounted.
+        fs.mounted_here |= mounted_by_rtbench(&fs.root);
         let j = Journal::mine(kind(Traced {
             instance: fs.root.join("instances").join(name),
             mounted: fs.mounted_here.then(|| fs.root.clone()),
@@ -51,6 +54,14 @@ impl Owned {
             }
         }
     }
+}
+
+/// Whether a running rtbench's tracer journal says it mounted tracefs at `root`.
+fn mounted_by_rtbench(root: &Path) -> bool {
+    fn by<C: Change>(root: &Path, traced: impl Fn(&C) -> &Traced) -> bool {
+        crate::restore::alive::<C>().iter().any(|j| traced(&j.change).mounted.as_deref() == Some(root))
+    }
+    by::<Traced>(root, |t| t) || by::<SplitTraced>(root, |t| &t.0) || by::<ClassifyTraced>(root, |t| &t.0)
 }
 
 impl Drop for Owned {

@@ -254,3 +254,26 @@ fn the_report_overlays_both_sides_tables_their_shares_and_says_where_the_p99_wen
     assert!(sentence.contains(&format!("came mostly from {side}")), "{sentence}");
     assert!(html.contains(r##"<a href="#split-timer-k">Where the latency went, k timer idle"##), "linked on the page");
 }
+
+/// Two traced runs at once: the first mounts tracefs and ends while the second still traces;
+/// the second, which found it mounted, is the last to go and unmounts it. Before, it was left
+/// mounted.
+#[test]
+fn two_traced_runs_at_once_leave_tracefs_as_it_was() {
+    if !can_trace() {
+        return;
+    }
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let before = tracing_state();
+    let lab = Lab::new();
+    let first = lab
+        .cmd(&["timer", "-t", "1", "-a", "1", "--breach", "100000", "-D", "2s", "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    lab.ok(&["timer", "-t", "1", "-a", "1", "--split", "-D", "3s", "-q"]);
+    assert!(first.wait_with_output().unwrap().status.success(), "the first traced run ended well");
+    assert_eq!(tracing_state(), before, "tracing is as it was");
+}

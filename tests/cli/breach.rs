@@ -135,7 +135,15 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
         let main = &b["causes"][0];
         let blames_hog =
             main["kind"] == "task" && main["detail"].as_str().unwrap_or("").contains(&format!("pid {hog_pid},"));
-        if bursts.iter().any(|&(start, end)| at < end && at + late > start) {
+        // A window whose start the buffer lost (a stall of many ms on a loaded machine) cannot
+        // see the busy loop; it must say so rather than blame anything.
+        let truncated = b["verdict"].as_str().unwrap().contains("no longer held the start");
+        if truncated {
+            assert!(
+                !blames_hog && main["kind"] == "untraced",
+                "a truncated window blames nothing it did not see: {b:#}"
+            );
+        } else if bursts.iter().any(|&(start, end)| at < end && at + late > start) {
             assert!(blames_hog, "a breach during the busy loop names it (pid {hog_pid}): {b:#}");
             assert!(b["verdict"].as_str().unwrap().starts_with("task python3"), "{}", b["verdict"]);
             named += 1;

@@ -50,10 +50,11 @@ fn rule(runs: &[RunView], label: &str) -> Option<Finding> {
             cell(worst.0)
         )
     } else {
-        let (steal, steal_numbers) = steal_explains(&over, budget_ns);
+        let unseen = steal::unseen(&over);
+        let (steal, steal_numbers) = steal_explains(&over, budget_ns, unseen.is_some());
         numbers.extend(steal_numbers);
         because.splice(0..0, steal);
-        if let Some((unseen, kernel_max)) = steal::unseen(&over) {
+        if let Some((unseen, kernel_max)) = unseen {
             because.insert(0, unseen);
             numbers.push(Number::us("largest gap the kernel made", kernel_max as f64));
         }
@@ -77,7 +78,9 @@ fn rule(runs: &[RunView], label: &str) -> Option<Finding> {
 
 /// What steal explains over the runs beyond the budget: the share of their over-budget
 /// intervals in which the hypervisor took the CPU, and the largest latency outside those.
-fn steal_explains(over: &[&RunView], budget_ns: f64) -> (Option<String>, Vec<Number>) {
+/// Where a classified noise run saw stalls the kernel did not (`classified`), a latency outside
+/// the steal intervals is not called the kernel's: steal time is too coarse to show them.
+fn steal_explains(over: &[&RunView], budget_ns: f64, classified: bool) -> (Option<String>, Vec<Number>) {
     let found: Vec<steal::Steal> = over.iter().filter_map(|r| steal::of(r, budget_ns as u64)).collect();
     let (n, k) = found.iter().fold((0, 0), |(n, k), s| (n + s.over, k + s.over_explained));
     if k == 0 {
@@ -89,6 +92,7 @@ fn steal_explains(over: &[&RunView], budget_ns: f64) -> (Option<String>, Vec<Num
         Some(o) if o as f64 <= budget_ns => {
             format!("the largest latency outside them, {} µs, is within the budget", us(o as f64))
         }
+        Some(_) if classified => "steal time, counted by the tick, is too coarse to show the other stalls".into(),
         Some(o) => format!("the largest latency outside them is {} µs, still over the budget", us(o as f64)),
         None => "no interval is outside them".into(),
     };

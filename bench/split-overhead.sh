@@ -5,6 +5,8 @@
 # thread latency.
 #
 #   bench/split-overhead.sh [ROUNDS] [SECONDS]        (defaults: 5 rounds of 10 s per variant)
+#   AA=1 bench/split-overhead.sh ...                  the tool against itself: both variants plain,
+#                                                     so the ratios show this machine's noise
 #
 # Needs root (tracing, FIFO priority), python3 and a release build (`cargo build --release`; set
 # RTBENCH for another binary). Each round runs both variants, alternating which goes first, one
@@ -26,7 +28,7 @@ db=$tmp/rtbench.db
 
 run() { # variant round
     local extra=()
-    [ "$1" = split ] && extra=(--split)
+    [ "$1" = split ] && [ "${AA:-0}" != 1 ] && extra=(--split)
     "$RTBENCH" timer -t 1 -a 1 -p 95 -i 1000 -D "${SECS}s" -q --db "$db" "${extra[@]}" >"$tmp/$1.$2.out" 2>&1
     "$RTBENCH" export "$("$RTBENCH" runs --db "$db" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')" \
         --db "$db" --format json >"$tmp/$1.$2.json"
@@ -39,7 +41,7 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 python3 - "$tmp" "$ROUNDS" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 tmp, rounds = sys.argv[1], int(sys.argv[2])
 def get(v, r):
     d = json.load(open(f"{tmp}/{v}.{r}.json"))
@@ -49,7 +51,8 @@ def get(v, r):
 rows = [(r, get("plain", r), get("split", r)) for r in range(1, rounds + 1)]
 print("\nall values in µs\nround  plain_avg plain_p99   split_avg  split_p99  matched")
 for r, p, s in rows:
-    m = "(not split!)" if s[2] is None else f"{100 * s[2]:.2f} %"
+    aa = os.environ.get("AA") == "1"
+    m = "(A/A: both plain)" if aa else "(not split!)" if s[2] is None else f"{100 * s[2]:.2f} %"
     print(f"{r:>5} {p[0]:>10.2f} {p[1]:>9.2f} {s[0]:>11.2f} {s[1]:>10.2f}  {m}")
 med = lambda i, k: statistics.median(x[i][k] for x in rows)
 print(f"  med {med(1,0):>10.2f} {med(1,1):>9.2f} {med(2,0):>11.2f} {med(2,1):>10.2f}")

@@ -19,6 +19,10 @@ command -v cyclictest >/dev/null || need+=(rt-tests)   # the import test reads r
 command -v prometheus >/dev/null || need+=(prometheus) # the fleet test scrapes two monitors with it
 command -v curl >/dev/null || need+=(curl)             # and queries it inside a network namespace
 command -v man >/dev/null || need+=(man-db)         # the man page test reads every page with man -l
+# CI builds the Debian package (scripts/package-deb.sh) and verifies its systemd unit.
+command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)
+command -v strip >/dev/null || need+=(binutils)
+command -v systemd-analyze >/dev/null || need+=(systemd)
 # The kernels test boots Debian's kernels in QEMU through virtme-ng, whose initramfs needs busybox.
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 [ -x /bin/busybox ] || need+=(busybox-static)

@@ -1,5 +1,9 @@
-//! `rtbench import`: cyclictest's `--json` files and `-h` histograms become stored runs, so
-//! results made with cyclictest join the same reports.
+//! `rtbench import`: cyclictest's `--json` files and `-h` histograms, `rtla timerlat hist` and
+//! `rtla osnoise hist` output and sockperf's `--full-log` become stored runs, so results made
+//! with those tools join the same reports.
+
+mod rtla;
+mod sockperf;
 
 use std::path::Path;
 
@@ -11,8 +15,9 @@ use crate::model::{ImportedParams, LoadRecord, Metric, Preemption, RunKind, RunP
 use crate::stats::Stats;
 use crate::store::{RunHead, RunWriter, Store};
 
-/// One thread of a cyclictest file: counts by µs bucket, min and max in µs when the file
-/// says, and samples past the last bucket.
+/// One thread of a histogram file: counts by bucket, min and max when the file says (all in
+/// the file's time unit), and samples past the last bucket.
+#[derive(Default)]
 struct ImportedThread {
     buckets: Vec<(u64, u64)>,
     min: Option<u64>,
@@ -27,9 +32,11 @@ struct Imported {
     system: SystemSnapshot,
 }
 
-/// A cyclictest file as rtbench results.
+/// Another tool's file as rtbench results.
 #[derive(Debug)]
 pub struct Converted {
+    /// The probe whose samples the file's are: `timer`, `noise` or `pingpong`.
+    pub probe: &'static str,
     pub format: &'static str,
     pub threads: Vec<ThreadResult>,
     pub command_line: String,
@@ -40,44 +47,18 @@ pub struct Converted {
 /// Latencies beyond a day (in µs) are no measurement: the file is broken.
 const MAX_US: u64 = 86_400 * 1_000_000;
 
-/// Reads cyclictest's `--json` output or `-h` histogram. An error says what is wrong with it.
+/// Reads cyclictest's `--json` output or `-h` histogram, rtla's `timerlat hist` or `osnoise
+/// hist` output, or sockperf's `--full-log`. An error says what is wrong with it.
 pub fn convert(text: &str) -> Result<Converted, String> {
+    if let Some(c) = sockperf::convert(text).or_else(|| rtla::convert(text)) {
+        return c;
+    }
     let imported = if text.trim_start().starts_with('{') { from_json(text)? } else { from_histogram(text)? };
     let mut threads = Vec::new();
     let mut beyond = 0u64;
-    for (i, ImportedThread { buckets, min, max, overflows }) in imported.threads.iter().enumerate() {
-        let values = buckets.iter().map(|b| b.0).chain(*min).chain(*max);
-        if let Some(v) = values.into_iter().find(|v| *v > MAX_US) {
-            return Err(format!("has a latency of {v} µs in thread {i}, more than a day"));
-        }
-        // Exact sums of squares must fit: a file claiming more samples than that is broken.
-        let (mut count, mut sumsq) = (0u64, 0u128);
-        let overflow_at = max.unwrap_or(buckets.last().map_or(0, |b| b.0 + 1));
-        for &(us, n) in buckets.iter().chain(std::iter::once(&(overflow_at, *overflows))) {
-            let ns = us as u128 * 1000;
-            let next = count.checked_add(n).zip((ns * ns).checked_mul(n as u128).and_then(|x| x.checked_add(sumsq)));
-            (count, sumsq) =
-                next.ok_or_else(|| format!("claims more samples in thread {i} than rtbench can count exactly"))?;
-        }
-        let mut s = Stats::default();
-        for &(us, n) in buckets {
-            s.record_n(us * 1000, n);
-        }
-        if *overflows > 0 {
-            // cyclictest keeps no values past its last bucket; its max is the best we know.
-            s.record_n(overflow_at * 1000, *overflows);
-            beyond += overflows;
-        }
-        if let Some(m) = max.filter(|_| s.count > 0) {
-            s.max = s.max.max(m * 1000);
-        }
-        if let Some(m) = min.filter(|_| s.count > 0) {
-            if m * 1000 > s.max {
-                return Err(format!("says thread {i}'s min latency is {m} µs, above its max"));
-            }
-            s.min = m * 1000;
-        }
-        threads.push(ThreadResult { thread: i as u32, cpu: None, stats: s, irq: None });
+    for (i, t) in imported.threads.iter().enumerate() {
+        threads.push(ThreadResult { thread: i as u32, cpu: None, stats: histogram_stats(i, t, 1000)?, irq: None });
+        beyond += t.overflows;
     }
     let mut warnings = vec![format!(
         "imported from a cyclictest {}: 1 µs resolution, mean and stddev from the histogram, scheduling priority not recorded",
@@ -87,6 +68,7 @@ pub fn convert(text: &str) -> Result<Converted, String> {
         warnings.push(format!("{beyond} samples past the cyclictest histogram were counted at its max"));
     }
     Ok(Converted {
+        probe: "timer",
         format: imported.format,
         threads,
         command_line: imported.command_line,
@@ -95,13 +77,59 @@ pub fn convert(text: &str) -> Result<Converted, String> {
     })
 }
 
+/// The statistics of thread `i`'s histogram, whose bucket values, min and max are in units of
+/// `unit_ns`: each bucket's count at its value, the samples past the last bucket at the max.
+fn histogram_stats(i: usize, t: &ImportedThread, unit_ns: u64) -> Result<Stats, String> {
+    let ImportedThread { buckets, min, max, overflows } = t;
+    let max_units = MAX_US * 1000 / unit_ns;
+    let values = buckets.iter().map(|b| b.0).chain(*min).chain(*max);
+    if let Some(v) = values.into_iter().find(|v| *v > max_units) {
+        return Err(format!("has a latency of {v} {} in thread {i}, more than a day", unit_name(unit_ns)));
+    }
+    // Exact sums of squares must fit: a file claiming more samples than that is broken.
+    let (mut count, mut sumsq) = (0u64, 0u128);
+    let overflow_at = max.unwrap_or(buckets.last().map_or(0, |b| b.0 + 1));
+    for &(v, n) in buckets.iter().chain(std::iter::once(&(overflow_at, *overflows))) {
+        let ns = v as u128 * unit_ns as u128;
+        let next = count.checked_add(n).zip((ns * ns).checked_mul(n as u128).and_then(|x| x.checked_add(sumsq)));
+        (count, sumsq) =
+            next.ok_or_else(|| format!("claims more samples in thread {i} than rtbench can count exactly"))?;
+    }
+    let mut s = Stats::default();
+    for &(v, n) in buckets {
+        s.record_n(v * unit_ns, n);
+    }
+    if *overflows > 0 {
+        // Neither tool keeps values past its last bucket; its max is the best we know.
+        s.record_n(overflow_at * unit_ns, *overflows);
+    }
+    if let Some(m) = max.filter(|_| s.count > 0) {
+        s.max = s.max.max(m * unit_ns);
+    }
+    if let Some(m) = min.filter(|_| s.count > 0) {
+        if m * unit_ns > s.max {
+            return Err(format!("says thread {i}'s min latency is {m} {}, above its max", unit_name(unit_ns)));
+        }
+        s.min = m * unit_ns;
+    }
+    Ok(s)
+}
+
+fn unit_name(unit_ns: u64) -> &'static str {
+    if unit_ns == 1 {
+        "ns"
+    } else {
+        "µs"
+    }
+}
+
 pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result<i64> {
     let bad = |reason: String| InputError::Invalid(format!("'{}' {reason}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
     let c = convert(&text).map_err(bad)?;
     let head = RunHead {
         label: label.to_string(),
-        probe: "timer".into(),
+        probe: c.probe.into(),
         kind: RunKind::Probe,
         metric: Metric::LATENCY,
         params: RunParams::Imported(ImportedParams {

@@ -243,7 +243,8 @@ pub struct CompareArgs {
 
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// A cyclictest --json file or a cyclictest -h histogram (stdout or --histfile)
+    /// A cyclictest --json file or -h histogram (stdout or --histfile), rtla timerlat/osnoise hist
+    /// output, or a sockperf --full-log
     pub file: PathBuf,
     /// Label of the imported run
     #[arg(long)]

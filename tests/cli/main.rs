@@ -10,6 +10,7 @@ mod faults;
 mod findings;
 mod fleet;
 mod helpers;
+mod import;
 mod kernels;
 mod live;
 mod load;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# What CI checks of the Debian package: it installs with dpkg -i, the binary, a man page and
+# the bash completion work from where the package put them, the monitor's unit passes
+# systemd-analyze verify, and removing (then purging) it leaves none of its files behind.
+#   scripts/check-deb.sh PACKAGE.deb     (as root)
+set -euo pipefail
+deb=$1
+fail() { echo "check-deb: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || fail "needs root to install $deb"
+
+dpkg -i "$deb" >/dev/null
+# A check that fails below still takes the package off the machine.
+trap 'dpkg -P rtbench >/dev/null 2>&1 || true' EXIT
+files=$(dpkg -L rtbench | while read -r f; do [ -d "$f" ] || echo "$f"; done)
+conffiles=$(dpkg-query -W -f='${Conffiles}\n' rtbench | awk 'NF {print $1}')
+
+[ "$(command -v rtbench)" = /usr/bin/rtbench ] || fail "rtbench is not /usr/bin/rtbench on PATH"
+rtbench --version | grep -q '^rtbench ' || fail "rtbench --version printed nothing like a version"
+page=$(man -w rtbench-study) || fail "man finds no rtbench-study page"
+[ "$page" = /usr/share/man/man1/rtbench-study.1.gz ] || fail "man found rtbench-study at $page"
+completion=/usr/share/bash-completion/completions/rtbench
+offered=$(bash --norc --noprofile -c "source $completion; f=\$(complete -p rtbench); f=\${f##*-F }; f=\${f%% *};
+  COMP_WORDS=(rtbench st); COMP_CWORD=1; COMP_LINE='rtbench st'; COMP_POINT=10; \"\$f\" rtbench st rtbench;
+  echo \"\${COMPREPLY[*]}\"")
+[ "$offered" = study ] || fail "bash completes 'rtbench st' as '$offered', not 'study'"
+
+unit=/lib/systemd/system/rtbench-monitor.service
+if ! command -v systemd-analyze >/dev/null; then
+  echo "check-deb: skipped systemd-analyze verify: systemd-analyze is not installed"
+elif ! systemd-analyze verify /lib/systemd/system/basic.target >/dev/null 2>&1; then
+  echo "check-deb: skipped systemd-analyze verify: it cannot run here (checked on basic.target)"
+else
+  # verify exits 0 on an unknown key and only warns: any word it says about the unit fails.
+  said=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify: $said"
+  [ -z "$said" ] || fail "systemd-analyze verify: $said"
+fi
+
+dpkg -r rtbench >/dev/null
+for f in $files; do
+  if [ -e "$f" ] && ! grep -qx "$f" <<<"$conffiles"; then fail "$f is left after dpkg -r"; fi
+done
+dpkg -P rtbench >/dev/null
+for f in $conffiles; do [ ! -e "$f" ] || fail "$f is left after dpkg -P"; done
+! dpkg -s rtbench >/dev/null 2>&1 || fail "dpkg still knows rtbench after purging it"
+echo "check-deb: $(basename "$deb") installs, works and removes cleanly"

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Builds rtbench_VERSION_ARCH.deb with dpkg-deb, which every Debian has: the binary, a man page
+# per command (`rtbench __man`), bash/zsh/fish completions (`rtbench completions`), the
+# monitor's systemd unit and its defaults file, and the shared libraries it links declared by
+# dpkg-shlibdeps. (cargo-deb would do the same, but it is built from source in minutes, or
+# comes as an old third-party wheel; the man pages and completions need generating first
+# either way.)
+#   scripts/package-deb.sh [OUT_DIR]              builds the release binary, then the package
+#   RTBENCH_BIN=PATH scripts/package-deb.sh ...   packages an already built binary
+# Prints the path of the package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-target/debian}
+
+bin=${RTBENCH_BIN:-}
+if [ -z "$bin" ]; then
+  cargo build --release --quiet
+  bin=${CARGO_TARGET_DIR:-target}/release/rtbench
+fi
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
+arch=$(dpkg --print-architecture)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+root=$stage/root
+
+install -D -m 0755 "$bin" "$root/usr/bin/rtbench"
+# Debian ships binaries without their debug sections.
+strip --strip-debug --remove-section=.comment "$root/usr/bin/rtbench"
+
+mkdir -p "$stage/man" "$root/usr/share/man/man1"
+"$root/usr/bin/rtbench" __man "$stage/man" >/dev/null
+for page in "$stage"/man/*.1; do
+  gzip -9n <"$page" >"$root/usr/share/man/man1/$(basename "$page").gz"
+done
+
+install -d "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
+  "$root/usr/share/fish/vendor_completions.d"
+"$root/usr/bin/rtbench" completions bash >"$root/usr/share/bash-completion/completions/rtbench"
+"$root/usr/bin/rtbench" completions zsh >"$root/usr/share/zsh/vendor-completions/_rtbench"
+"$root/usr/bin/rtbench" completions fish >"$root/usr/share/fish/vendor_completions.d/rtbench.fish"
+
+# The unit in deploy/ runs a hand-installed /usr/local/bin/rtbench; the package's is /usr/bin.
+install -d "$root/lib/systemd/system"
+sed 's#/usr/local/bin/rtbench#/usr/bin/rtbench#g' deploy/rtbench-monitor.service \
+  >"$root/lib/systemd/system/rtbench-monitor.service"
+chmod 0644 "$root/lib/systemd/system/rtbench-monitor.service"
+install -D -m 0600 deploy/rtbench-monitor.default "$root/etc/default/rtbench-monitor"
+
+install -d "$root/usr/share/doc/rtbench"
+printf 'rtbench %s\nLicense: MIT\n' "$version" >"$root/usr/share/doc/rtbench/copyright"
+
+# dpkg-shlibdeps reads a debian/control; a minimal one in the staging directory will do.
+mkdir -p "$stage/debian"
+printf 'Source: rtbench\n\nPackage: rtbench\nArchitecture: any\n' >"$stage/debian/control"
+depends=$(cd "$stage" && dpkg-shlibdeps -O root/usr/bin/rtbench 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+[ -n "$depends" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+
+install -d "$root/DEBIAN"
+cat >"$root/DEBIAN/control" <<EOF
+Package: rtbench
+Version: $version
+Architecture: $arch
+Maintainer: rtbench developers <rtbench@localhost>
+Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
+Depends: $depends
+Suggests: stress-ng, rt-tests, qemu-system-x86
+Section: utils
+Priority: optional
+Description: real-time latency laboratory for Linux
+ Measures how a kernel serves real-time work (timer wake-ups as cyclictest,
+ clock reads, message round trips, trigger response, OS noise), idle and
+ under load, stores every run in SQLite and draws kernels side by side.
+ The rtbench-monitor service watches latency continuously for Prometheus.
+EOF
+echo /etc/default/rtbench-monitor >"$root/DEBIAN/conffiles"
+# The monitor puts every CPU under a FIFO thread: installing does not start it, upgrading or
+# removing stops it, and systemd is told about the unit only where systemd runs.
+cat >"$root/DEBIAN/postinst" <<'EOF'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+EOF
+cat >"$root/DEBIAN/prerm" <<'EOF'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ]; then systemctl stop rtbench-monitor.service || true; fi
+EOF
+cp "$root/DEBIAN/postinst" "$root/DEBIAN/postrm"
+chmod 0755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"
+
+mkdir -p "$out"
+deb="$out/rtbench_${version}_${arch}.deb"
+dpkg-deb --root-owner-group --build "$root" "$deb" >/dev/null
+echo "$deb"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What CI checks of the Debian package: it installs with dpkg -i, the binary, a man page and
 # the bash completion work from where the package put them, the monitor's unit passes
-# systemd-analyze verify, and removing (then purging) it leaves none of its files behind.
+# systemd-analyze verify, real-time capabilities come only with the debconf opt-in, and removing
+# (then purging) it leaves none of its files behind.
 #   scripts/check-deb.sh PACKAGE.deb     (as root)
 set -euo pipefail
 deb=$1
@@ -34,6 +35,18 @@ else
   said=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify: $said"
   [ -z "$said" ] || fail "systemd-analyze verify: $said"
 fi
+
+# Real-time capabilities are an opt-in: none by default, both once the question says yes, none
+# again once it says no.
+caps() { getcap /usr/bin/rtbench 2>/dev/null | sed 's#^/usr/bin/rtbench ##'; }
+[ -z "$(caps)" ] || fail "rtbench has capabilities nobody asked for: $(caps)"
+echo rtbench rtbench/realtime-capabilities boolean true | debconf-set-selections
+DEBIAN_FRONTEND=noninteractive dpkg-reconfigure rtbench >/dev/null
+given=$(caps)
+{ grep -q cap_ipc_lock <<<"$given" && grep -q cap_sys_nice <<<"$given"; } || fail "the opt-in gave '$given'"
+echo rtbench rtbench/realtime-capabilities boolean false | debconf-set-selections
+DEBIAN_FRONTEND=noninteractive dpkg-reconfigure rtbench >/dev/null
+[ -z "$(caps)" ] || fail "saying no again left $(caps)"
 
 dpkg -r rtbench >/dev/null
 for f in $files; do

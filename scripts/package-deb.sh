@@ -62,7 +62,8 @@ Version: $version
 Architecture: $arch
 Maintainer: rtbench developers <rtbench@localhost>
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
-Depends: $depends
+Depends: $depends, debconf (>= 0.5) | debconf-2.0
+Recommends: libcap2-bin
 Suggests: stress-ng, rt-tests, qemu-system-x86
 Section: utils
 Priority: optional
@@ -73,11 +74,47 @@ Description: real-time latency laboratory for Linux
  The rtbench-monitor service watches latency continuously for Prometheus.
 EOF
 echo /etc/default/rtbench-monitor >"$root/DEBIAN/conffiles"
+# Real-time privileges without root are an opt-in (a debconf question, default no): with it,
+# /usr/bin/rtbench gets cap_sys_nice and cap_ipc_lock, so every user who may run it gets
+# SCHED_FIFO and locked memory. Preseed: `echo rtbench rtbench/realtime-capabilities boolean
+# true | debconf-set-selections`; change later: `dpkg-reconfigure rtbench`.
+cat >"$root/DEBIAN/templates" <<'EOF'
+Template: rtbench/realtime-capabilities
+Type: boolean
+Default: false
+Description: Give rtbench real-time privileges for every user?
+ With this, /usr/bin/rtbench carries the capabilities cap_sys_nice and
+ cap_ipc_lock: any user who may run it measures at SCHED_FIFO with locked
+ memory, without root. Tracing, the shield and the preemption switch still
+ need root. Say no on a shared machine where users must not get real-time
+ priority.
+EOF
+cat >"$root/DEBIAN/config" <<'EOF'
+#!/bin/sh
+set -e
+. /usr/share/debconf/confmodule
+db_input low rtbench/realtime-capabilities || true
+db_go || true
+EOF
 # The monitor puts every CPU under a FIFO thread: installing does not start it, upgrading or
 # removing stops it, and systemd is told about the unit only where systemd runs.
 cat >"$root/DEBIAN/postinst" <<'EOF'
 #!/bin/sh
 set -e
+if [ "$1" = configure ]; then
+  . /usr/share/debconf/confmodule
+  db_get rtbench/realtime-capabilities
+  if [ "$RET" = true ]; then
+    if command -v setcap >/dev/null; then
+      setcap cap_sys_nice,cap_ipc_lock+ep /usr/bin/rtbench
+    else
+      echo "rtbench: setcap is missing (install libcap2-bin): no real-time capabilities given" >&2
+    fi
+  elif command -v setcap >/dev/null; then
+    setcap -r /usr/bin/rtbench 2>/dev/null || true
+  fi
+  db_stop
+fi
 if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
 EOF
 cat >"$root/DEBIAN/prerm" <<'EOF'
@@ -85,8 +122,16 @@ cat >"$root/DEBIAN/prerm" <<'EOF'
 set -e
 if [ -d /run/systemd/system ]; then systemctl stop rtbench-monitor.service || true; fi
 EOF
-cp "$root/DEBIAN/postinst" "$root/DEBIAN/postrm"
-chmod 0755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"
+cat >"$root/DEBIAN/postrm" <<'EOF'
+#!/bin/sh
+set -e
+if [ "$1" = purge ] && [ -e /usr/share/debconf/confmodule ]; then
+  . /usr/share/debconf/confmodule
+  db_purge
+fi
+if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+EOF
+chmod 0755 "$root/DEBIAN/config" "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"
 
 mkdir -p "$out"
 deb="$out/rtbench_${version}_${arch}.deb"

@@ -238,8 +238,8 @@ impl Flow<'_> {
     /// then the others, then the totals start again. `None` and nothing changed when the store
     /// could not begin the next segment.
     pub(super) fn close_window(&mut self, more: bool) -> Option<i64> {
-        let threads = self.results();
-        let closed = Closed { threads: &threads, more };
+        let (threads, ran) = (self.results(), self.ran());
+        let closed = Closed { threads: &threads, ran: &ran, more };
         let next = self.sinks.store.window_closed(&closed);
         if more && next.is_none() {
             return None;

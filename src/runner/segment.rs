@@ -47,6 +47,8 @@ impl Segments {
 /// The results of a window that has just closed, for sinks that keep history of their own.
 pub struct Closed<'a> {
     pub threads: &'a [ThreadResult],
+    /// How each thread that set itself up ran (policy, priority, timer slack).
+    pub ran: &'a [crate::model::ThreadRan],
     /// Whether another window follows (false at the end of the run).
     pub more: bool,
 }
@@ -96,7 +98,7 @@ mod tests {
         };
         let cp = Checkpoint { threads: &[], envelope: &envelope, activity: &[stolen], breaches: &[] };
         sink.checkpoint(&cp).unwrap();
-        let next = sink.window_closed(&Closed { threads: &[], more: true }).unwrap().expect("a next window");
+        let next = sink.window_closed(&Closed { threads: &[], ran: &[], more: true }).unwrap().expect("a next window");
         assert_eq!(sink.id(), next);
         drop(sink);
         (store.header(id).unwrap().warnings, store.header(next).unwrap().warnings)

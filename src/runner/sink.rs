@@ -236,6 +236,9 @@ impl Sink for StoreSink<'_> {
     fn window_closed(&mut self, closed: &Closed) -> Result<Option<i64>> {
         let Some(segments) = self.segments.as_ref().filter(|_| closed.more) else { return Ok(None) };
         let said = segments.steal(self.writer.store(), self.writer.id());
+        // Every window says how its threads ran, not only the last (whose params the run's
+        // end writes whole).
+        self.writer.note_ran(closed.ran)?;
         Ok(Some(self.writer.roll(&said, segments.keep)?))
     }
 }

@@ -10,8 +10,8 @@ use anyhow::Result;
 
 use super::{RawBatch, Store};
 use crate::model::{
-    Breach, CpuInterval, EnvPoint, LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadResult,
-    EMULATED_WARNING,
+    Breach, CpuInterval, EnvPoint, LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadRan,
+    ThreadResult, EMULATED_WARNING,
 };
 
 /// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
@@ -199,6 +199,17 @@ impl<'s> RunWriter<'s> {
     /// Replaces what is stored about the load (what it did, once it stopped).
     pub fn set_load(&self, load: &LoadRecord) -> Result<()> {
         self.store.set_load(self.id, load)
+    }
+
+    /// Records how the threads ran in this run's parameters and in those of the runs the head
+    /// begins next (a monitor's windows), once, when the threads have said it.
+    pub fn note_ran(&mut self, ran: &[ThreadRan]) -> Result<()> {
+        let RunParams::Measured(p) = &mut self.head.params else { return Ok(()) };
+        if !p.ran.is_empty() || ran.is_empty() {
+            return Ok(());
+        }
+        p.ran = ran.to_vec();
+        self.store.set_params(self.id, &self.head.params)
     }
 
     /// Replaces the stored parameters (with what was found while measuring).

@@ -90,6 +90,14 @@ fn windows_are_stored_as_runs_of_their_own_and_sigterm_keeps_the_current_one() {
         // more from the second window on.
         assert!(count > 0 && count < 3_000, "window {} holds {count} samples", r["id"]);
         assert_eq!(doc["threads"][0]["cpu"], 0);
+        // Every window says how its thread ran, not only the last.
+        assert_eq!(
+            doc["run"]["params"]["ran"].as_array().map(Vec::len),
+            Some(1),
+            "window {}: {}",
+            r["id"],
+            doc["run"]["params"]
+        );
     }
     // And all windows together hold no more than one sample per ms from the first's start to
     // the last's end: no sample is counted in two windows.

@@ -92,9 +92,9 @@ mod tests {
             ThreadResult { thread: cpu, cpu: Some(cpu), stats, irq: None }
         };
         let first = [result(0, &[10_000, 20_000]), result(1, &[30_000])];
-        sink.window_closed(&Closed { threads: &first, more: true }).unwrap();
+        sink.window_closed(&Closed { threads: &first, ran: &[], more: true }).unwrap();
         let second = [result(0, &[5_000_000]), result(1, &[])];
-        sink.window_closed(&Closed { threads: &second, more: false }).unwrap();
+        sink.window_closed(&Closed { threads: &second, ran: &[], more: false }).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let base = sink.base.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
         let text = String::from_utf8_lossy(&bytes).into_owned();

@@ -214,7 +214,7 @@ mod tests {
         };
         let first = [result(&[5_000, 300_000])];
         sink.checkpoint(&cp(&first)).unwrap();
-        sink.window_closed(&Closed { threads: &first, more: true }).unwrap();
+        sink.window_closed(&Closed { threads: &first, ran: &[], more: true }).unwrap();
         let second = [result(&[7_000])];
         sink.checkpoint(&cp(&second)).unwrap();
         let s = shared.lock().unwrap().series[0].clone();
@@ -238,7 +238,7 @@ mod tests {
         };
         let first = [result(&[(5_000, 2_000), (300_000, 250_000)])];
         sink.checkpoint(&cp(&first)).unwrap();
-        sink.window_closed(&Closed { threads: &first, more: true }).unwrap();
+        sink.window_closed(&Closed { threads: &first, ran: &[], more: true }).unwrap();
         sink.checkpoint(&cp(&[result(&[(7_000, 1_000)])])).unwrap();
         let snap = shared.lock().unwrap().clone();
         let (s, i) = (&snap.series[0], &snap.irq[0]);

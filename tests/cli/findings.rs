@@ -173,6 +173,8 @@ fn one_label_says_the_rule_of_thumb_and_the_audit_and_compares_nothing() {
         ),
         other,
     );
+    // It ran without locked memory too, as an unprivileged run stores it.
+    sql(&lab, r#"UPDATE runs SET params = json_set(params, '$.lacked', json('["memory_lock"]')) WHERE id = ?1"#, other);
 
     let said = lab.ok(&["report", "--findings"]);
     assert!(!said.contains(" against "), "one label: no comparison:\n{said}");
@@ -187,6 +189,8 @@ fn one_label_says_the_rule_of_thumb_and_the_audit_and_compares_nothing() {
         rule.contains(&format!("1 of 2 runs were measured at SCHED_OTHER, not at real-time priority (run {other})")),
         "{rule}"
     );
+    assert!(rule.contains(&format!("1 of 2 runs lacked mlock (run {other})")), "{rule}");
+    assert!(!rule.contains("lacked cpu_dma_latency"), "{rule}");
     assert!(rule.contains(&format!("load 'paper' of run {id} did not reach its 95 % target (CPU 0 80 %)")), "{rule}");
     assert!(!rule.contains("governor"), "only bad findings explain: {rule}");
     let fix = said.lines().find(|l| l.contains("Fix first (k-one): ")).unwrap_or_else(|| panic!("{said}"));

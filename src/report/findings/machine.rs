@@ -2,7 +2,7 @@
 //! CPU cycles), what explains it when not, and the audit's bad findings to fix first.
 
 use super::{cell, steal, us, Finding, Number, Topic, Unit};
-use crate::model::{Policy, Severity};
+use crate::model::{Lacked, Policy, Severity};
 use crate::report::select::RunView;
 use crate::report::tables::rule_of_thumb;
 
@@ -39,6 +39,19 @@ fn rule(runs: &[RunView], label: &str) -> Option<Finding> {
             judged.len(),
             other.join(", ")
         ));
+    }
+    for lacked in [Lacked::MemoryLock, Lacked::CpuDmaLatency] {
+        let ids: Vec<String> =
+            judged.iter().filter(|(r, _)| lacked_by(r, lacked)).map(|(r, _)| r.data.header.id.to_string()).collect();
+        if !ids.is_empty() {
+            because.push(format!(
+                "{} of {} runs lacked {} (run {})",
+                ids.len(),
+                judged.len(),
+                lacked.short(),
+                ids.join(", ")
+            ));
+        }
     }
     let link;
     let sentence = if over.is_empty() {
@@ -141,6 +154,12 @@ fn load_short(r: &RunView) -> Option<String> {
             short.join(", ")
         )
     })
+}
+
+/// True when the run measured without `what` (memory lock, `/dev/cpu_dma_latency`), as its
+/// privileges allowed.
+fn lacked_by(r: &RunView, what: Lacked) -> bool {
+    r.data.header.params.measured().is_some_and(|m| m.lacked.contains(&what))
 }
 
 /// True when a thread of the run measured at SCHED_OTHER (rtbench's own runs only).

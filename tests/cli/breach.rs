@@ -105,24 +105,10 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
     let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
     let before = tracing_state();
     let lab = Lab::new();
-    let script = lab.path("hog.py");
-    std::fs::write(&script, HOG).unwrap();
-    let mut hog = Command::new("python3")
-        .args([script.to_str().unwrap(), "1", "4", "0.005"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut hog = start_hog(&lab, "1", "4", "0.005");
     let said = lab.ok(&["timer", "-t", "1", "-a", "1", "--breach", "2000", "--breach-max", "30", "-D", "5s", "-q"]);
     let hog_pid = hog.id();
-    let bursts: Vec<(u64, u64)> = BufReader::new(hog.stdout.take().unwrap())
-        .lines()
-        .map(|l| {
-            let l = l.unwrap();
-            let (a, b) = l.split_once(' ').unwrap();
-            (a.parse().unwrap(), b.parse().unwrap())
-        })
-        .collect();
-    assert!(hog.wait().unwrap().success(), "the busy loop ran");
+    let bursts = hog_bursts(&mut hog);
     assert_eq!(bursts.len(), 4, "four bursts of the busy loop");
     assert!(said.contains("traced with ftrace"), "{said}");
 

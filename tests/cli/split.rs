@@ -2,11 +2,10 @@
 //! events, checked sample by sample, and the split's trace instance never left behind.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use crate::breach::{can_trace, run_ended_by, tracing_state, HOG, TRACEFS, TRACING};
+use crate::breach::{can_trace, hog_bursts, run_ended_by, start_hog, tracing_state, TRACEFS, TRACING};
 use crate::helpers::*;
 
 /// 2000 samples at 2.5 ms: about 5 s, every sample kept in the store (and so in the export).
@@ -65,26 +64,12 @@ fn a_real_time_burst_is_blamed_on_scheduling_not_on_the_interrupt() {
     }
     let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
     let lab = Lab::new();
-    let script = lab.path("hog.py");
-    std::fs::write(&script, HOG).unwrap();
     // More bursts than the 5 s run holds: a start slowed by a busy machine still meets several.
-    let mut hog = Command::new("python3")
-        .args([script.to_str().unwrap(), "1", "8", "0.005"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut hog = start_hog(&lab, "1", "8", "0.005");
     // The breach tracer beside the split: its windows give the run's start on CLOCK_MONOTONIC.
     let json = lab.path("run.json");
     lab.ok(&[&RUN[..], &[json.to_str().unwrap(), "--breach", "2000", "--breach-max", "30"]].concat());
-    let bursts: Vec<(u64, u64)> = BufReader::new(hog.stdout.take().unwrap())
-        .lines()
-        .map(|l| {
-            let l = l.unwrap();
-            let (a, b) = l.split_once(' ').unwrap();
-            (a.parse().unwrap(), b.parse().unwrap())
-        })
-        .collect();
-    assert!(hog.wait().unwrap().success(), "the busy loop ran");
+    let bursts = hog_bursts(&mut hog);
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let b = &doc["breaches"][0];
     let start = b["mono_ns"].as_u64().expect("a breach during a burst") - b["t_ns"].as_u64().unwrap();

@@ -167,10 +167,26 @@ pub fn run_ended_by(lab: &Lab, state_dir: &Path, sig: &str, tracing: &[&str]) ->
 /// [`run_ended_by`] for any probe's run (`run`: the probe and its flags).
 pub fn probe_ended_by(lab: &Lab, state_dir: &Path, sig: &str, run: &[&str]) -> u32 {
     let args = [run, &["-D", "60s", "-q"]].concat();
-    let mut child =
-        lab.cmd(&args).env("RTBENCH_STATE_DIR", state_dir).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    let runs = lab.runs().as_array().map_or(0, |a| a.len());
-    lab.wait_for_runs(runs + 1, Duration::from_secs(10));
+    let runs = if lab.db().exists() { lab.runs().as_array().map_or(0, |a| a.len()) } else { 0 };
+    let mut child = lab
+        .cmd(&args)
+        .env("RTBENCH_STATE_DIR", state_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A loaded machine (a guest booting, FIFO loops of other tests) may take long to set up;
+    // a command that ends before its run begins says why.
+    let until = Instant::now() + Duration::from_secs(30);
+    while !lab.db().exists() || lab.runs().as_array().map_or(0, |a| a.len()) <= runs {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            panic!("rtbench ended ({status}) before its run began: {err}");
+        }
+        assert!(Instant::now() < until, "the run did not begin within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     std::thread::sleep(Duration::from_millis(800));
     let pid = child.id();
     assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());

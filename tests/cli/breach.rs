@@ -77,6 +77,17 @@ pub fn tracing_state() -> Vec<String> {
     state
 }
 
+/// A tracing test's start: None where tracing cannot run here (said by [`can_trace`]), else
+/// the lock that keeps tracing tests one at a time, held for the test, and tracing's state
+/// before it.
+pub fn traced() -> Option<(std::sync::MutexGuard<'static, ()>, Vec<String>)> {
+    if !can_trace() {
+        return None;
+    }
+    let one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    Some((one, tracing_state()))
+}
+
 pub fn can_trace() -> bool {
     if !is_root() {
         skip("tracing needs root");
@@ -99,11 +110,7 @@ pub fn can_trace() -> bool {
 
 #[test]
 fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    let before = tracing_state();
+    let Some((_one, before)) = traced() else { return };
     let lab = Lab::new();
     let mut hog = start_hog(&lab, "1", "4", "0.005");
     let said = lab.ok(&["timer", "-t", "1", "-a", "1", "--breach", "2000", "--breach-max", "30", "-D", "5s", "-q"]);
@@ -200,11 +207,7 @@ pub fn probe_ended_by(lab: &Lab, state_dir: &Path, sig: &str, run: &[&str]) -> u
 
 #[test]
 fn tracing_leaves_nothing_after_sigint_and_after_sigkill_plus_one_command() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    let before = tracing_state();
+    let Some((_one, before)) = traced() else { return };
     let lab = Lab::new();
     let state = lab.path("state");
     traced_run_ended_by(&lab, &state, "-INT");
@@ -223,10 +226,7 @@ fn tracing_leaves_nothing_after_sigint_and_after_sigkill_plus_one_command() {
 
 #[test]
 fn at_most_breach_max_windows_are_kept_and_breach_stop_ends_the_run_at_the_first() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((_one, _)) = traced() else { return };
     let lab = Lab::new();
     // Every sample is over 1 µs: a breach each millisecond.
     lab.ok(&["timer", "-t", "1", "-a", "1", "--breach", "1", "--breach-max", "2", "-D", "2s", "-q"]);

@@ -3,16 +3,12 @@
 
 use std::path::Path;
 
-use crate::breach::{can_trace, hog_bursts, probe_ended_by, start_hog, tracing_state, TRACEFS, TRACING};
+use crate::breach::{hog_bursts, probe_ended_by, start_hog, traced, tracing_state, TRACEFS};
 use crate::helpers::*;
 
 #[test]
 fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    let before = tracing_state();
+    let Some((_one, before)) = traced() else { return };
     let lab = Lab::new();
     // A FIFO-99 burst of 2 ms once a second on CPU 1, five times.
     let mut hog = start_hog(&lab, "1", "5", "0.002");
@@ -80,11 +76,7 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
 
 #[test]
 fn a_killed_classified_run_leaves_its_instance_to_the_next_command_which_removes_it() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    let before = tracing_state();
+    let Some((_one, before)) = traced() else { return };
     let lab = Lab::new();
     let state = lab.path("state");
     let pid = probe_ended_by(&lab, &state, "-KILL", &["noise", "-a", "1", "--classify"]);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::breach::{can_trace, hog_bursts, run_ended_by, start_hog, tracing_state, TRACEFS, TRACING};
+use crate::breach::{hog_bursts, run_ended_by, start_hog, traced, tracing_state, TRACEFS};
 use crate::helpers::*;
 
 /// 2000 samples at 2.5 ms: about 5 s, every sample kept in the store (and so in the export).
@@ -27,11 +27,7 @@ fn samples(lab: &Lab, id: i64) -> HashMap<u64, Vec<(u64, u64, Option<u64>)>> {
 
 #[test]
 fn idle_nearly_every_sample_is_matched_and_no_irq_part_exceeds_its_sample() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    let before = tracing_state();
+    let Some((_one, before)) = traced() else { return };
     let lab = Lab::new();
     let json = lab.path("run.json");
     lab.ok(&[&RUN[..], &[json.to_str().unwrap()]].concat());
@@ -59,10 +55,7 @@ fn idle_nearly_every_sample_is_matched_and_no_irq_part_exceeds_its_sample() {
 
 #[test]
 fn a_real_time_burst_is_blamed_on_scheduling_not_on_the_interrupt() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((_one, _)) = traced() else { return };
     let lab = Lab::new();
     // More bursts than the 5 s run holds: a start slowed by a busy machine still meets several.
     let mut hog = start_hog(&lab, "1", "8", "0.005");
@@ -100,11 +93,7 @@ fn a_real_time_burst_is_blamed_on_scheduling_not_on_the_interrupt() {
 
 #[test]
 fn a_killed_split_run_leaves_its_instance_to_the_next_command_which_removes_it() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    let before = tracing_state();
+    let Some((_one, before)) = traced() else { return };
     let lab = Lab::new();
     let state = lab.path("state");
     run_ended_by(&lab, &state, "-INT", &["--split"]);
@@ -131,10 +120,7 @@ fn split_is_refused_for_a_probe_without_a_timer() {
 
 #[test]
 fn compare_sets_the_irq_part_of_two_split_labels_beside_their_wake_up_latency() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((_one, _)) = traced() else { return };
     let lab = Lab::new();
     for label in ["a", "b"] {
         lab.ok(&["timer", "-t", "1", "-a", "1", "--split", "-l", "300", "-q", "--label", label]);
@@ -155,10 +141,7 @@ fn compare_sets_the_irq_part_of_two_split_labels_beside_their_wake_up_latency() 
 
 #[test]
 fn a_study_splits_its_timer_cells_by_default_and_only_those() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((_one, _)) = traced() else { return };
     let lab = Lab::new();
     let out = lab.path("report");
     lab.ok(&["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "-o", out.to_str().unwrap()]);
@@ -179,10 +162,7 @@ fn a_study_splits_its_timer_cells_by_default_and_only_those() {
 /// run; a run not split beside it gets none of it.
 #[test]
 fn the_report_overlays_both_sides_tables_their_shares_and_says_where_the_p99_went() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((_one, _)) = traced() else { return };
     let lab = Lab::new();
     lab.ok(&["timer", "-t", "1", "-a", "1", "--split", "-D", "2s", "-q", "--label", "k"]);
     let id = lab.last_run();
@@ -245,11 +225,7 @@ fn the_report_overlays_both_sides_tables_their_shares_and_says_where_the_p99_wen
 /// mounted.
 #[test]
 fn two_traced_runs_at_once_leave_tracefs_as_it_was() {
-    if !can_trace() {
-        return;
-    }
-    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    let before = tracing_state();
+    let Some((_one, before)) = traced() else { return };
     let lab = Lab::new();
     let first = lab
         .cmd(&["timer", "-t", "1", "-a", "1", "--breach", "100000", "-D", "2s", "-q"])

@@ -1,9 +1,11 @@
 //! Validated settings of one measuring run: what the runner sees instead of flags.
 
 mod commands;
+mod resume;
 
 pub use crate::trace::BreachOptions;
 pub use commands::*;
+pub use resume::{rest, resumable, Rest, ResumeConfig};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -6,6 +6,7 @@ mod kernels;
 mod load;
 mod monitor;
 mod net;
+mod resume;
 mod study;
 mod sysbench;
 mod wcet;
@@ -85,6 +86,7 @@ pub fn run(cmd: Task) -> Result<i32> {
         Task::Sysbench(a) => sysbench::run(a),
         Task::Monitor(a) => monitor::run(a),
         Task::Kernels(a) => kernels::run(a),
+        Task::Resume(a) => resume::run(a),
         Task::Show(a) => show_run(a),
         Task::Export(a) => export_run(a),
         Task::Completions(script) => {
@@ -210,6 +212,7 @@ fn analyze(a: AnalyzeConfig) -> Result<i32> {
                 .collect(),
             total,
             breaches: Vec::new(),
+            gaps: Vec::new(),
         };
         print!("{}", show::percentile_table(&run));
     }
@@ -309,6 +312,12 @@ fn analyzed_header(path: &std::path::Path) -> crate::model::RunHeader {
 fn measure(cfg: RunConfig) -> Result<i32> {
     let mut store = writable_store(&cfg.db)?;
     let (id, outcome) = crate::runner::run(&cfg, &mut store)?;
+    print_run(&cfg, &store, id, outcome)
+}
+
+/// What a measuring run writes and prints at its end (its JSON and histogram files when asked,
+/// its summary); returns its exit code.
+fn print_run(cfg: &RunConfig, store: &Store, id: i64, outcome: crate::runner::Outcome) -> Result<i32> {
     let run = store.run(id)?;
     if let Some(path) = &cfg.json {
         let text = serde_json::to_string_pretty(&export::document(&run))? + "\n";

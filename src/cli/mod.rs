@@ -64,6 +64,9 @@ pub enum Command {
     /// Kernels side by side: boot each in a virtual machine (virtme-ng on QEMU), run the study
     /// (or COMMAND) inside, bring the runs back under the kernel's release, report them all
     Kernels(KernelsArgs),
+    /// Continue an interrupted or aborted run (one killed included) into the same run, with the
+    /// same parameters: the gap is recorded, and the statistics cover only measured time
+    Resume(ResumeArgs),
     /// Watch latency continuously at low cost: timer windows stored as runs, Prometheus
     /// metrics at /metrics (runs until SIGTERM or Ctrl-C)
     Monitor(MonitorArgs),
@@ -494,6 +497,20 @@ pub struct WcetArgs {
     /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ResumeArgs {
+    /// Run id (see `rtbench runs`)
+    pub run: i64,
+    /// Continue for this long [default: what is left of the run's duration]
+    #[arg(short = 'D', long, value_parser = crate::parse::duration)]
+    pub duration: Option<Duration>,
+    /// No live display, only the final summary
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub db: DbArg,
 }

@@ -56,6 +56,9 @@ pub fn validate(invocation: Invocation) -> Result<Task> {
         Command::Wcet(a) => Task::Wcet(a.config()),
         Command::Sysbench(a) => Task::Sysbench(a.config()?),
         Command::Monitor(a) => Task::Monitor(a.config()?),
+        Command::Resume(a) => {
+            Task::Resume(ResumeConfig { run: a.run, duration: a.duration, quiet: a.quiet, db: db(a.db) })
+        }
         Command::Kernels(a) => Task::Kernels(a.config()?),
         Command::Completions { shell } => Task::Completions(super::docs::completions(shell)),
         Command::Man { dir } => Task::Man(super::docs::man_pages(dir)?),

@@ -274,6 +274,7 @@ pub enum Task {
     Sysbench(SysbenchConfig),
     Monitor(MonitorConfig),
     Kernels(KernelsConfig),
+    Resume(super::ResumeConfig),
     /// `rtbench completions SHELL`: the script, to print.
     Completions(String),
     Man(ManConfig),

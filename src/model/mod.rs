@@ -28,6 +28,6 @@ pub use params::{
     placement, BreachRecord, ImportedParams, Lacked, MeasuredParams, Policy, RunParams, ShieldRecord, SplitRecord,
     ThreadRan,
 };
-pub use run::{IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
+pub use run::{Gap, IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use status::RunStatus;
 pub use system::{Preemption, RtThrottling, SystemSnapshot, VmPlacement, EMULATED_WARNING};

@@ -100,6 +100,25 @@ pub struct Run {
     pub total: Stats,
     /// Breaches traced with `--breach`, in order.
     pub breaches: Vec<super::Breach>,
+    /// Where `rtbench resume` continued the run: the spans it did not measure, in order.
+    pub gaps: Vec<Gap>,
+}
+
+/// A span a resumed run did not measure: from its last checkpoint before it stopped (killed,
+/// interrupted) to the moment `rtbench resume` measured again. Its statistics hold no sample of
+/// it; its envelope and samples' time offsets count it, so figures show it where it was.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Gap {
+    /// RFC 3339 UTC, as the run's start and end.
+    pub start: String,
+    pub end: String,
+    /// end − start.
+    pub seconds: f64,
+    /// Where it lies on the run's time axis, ns from the run's start (as samples' offsets).
+    #[serde(skip)]
+    pub start_ns: u64,
+    #[serde(skip)]
+    pub end_ns: u64,
 }
 
 impl Run {
@@ -117,6 +136,6 @@ impl Run {
         for t in &threads {
             total.merge(&t.stats);
         }
-        Run { header, threads, total, breaches: Vec::new() }
+        Run { header, threads, total, breaches: Vec::new(), gaps: Vec::new() }
     }
 }

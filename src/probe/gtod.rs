@@ -21,6 +21,8 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: None,
     study: Some(|_, _| {}),
+    // Its pair count is the run's loop count, which resume reads from the run.
+    resume: super::Resume::Settings(&[]),
 };
 
 const PAIRS: Flag = Flag::new(

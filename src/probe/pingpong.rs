@@ -28,6 +28,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: Some(serve),
     study: Some(|env, args| args.set(&ADDR, super::FlagValue::Text(env.peer.clone()))),
+    resume: super::Resume::Not("a session with its peer (its token, warm-up and transport) is not continued"),
 };
 
 /// The transport when `--transport` is not given.

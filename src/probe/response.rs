@@ -28,6 +28,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: Some(serve),
     study: Some(|env, args| args.set(&LOGGER, super::FlagValue::Text(env.peer.clone()))),
+    resume: super::Resume::Not("its session with the logger host is not continued"),
 };
 
 /// Time between triggers when `--period` is not given (the I-pipe study's logger: 1 ms).

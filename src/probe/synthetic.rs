@@ -23,6 +23,11 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: None,
     study: None,
+    resume: super::Resume::Settings(&[
+        super::Stored { flag: SEED, key: "seed", per: 1 },
+        super::Stored { flag: INTERVAL, key: "interval_us", per: 1 },
+        super::Stored { flag: MEDIAN, key: "median_ns", per: 1 },
+    ]),
 };
 
 /// The seed when `--seed` is not given.

@@ -22,6 +22,10 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: None,
     study: Some(|_, _| {}),
+    resume: super::Resume::Settings(&[
+        super::Stored { flag: INTERVAL, key: "interval_us", per: 1 },
+        super::Stored { flag: DISTANCE, key: "distance_us", per: 1 },
+    ]),
 };
 
 /// Wake-up interval when `-i` is not given, in µs (cyclictest's); the monitor's too.

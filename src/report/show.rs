@@ -9,6 +9,24 @@ use crate::stats::{Stats, PERCENTILES};
 use crate::units::us;
 
 /// The full text summary of a run.
+/// Where the run was resumed: each span it did not measure, which its statistics leave out.
+fn gaps(gaps: &[crate::model::Gap]) -> String {
+    if gaps.is_empty() {
+        return String::new();
+    }
+    let not_measured: f64 = gaps.iter().map(|g| g.seconds).sum();
+    let mut out = format!(
+        "resumed {} time{}: {} not measured, left out of the statistics\n",
+        gaps.len(),
+        if gaps.len() == 1 { "" } else { "s" },
+        crate::units::span(not_measured)
+    );
+    for g in gaps {
+        let _ = writeln!(out, "  gap {} – {} ({})", g.start, g.end, crate::units::span(g.seconds));
+    }
+    out
+}
+
 pub fn summary(run: &Run) -> String {
     let h = &run.header;
     let mut out = String::new();
@@ -18,6 +36,7 @@ pub fn summary(run: &Run) -> String {
         h.id, h.label, h.probe, h.status, h.rt_priority
     );
     let _ = writeln!(out, "start {}  end {}", h.start, h.end.as_deref().unwrap_or("-"));
+    out.push_str(&gaps(&run.gaps));
     if let Some(vm) = &h.system.vm {
         let _ = writeln!(out, "ran in a virtual machine: {}", vm.describe());
     }

@@ -89,7 +89,10 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     store.limit_page_cache(256);
     // Only a run stored in windows has segments, each a monitor's window.
     let kind = if extras.window.is_some() { RunKind::MonitorWindow } else { RunKind::Probe };
-    let writer = RunWriter::begin(store, head(cfg, &setup, kind))?;
+    let writer = match extras.resume {
+        Some(id) => RunWriter::resume(store, id, head(cfg, &setup, kind))?,
+        None => RunWriter::begin(store, head(cfg, &setup, kind))?,
+    };
     // The segment being written: the one a failure marks.
     let current = std::cell::Cell::new(writer.id());
     let segments = extras.window.map(|_| Segments {
@@ -434,7 +437,8 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
     }
     if let Outcome::Interrupted(sig) = outcome {
         warnings.push(format!(
-            "interrupted by signal {sig} after {:.1} s: statistics cover the samples taken until then",
+            "{} {sig} after {:.1} s: statistics cover the samples taken until then",
+            crate::store::INTERRUPTED,
             started.elapsed().as_secs_f64()
         ));
     }

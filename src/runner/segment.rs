@@ -19,6 +19,8 @@ pub struct Extras {
     /// Delete the segments of the same label and probe that ended longer ago than this.
     pub keep: Option<Duration>,
     pub sinks: Vec<Box<dyn Sink + Send>>,
+    /// Continue this stored run (interrupted or aborted) instead of beginning one.
+    pub resume: Option<i64>,
 }
 
 /// How the store sink ends one segment and begins the next.

@@ -76,6 +76,10 @@ impl Store {
                 params![old, new],
             )?;
             tx.execute(
+                "INSERT INTO main.gaps SELECT ?2, seq, start, end, start_ns, end_ns FROM other.gaps WHERE run_id = ?1",
+                params![old, new],
+            )?;
+            tx.execute(
                 "INSERT INTO main.breaches SELECT ?2, seq, latency_ns, verdict, breach FROM other.breaches WHERE run_id = ?1",
                 params![old, new],
             )?;

@@ -2,6 +2,7 @@
 //! everything else.
 
 mod merge;
+mod resume;
 mod retention;
 mod schema;
 mod windows;
@@ -259,7 +260,7 @@ impl Store {
 
     /// One run: its header, per-thread results and their merge.
     pub fn run(&self, id: i64) -> Result<Run> {
-        Ok(Run { breaches: self.breaches(id)?, ..Run::new(self.header(id)?, self.threads(id)?) })
+        Ok(Run { breaches: self.breaches(id)?, gaps: self.gaps(id)?, ..Run::new(self.header(id)?, self.threads(id)?) })
     }
 
     /// One run's per-thread results, by thread number.
@@ -445,6 +446,9 @@ fn stats_from(r: &rusqlite::Row, id: i64, thread: u32) -> Result<Stats> {
 
 const HEADER_SELECT: &str = "SELECT id, label, probe, status, start, end, params, load, system, rt_priority, warnings,
     command_line, tool_version, envelope_ns, unit, better, host, pid, pid_start, checkpoint, kind FROM runs";
+
+/// How the warning of a run stopped by a signal begins (the runner says the rest).
+pub const INTERRUPTED: &str = "interrupted by signal";
 
 /// Says why a run reads as aborted when its process is gone.
 const ABANDONED: &str =

@@ -123,6 +123,20 @@ CREATE TABLE irq (
 ) WITHOUT ROWID;
 ALTER TABLE samples ADD COLUMN irq_ns INTEGER;  -- NULL: the run was not split, or no expiry matched
 "#,
+    r#"
+-- v8: rtbench resume: the spans a resumed run did not measure, from its last checkpoint before
+-- it stopped to the moment it measured again; wall times as the run's start and end, and where
+-- they lie on the run's time axis (ns from its start, as the samples' offsets).
+CREATE TABLE gaps (
+    run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq      INTEGER NOT NULL,               -- 0-based, in time order
+    start    TEXT NOT NULL,                  -- RFC 3339 UTC
+    end      TEXT NOT NULL,
+    start_ns INTEGER NOT NULL,
+    end_ns   INTEGER NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+"#,
 ];
 
 /// The schema version this binary writes.
@@ -250,5 +264,17 @@ mod tests {
         assert_eq!(store.raw_irq(1).unwrap(), [(0, vec![None, None])], "the old samples have no IRQ part");
         let irq_rows: i64 = c.query_row("SELECT count(*) FROM irq", [], |r| r.get(0)).unwrap();
         assert_eq!(irq_rows, 0);
+    }
+
+    /// v8 (`rtbench resume`): a store of v7 keeps its runs, which have no gaps.
+    #[test]
+    fn a_v7_store_is_migrated_and_its_runs_have_no_gaps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v7.db");
+        drop(crate::store::tests::old_store(&path, 7));
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.runs().unwrap()[0].label, "old");
+        assert!(store.gaps(1).unwrap().is_empty());
+        assert!(store.run(1).unwrap().gaps.is_empty());
     }
 }

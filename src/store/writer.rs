@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::resume::{merged, Resumed};
 use super::{RawBatch, Store};
 use crate::model::{
-    Breach, CpuInterval, EnvPoint, LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadRan,
-    ThreadResult, EMULATED_WARNING,
+    Breach, CpuInterval, EnvPoint, LoadRecord, MeasuredParams, Metric, RunKind, RunParams, RunStatus, SystemSnapshot,
+    ThreadRan, ThreadResult, EMULATED_WARNING,
 };
 
 /// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
@@ -67,6 +68,8 @@ pub struct RunWriter<'s> {
     /// The envelope index the current run counts from: a window's intervals are stored from its
     /// own start, as a run's are. `None` until the first interval after a roll.
     base: Option<u64>,
+    /// A run continued by `rtbench resume`: what it held, and where the new part goes.
+    resumed: Option<Resumed>,
 }
 
 /// One thread's raw samples for the store.
@@ -87,7 +90,24 @@ impl<'s> RunWriter<'s> {
         head.warnings = with_emulation(&head.system, &head.warnings);
         let id = store.begin(&head)?;
         let (raw, envelope, activity, breaches) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        Ok(RunWriter { store, id, head, raw, envelope, activity, breaches, base: Some(0) })
+        Ok(RunWriter { store, id, head, raw, envelope, activity, breaches, base: Some(0), resumed: None })
+    }
+
+    /// Continues run `id`, interrupted or aborted, with `head` (the same parameters, asked
+    /// again): the gap since its last checkpoint is recorded, and each checkpoint stores the
+    /// run's results with the new samples added, its new samples and intervals after the
+    /// stored ones on the same time axis.
+    pub fn resume(store: &'s mut Store, id: i64, mut head: RunHead) -> Result<RunWriter<'s>> {
+        head.warnings = with_emulation(&head.system, &head.warnings);
+        let resumed = store.reopen(id, &head)?;
+        let raw = resumed
+            .kept
+            .iter()
+            .map(|&(thread, n)| KeptRaw { thread, kept: n, pending: Vec::new(), irq_kept: n, irq: Vec::new() })
+            .collect();
+        let (envelope, activity, breaches) = (Vec::new(), Vec::new(), Vec::new());
+        let resumed = Some(resumed);
+        Ok(RunWriter { store, id, head, raw, envelope, activity, breaches, base: Some(0), resumed })
     }
 
     /// A run written whole at once (a sysbench operation, an import): begun, its results
@@ -120,9 +140,10 @@ impl<'s> RunWriter<'s> {
 
     /// Keeps the first [`RAW_IN_STORE`] raw samples of each thread for the next checkpoint.
     pub fn keep_raw(&mut self, thread: u32, chunk: &[(u64, u64)]) {
+        let shift = self.resumed.as_ref().map_or(0, |r| r.shift_ns);
         let slot = self.slot(thread);
         let take = (RAW_IN_STORE.saturating_sub(slot.kept) as usize).min(chunk.len());
-        slot.pending.extend_from_slice(&chunk[..take]);
+        slot.pending.extend(chunk[..take].iter().map(|&(t, latency)| (t + shift, latency)));
         slot.kept += take as u64;
     }
 
@@ -150,7 +171,8 @@ impl<'s> RunWriter<'s> {
         let first = cp.envelope.iter().map(|(_, p)| p.index).chain(cp.activity.iter().map(|a| a.index)).min();
         if let Some(base) = self.base.or(first) {
             self.base = Some(base);
-            let from_base = |index: u64| index.saturating_sub(base);
+            let shift = self.resumed.as_ref().map_or(0, |r| r.shift_index);
+            let from_base = |index: u64| index.saturating_sub(base) + shift;
             self.envelope.extend(cp.envelope.iter().map(|(t, p)| (*t, EnvPoint { index: from_base(p.index), ..*p })));
             self.activity.extend(cp.activity.iter().map(|a| CpuInterval { index: from_base(a.index), ..*a }));
         }
@@ -169,7 +191,11 @@ impl<'s> RunWriter<'s> {
                 irq: &r.irq,
             })
             .collect();
-        self.store.checkpoint(self.id, cp.threads, &self.envelope, &raw, &self.activity)?;
+        let threads = match &self.resumed {
+            Some(r) => &merged(&r.prior, cp.threads),
+            None => cp.threads,
+        };
+        self.store.checkpoint(self.id, threads, &self.envelope, &raw, &self.activity)?;
         for r in &mut self.raw {
             r.pending.clear();
             r.irq.clear();
@@ -212,20 +238,47 @@ impl<'s> RunWriter<'s> {
         self.store.set_params(self.id, &self.head.params)
     }
 
-    /// Replaces the stored parameters (with what was found while measuring).
+    /// Replaces the stored parameters (with what was found while measuring). A resumed run
+    /// keeps what it was asked: its duration, loop count, sample log and probe's settings.
     pub fn set_params(&self, params: &RunParams) -> Result<()> {
-        self.store.set_params(self.id, params)
+        match (self.resumed.as_ref().and_then(|r| r.params.measured()), params) {
+            (Some(asked), RunParams::Measured(now)) => {
+                self.store.set_params(self.id, &RunParams::Measured(as_asked(asked, now)))
+            }
+            _ => self.store.set_params(self.id, params),
+        }
     }
 
-    /// Ends the run with `status` and `warnings`. Returns its id.
+    /// Ends the run with `status` and `warnings` (a resumed run's own before them). Returns its
+    /// id.
     pub fn finish(self, status: RunStatus, warnings: &[String]) -> Result<i64> {
-        self.store.finish(self.id, status, &with_emulation(&self.head.system, warnings))?;
+        let mut all = self.resumed.as_ref().map(|r| r.warnings.clone()).unwrap_or_default();
+        all.extend(warnings.iter().filter(|w| !all.contains(w)).cloned().collect::<Vec<_>>());
+        self.store.finish(self.id, status, &with_emulation(&self.head.system, &all))?;
         Ok(self.id)
     }
 
     /// Marks the run failed with `reason`; what was checkpointed stays.
     pub fn fail(&self, reason: &str) -> Result<()> {
         self.store.mark_failed(self.id, reason)
+    }
+}
+
+/// A resumed run's parameters: what its new part found (how its threads ran, what it traced),
+/// and what the run was asked (its duration, loop count, sample log, and the probe's own
+/// settings, which its new part was built from: a count it was given for the rest reads as
+/// the whole's).
+fn as_asked(asked: &MeasuredParams, now: &MeasuredParams) -> MeasuredParams {
+    let mut probe = now.probe.clone();
+    probe.extend(
+        asked.probe.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, v)| (k.clone(), v.clone())),
+    );
+    MeasuredParams {
+        duration_s: asked.duration_s,
+        loops: asked.loops,
+        samples_file: asked.samples_file.clone(),
+        probe,
+        ..now.clone()
     }
 }
 

@@ -207,10 +207,13 @@ fn scatter_figure(r: &RunView, title: &str) -> Figure {
     let interval_s = r.data.header.envelope_ns.max(1) as f64 / 1e9;
     let steal = r.steal_marks();
     let (caption, svg) = match &r.raw {
-        Some(raw) => (format!("{title}: latency over time, every sample"), scatter::render_samples(title, raw, &steal)),
+        Some(raw) => (
+            format!("{title}: latency over time, every sample"),
+            scatter::render_samples(title, raw, &steal, &r.data.gaps),
+        ),
         None => (
             format!("{title}: latency over time, min–max band and mean per {}", crate::units::span(interval_s)),
-            scatter::render(title, &r.envelope, interval_s, &steal),
+            scatter::render(title, &r.envelope, interval_s, &steal, &r.data.gaps),
         ),
     };
     let caption = match steal.len() {
@@ -219,6 +222,10 @@ fn scatter_figure(r: &RunView, title: &str) -> Figure {
             "{caption}; shaded: {n} intervals in which the hypervisor took a measured CPU away ({} where it alone explains the largest latency)",
             steal.iter().filter(|m| m.explains).count()
         ),
+    };
+    let caption = match r.data.gaps.len() {
+        0 => caption,
+        n => format!("{caption}; grey: {n} span(s) not measured, where the run stopped and was resumed"),
     };
     Figure { name: format!("run{}-scatter", r.data.header.id), caption, svg }
 }

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::evt::Estimate;
-use crate::model::{Better, Breach, Policy, RunHeader, Unit};
+use crate::model::{Better, Breach, Gap, Policy, RunHeader, Unit};
 use crate::report::Run;
 use crate::stats::Summary;
 
@@ -35,6 +35,11 @@ pub struct Document<'a> {
     /// largest first) and the trace window around it (times in ns from the intended wake-up).
     #[serde(skip_serializing_if = "<[Breach]>::is_empty")]
     breaches: &'a [Breach],
+    /// Where `rtbench resume` continued the run: the spans it did not measure, from its last
+    /// checkpoint before it stopped to when it measured again (RFC 3339 UTC, and seconds). The
+    /// statistics hold nothing of them.
+    #[serde(skip_serializing_if = "<[Gap]>::is_empty")]
+    gaps: &'a [Gap],
 }
 
 /// The run's header and what its samples measure.
@@ -101,6 +106,7 @@ pub fn document(run: &Run) -> Document<'_> {
         total: run.total.summary(),
         wcet: crate::evt::for_run(run, crate::evt::sample_rate(run, &[])),
         breaches: &run.breaches,
+        gaps: &run.gaps,
     }
 }
 
@@ -181,8 +187,23 @@ mod tests {
             causes,
             window,
         });
+        traced.gaps.push(Gap {
+            start: "2026-01-01T00:00:30.000Z".into(),
+            end: "2026-01-01T00:01:00.500Z".into(),
+            seconds: 30.5,
+            start_ns: 30_000_000_000,
+            end_ns: 60_500_000_000,
+        });
         let doc = serde_json::to_value(document(&traced)).unwrap();
-        assert_eq!(keys(&doc), ["schema_version", "tool_version", "run", "threads", "total", "wcet", "breaches"]);
+        assert_eq!(
+            keys(&doc),
+            ["schema_version", "tool_version", "run", "threads", "total", "wcet", "breaches", "gaps"]
+        );
+        assert_eq!(
+            doc["gaps"],
+            serde_json::json!([{"start": "2026-01-01T00:00:30.000Z", "end": "2026-01-01T00:01:00.500Z", "seconds": 30.5}]),
+            "a gap's wall times and length; its offsets stay in the store"
+        );
         let header = ["id", "label", "probe", "status", "start", "end", "params", "load", "system"];
         let tail = ["rt_priority", "warnings", "command_line", "tool_version", "unit", "better"];
         assert_eq!(keys(&doc["run"]), [&header[..], &tail[..]].concat());

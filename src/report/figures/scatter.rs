@@ -2,7 +2,7 @@
 //! sample; a longer one from its per-interval envelope: a min–max band and the mean per thread,
 //! merged into at most `COLUMNS` columns, so a 24-hour run stays readable and small.
 
-use crate::model::EnvPoint;
+use crate::model::{EnvPoint, Gap};
 use crate::report::svg::{Plot, Scale, Svg, PALETTE};
 use crate::units::fmt_us;
 
@@ -53,6 +53,44 @@ fn shade_steal(svg: &mut Svg, plot: &Plot, marks: &[StealMark], div: f64) -> Opt
     Some(("#ff7f0e".into(), String::new(), "hypervisor steal (dark: explains the max)".into()))
 }
 
+/// Shades the spans a resumed run did not measure, over the whole height, under the data.
+fn shade_gaps(svg: &mut Svg, plot: &Plot, gaps: &[Gap], div: f64) -> Option<(String, String, String)> {
+    if gaps.is_empty() {
+        return None;
+    }
+    svg.raw(r#"<g class="gaps">"#);
+    let right = plot.left + plot.width;
+    for g in gaps {
+        let at = |ns: u64| plot.px(ns as f64 / 1e9 / div).min(right);
+        let (x0, x1) = (at(g.start_ns), at(g.end_ns));
+        svg.raw(&format!(
+            r##"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#7f7f7f" fill-opacity="0.3"><title>not measured: {} – {}</title></rect>"##,
+            plot.top,
+            (x1 - x0).max(1.5),
+            plot.height,
+            g.start,
+            g.end
+        ));
+    }
+    svg.raw("</g>");
+    Some(("#7f7f7f".into(), String::new(), "not measured (the run was resumed)".into()))
+}
+
+/// A thread's envelope cut where the run was not measured, so no band or line crosses a gap.
+fn pieces<'p>(points: &'p [EnvPoint], gaps: &[Gap], interval_s: f64) -> Vec<&'p [EnvPoint]> {
+    let ns = |p: &EnvPoint| (p.index as f64 * interval_s * 1e9) as u64;
+    let mut out = Vec::new();
+    let mut from = 0;
+    for i in 1..points.len() {
+        if gaps.iter().any(|g| ns(&points[i - 1]) < g.end_ns && ns(&points[i]) >= g.end_ns) {
+            out.push(&points[from..i]);
+            from = i;
+        }
+    }
+    out.push(&points[from..]);
+    out
+}
+
 fn plot_span_s(plot: &Plot, div: f64) -> f64 {
     match plot.x {
         Scale::Linear { min, max } | Scale::Log { min, max } => (max - min) * div,
@@ -94,7 +132,12 @@ fn frame(svg: &mut Svg, title: &str, lo_us: f64, hi_us: f64, tmax_s: f64) -> (Pl
 }
 
 /// Every sample as a dot, for runs short enough that the store kept them all.
-pub fn render_samples(title: &str, threads: &[crate::model::ThreadSamples], steal: &[StealMark]) -> String {
+pub fn render_samples(
+    title: &str,
+    threads: &[crate::model::ThreadSamples],
+    steal: &[StealMark],
+    gaps: &[Gap],
+) -> String {
     let mut svg = Svg::new(560.0, 340.0);
     let all = threads.iter().flat_map(|t| t.1.iter());
     let (mut lo, mut hi, mut tmax) = (f64::INFINITY, 0.0f64, 0.0f64);
@@ -105,6 +148,7 @@ pub fn render_samples(title: &str, threads: &[crate::model::ThreadSamples], stea
     }
     let (plot, div) = frame(&mut svg, title, lo, hi, tmax);
     let mut legend: Vec<(String, String, String)> = shade_steal(&mut svg, &plot, steal, div).into_iter().collect();
+    legend.extend(shade_gaps(&mut svg, &plot, gaps, div));
     for (i, (thread, pts)) in threads.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         for &(t, lat) in pts {
@@ -121,7 +165,13 @@ pub fn render_samples(title: &str, threads: &[crate::model::ThreadSamples], stea
 }
 
 /// `threads`: per thread, its envelope in time order. `interval_s`: seconds per envelope index.
-pub fn render(title: &str, threads: &[(u32, Vec<EnvPoint>)], interval_s: f64, steal: &[StealMark]) -> String {
+pub fn render(
+    title: &str,
+    threads: &[(u32, Vec<EnvPoint>)],
+    interval_s: f64,
+    steal: &[StealMark],
+    gaps: &[Gap],
+) -> String {
     let mut svg = Svg::new(560.0, 340.0);
     let all = threads.iter().flat_map(|t| t.1.iter());
     let (mut lo, mut hi, mut tmax) = (f64::INFINITY, 0.0f64, 0.0f64);
@@ -132,32 +182,57 @@ pub fn render(title: &str, threads: &[(u32, Vec<EnvPoint>)], interval_s: f64, st
     }
     let (plot, div) = frame(&mut svg, title, lo, hi, tmax);
     let mut legend: Vec<(String, String, String)> = shade_steal(&mut svg, &plot, steal, div).into_iter().collect();
-    for (i, (thread, pts)) in threads.iter().enumerate() {
+    legend.extend(shade_gaps(&mut svg, &plot, gaps, div));
+    for (i, (thread, all)) in threads.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let pts = decimate(pts);
-        let t = |p: &EnvPoint| plot.px((p.index as f64 + 0.5) * interval_s / div);
-        let mut band: Vec<(f64, f64)> = pts.iter().map(|p| (t(p), plot.py(p.max as f64 / 1000.0))).collect();
-        band.extend(pts.iter().rev().map(|p| (t(p), plot.py((p.min as f64 / 1000.0).max(1e-3)))));
-        svg.polygon(&band, &format!(r#"fill="{color}" fill-opacity="0.22" stroke="none""#));
-        // Maxima as dots: the spikes a reader is looking for.
-        for p in &pts {
-            svg.raw(&format!(
-                r#"<circle cx="{:.1}" cy="{:.1}" r="1.6" fill="{color}"/>"#,
-                t(p),
-                plot.py(p.max as f64 / 1000.0)
-            ));
+        for piece in pieces(all, gaps, interval_s) {
+            draw_envelope(&mut svg, &plot, &decimate(piece), color, interval_s / div);
         }
-        let mean: Vec<(f64, f64)> = pts.iter().map(|p| (t(p), plot.py((p.mean() / 1000.0).max(1e-3)))).collect();
-        svg.polyline(&mean, &format!(r#"stroke="{color}" stroke-width="1.5""#));
         legend.push((color.to_string(), String::new(), format!("thread {thread}: mean, band min–max, dots max")));
     }
     svg.legend(&plot, &legend);
     svg.finish()
 }
 
+/// One stretch of a thread's envelope: its min–max band, its maxima as dots, its mean.
+fn draw_envelope(svg: &mut Svg, plot: &Plot, pts: &[EnvPoint], color: &str, per_index: f64) {
+    let t = |p: &EnvPoint| plot.px((p.index as f64 + 0.5) * per_index);
+    let mut band: Vec<(f64, f64)> = pts.iter().map(|p| (t(p), plot.py(p.max as f64 / 1000.0))).collect();
+    band.extend(pts.iter().rev().map(|p| (t(p), plot.py((p.min as f64 / 1000.0).max(1e-3)))));
+    svg.polygon(&band, &format!(r#"fill="{color}" fill-opacity="0.22" stroke="none""#));
+    // Maxima as dots: the spikes a reader is looking for.
+    for p in pts {
+        svg.raw(&format!(
+            r#"<circle cx="{:.1}" cy="{:.1}" r="1.6" fill="{color}"/>"#,
+            t(p),
+            plot.py(p.max as f64 / 1000.0)
+        ));
+    }
+    let mean: Vec<(f64, f64)> = pts.iter().map(|p| (t(p), plot.py((p.mean() / 1000.0).max(1e-3)))).collect();
+    svg.polyline(&mean, &format!(r#"stroke="{color}" stroke-width="1.5""#));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resumed run's gap is shaded and named, and no band or mean line crosses it.
+    #[test]
+    fn a_gap_is_shaded_with_its_label_and_the_envelope_breaks_there() {
+        let point = |index| EnvPoint { index, min: 5_000, max: 9_000, sum: 60_000, count: 10 };
+        let pts: Vec<EnvPoint> = (0..30).chain(61..90).map(point).collect();
+        let gap =
+            Gap { start: "a".into(), end: "b".into(), seconds: 30.5, start_ns: 30_000_000_000, end_ns: 60_500_000_000 };
+        let pieces_of = pieces(&pts, std::slice::from_ref(&gap), 1.0);
+        assert_eq!(pieces_of.iter().map(|p| (p[0].index, p.len())).collect::<Vec<_>>(), [(0, 30), (61, 29)]);
+        let svg = render("t", &[(0, pts.clone())], 1.0, &[], &[gap]);
+        assert!(svg.contains("not measured (the run was resumed)"), "the legend names it");
+        assert!(svg.contains("<title>not measured: a – b</title>"));
+        assert_eq!(svg.matches("<polyline").count(), 2, "the mean line is broken at the gap");
+        let whole = render("t", &[(0, pts)], 1.0, &[], &[]);
+        assert_eq!(whole.matches("<polyline").count(), 1);
+        assert!(!whole.contains("not measured"));
+    }
 
     #[test]
     fn decimation_keeps_extremes_and_counts() {

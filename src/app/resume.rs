@@ -1,0 +1,42 @@
+//! `rtbench resume RUN`: an interrupted or aborted run continues into the same run, with the
+//! parameters it was made with, through the same runner as any run.
+
+use anyhow::Result;
+
+use crate::config::{Rest, ResumeConfig, RunConfig};
+use crate::runner::segment::Extras;
+use crate::store::Store;
+
+pub fn run(a: ResumeConfig) -> Result<i32> {
+    // Everything is checked before anything is written: a run that cannot be resumed leaves
+    // the store as it was.
+    let store = Store::open(&a.db)?;
+    let h = store.header(a.run)?;
+    let fewest = store.threads(a.run)?.iter().map(|t| t.stats.count).min().unwrap_or(0);
+    let measured_s = store.measured_s(a.run)?;
+    let rest = crate::config::rest(&h, measured_s, fewest, a.duration)?;
+    let cfg = RunConfig::resumed(&h, rest, a.quiet, a.db.clone())?;
+    drop(store);
+    if h.command_line.split_whitespace().nth(1) == Some("study") {
+        eprintln!("rtbench: run {} is a cell of a study: it is resumed as its own run, not the study", h.id);
+    }
+    if let Some(log) = h.params.measured().and_then(|m| m.samples_file.as_deref()) {
+        eprintln!("rtbench: WARNING: the sample log '{log}' holds the run up to where it stopped; its next part is not logged");
+    }
+    let more = match rest {
+        Rest::For(d) => format!("for {}", crate::units::span(d.as_secs_f64())),
+        Rest::Loops(n) => format!("for {n} more samples per thread"),
+        Rest::Unbounded => "until stopped".into(),
+    };
+    eprintln!(
+        "rtbench: resuming run {} ({}, label {}; {} measured) {more}",
+        h.id,
+        h.probe,
+        h.label,
+        crate::units::span(measured_s)
+    );
+    let mut store = super::writable_store(&a.db)?;
+    let extras = Extras { resume: Some(a.run), ..Extras::default() };
+    let (id, outcome) = crate::runner::run_with(&cfg, &mut store, extras)?;
+    super::print_run(&cfg, &store, id, outcome)
+}

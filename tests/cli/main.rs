@@ -19,6 +19,7 @@ mod monitor;
 mod net;
 mod privilege;
 mod report;
+mod resume;
 mod samplelog;
 mod signals;
 mod snapshot;

@@ -1,0 +1,149 @@
+//! `rtbench resume RUN`: a run stopped before its end (SIGKILL, SIGINT) continues into the same
+//! run with its parameters; the gap is recorded and the statistics cover only measured time.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::helpers::*;
+
+/// Starts rtbench in the background and waits until its run is in the store; returns when it
+/// appeared.
+fn start(lab: &Lab, args: &[&str], runs_before: usize) -> (Child, Instant) {
+    let child = lab.cmd(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("rtbench starts");
+    lab.wait_for_runs(runs_before + 1, Duration::from_secs(30));
+    (child, Instant::now())
+}
+
+fn signal(child: &mut Child, sig: &str) {
+    assert!(std::process::Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success());
+    child.wait().unwrap();
+}
+
+/// The run's JSON export, checked against the committed schema.
+fn export(lab: &Lab, id: i64) -> serde_json::Value {
+    let doc = lab.export_json(id);
+    assert_valid_export(&doc);
+    doc
+}
+
+fn seconds(doc: &serde_json::Value, at: &str) -> f64 {
+    let s = doc["run"][at].as_str().unwrap();
+    let secs = |a: usize, b: usize| s[a..b].parse::<f64>().unwrap();
+    secs(11, 13) * 3600.0 + secs(14, 16) * 60.0 + secs(17, 23)
+}
+
+/// The check: a timer run SIGKILLed after 30 s and resumed for 30 s. At 1 ms per
+/// period a thread's periods (samples and overruns) are its measured time; the 2 s the test
+/// waits between the kill and the resume are in the gap and not in the count. The kill loses at
+/// most the second since the last checkpoint, and the test sees the run up to 0.2 s after it
+/// began.
+#[test]
+fn a_timer_run_killed_after_30_s_and_resumed_for_30_s_has_60_s_of_samples_and_one_gap() {
+    let lab = Lab::new();
+    let (mut child, seen) = start(&lab, &["timer", "-D", "60s", "-q", "-i", "1000", "--label", "res"], 0);
+    std::thread::sleep(Duration::from_secs(30).saturating_sub(seen.elapsed()));
+    signal(&mut child, "-KILL");
+    std::thread::sleep(Duration::from_secs(2));
+    let id = lab.last_run();
+    assert_eq!(lab.runs()[0]["status"], "aborted", "a killed run reads as aborted");
+    let out = lab.ok(&["resume", &id.to_string(), "-D", "30s", "-q"]);
+    assert!(out.contains(&format!("stored as run {id}")), "{out}");
+    assert_eq!(lab.runs().as_array().unwrap().len(), 1, "the same run, no new one");
+
+    let doc = export(&lab, id);
+    assert_eq!(doc["run"]["status"], "complete");
+    assert_eq!(doc["run"]["params"]["duration_s"], 60.0, "the run keeps the duration it was asked");
+    let gaps = doc["gaps"].as_array().expect("the gap is exported");
+    assert_eq!(gaps.len(), 1, "{gaps:?}");
+    let gap_s = gaps[0]["seconds"].as_f64().unwrap();
+    assert!((2.0..20.0).contains(&gap_s), "the gap holds the 2 s between kill and resume: {gap_s}");
+    for t in doc["threads"].as_array().unwrap() {
+        // A wake-up later than the next period skips it, as cyclictest does, and counts an overrun.
+        let measured_s = (t["count"].as_f64().unwrap() + t["overruns"].as_f64().unwrap()) / 1000.0;
+        assert!((58.7..=60.5).contains(&measured_s), "thread {}: {measured_s} s of samples", t["thread"]);
+    }
+    let wall = seconds(&doc, "end") - seconds(&doc, "start");
+    assert!(wall > 60.0 + 2.0, "the run spans its gap ({wall} s) while its samples do not");
+
+    // The statistics are the samples': the histogram holds every one, up to the exact max.
+    let hgrm = lab.ok(&["export", &id.to_string(), "--format", "hgrm"]);
+    let last: Vec<f64> = hgrm
+        .lines()
+        .rev()
+        .find(|l| l.trim().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| l.split_whitespace().map(|x| x.parse().unwrap()).collect())
+        .unwrap();
+    assert_eq!(last[2] as u64, doc["total"]["count"].as_u64().unwrap(), "{hgrm}");
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    let check: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
+    let envelope: i64 = c.query_row("SELECT sum(count) FROM envelope WHERE run_id = ?1", [id], |r| r.get(0)).unwrap();
+    let total = doc["total"]["count"].as_i64().unwrap();
+    assert!(envelope <= total && envelope >= total - 4_000, "the intervals hold the samples: {envelope} of {total}");
+
+    let show = lab.ok(&["show", &id.to_string()]);
+    assert!(
+        show.contains("resumed 1 time: ") && show.contains(&format!("  gap {} – ", gaps[0]["start"].as_str().unwrap())),
+        "{show}"
+    );
+}
+
+/// A resumed run stopped again, by SIGINT this time, stays resumable and keeps what it measured;
+/// without -D each part measures what is left of the run's duration.
+#[test]
+fn a_run_stopped_twice_is_resumed_twice_to_its_duration_with_two_gaps() {
+    let lab = Lab::new();
+    let (mut child, seen) = start(&lab, &["synthetic", "-D", "8s", "-q", "--label", "twice"], 0);
+    std::thread::sleep(Duration::from_millis(2500).saturating_sub(seen.elapsed()));
+    signal(&mut child, "-KILL");
+    let id = lab.last_run().to_string();
+    let before = lab.export_json(id.parse().unwrap())["total"]["count"].as_u64().unwrap();
+    assert!(before > 0, "the first part's checkpoints are stored");
+
+    let mut again = lab.cmd(&["resume", &id, "-q"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while lab.runs()[0]["status"] != "running" {
+        assert!(Instant::now() < until, "the resumed run never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    signal(&mut again, "-INT");
+    let doc = export(&lab, id.parse().unwrap());
+    assert_eq!(doc["run"]["status"], "interrupted");
+    let middle = doc["total"]["count"].as_u64().unwrap();
+    assert!(middle > before, "the interrupted part kept what it measured: {before} then {middle}");
+
+    let out = lab.ok(&["resume", &id, "-q"]);
+    assert!(out.contains("resumed 2 times: "), "{out}");
+    let doc = export(&lab, id.parse().unwrap());
+    assert_eq!(doc["run"]["status"], "complete");
+    assert!(doc["total"]["count"].as_u64().unwrap() > middle);
+    let gaps = doc["gaps"].as_array().unwrap();
+    assert_eq!(gaps.len(), 2);
+    let not_measured: f64 = gaps.iter().map(|g| g["seconds"].as_f64().unwrap()).sum();
+    let measured = seconds(&doc, "end") - seconds(&doc, "start") - not_measured;
+    assert!((6.5..=9.5).contains(&measured), "8 s measured in three parts: {measured} s");
+    let warnings = doc["run"]["warnings"].to_string();
+    assert!(!warnings.contains("interrupted by signal") && !warnings.contains("killed"), "{warnings}");
+    let report = lab.path("report");
+    lab.ok(&["report", "--run", &id, "-o", report.to_str().unwrap()]);
+    let svg = std::fs::read_to_string(report.join(format!("figures/run{id}-scatter.svg"))).unwrap();
+    assert!(svg.contains("not measured (the run was resumed)"), "the scatter figure shows the gap");
+}
+
+/// A run that completed, one that does not exist, one imported: one line, exit 2, nothing
+/// written.
+#[test]
+fn what_cannot_be_resumed_is_refused_in_one_line_and_the_store_is_unchanged() {
+    let lab = Lab::new();
+    lab.ok(&["synthetic", "-l", "1000", "-q", "--label", "done"]);
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sockperf-full-log.csv");
+    lab.ok(&["import", file.to_str().unwrap(), "--label", "theirs"]);
+    let snapshot = || (lab.runs(), lab.export_json(1), std::fs::read(lab.db()).unwrap().len());
+    let before = snapshot();
+    assert_rejected(&lab.run(&["resume", "1"]), "run 1 is complete: there is nothing to resume");
+    assert_rejected(&lab.run(&["resume", "2"]), "run 2 is complete");
+    assert_rejected(&lab.run(&["resume", "99"]), "no run with id 99");
+    assert_rejected(&lab.run(&["resume", "1", "-D", "soon"]), "-D");
+    assert_eq!(snapshot(), before);
+}

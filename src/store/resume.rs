@@ -197,6 +197,8 @@ mod tests {
         let refused = RunWriter::resume(&mut store, id + 1, head()).err().unwrap();
         assert_eq!(refused.to_string(), format!("no run with id {} in the store (see `rtbench runs`)", id + 1));
 
+        // The new part comes later on the run's time axis: its offsets must show it.
+        std::thread::sleep(std::time::Duration::from_millis(20));
         let mut w = RunWriter::resume(&mut store, id, head()).unwrap();
         w.keep_raw(0, &[(500, 10_000), (900, 20_000)]);
         write(&mut w, &thread(&[10_000, 20_000]), &[point(0, 20)]);
@@ -212,7 +214,7 @@ mod tests {
         assert_eq!(run.header.status, RunStatus::Complete);
         assert_eq!(run.header.warnings, ["its own", "found later"], "the interruption no longer holds");
         let [gap] = &run.gaps[..] else { panic!("{:?}", run.gaps) };
-        assert!(gap.start_ns <= gap.end_ns && gap.seconds >= 0.0);
+        assert!(gap.start_ns <= gap.end_ns && gap.end_ns >= 20_000_000 && gap.seconds >= 0.0, "{gap:?}");
         // The new part lies after the gap on the run's time axis: its raw samples are numbered
         // after the stored ones and offset by the gap's end, its intervals after the stored ones.
         let raw = store.raw_samples(id).unwrap();

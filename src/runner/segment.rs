@@ -58,23 +58,17 @@ pub struct Closed<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CpuInterval, EnvPoint, LoadRecord, Metric, RunKind, RunParams, SystemSnapshot};
+    use crate::model::{CpuInterval, EnvPoint, RunKind};
     use crate::runner::sink::{Checkpoint, StoreSink};
     use crate::store::{RunHead, RunWriter};
 
     fn head() -> RunHead {
         RunHead {
             label: "mon".into(),
-            probe: "timer".into(),
             kind: RunKind::MonitorWindow,
-            metric: Metric::default(),
-            params: RunParams::Unknown(serde_json::json!({})),
-            load: LoadRecord::idle(),
             command_line: "rtbench monitor".into(),
-            rt_priority: true,
             warnings: vec!["a warning of the whole monitor".into()],
-            system: SystemSnapshot::default(),
-            envelope_ns: 1_000_000_000,
+            ..RunHead::for_test("timer")
         }
     }
 

@@ -557,19 +557,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.db");
         let mut store = Store::open(&path).unwrap();
-        let head = RunHead {
-            label: "l".into(),
-            probe: "timer".into(),
-            kind: RunKind::Probe,
-            metric: Metric::default(),
-            params: RunParams::Unknown(serde_json::json!({})),
-            load: LoadRecord::idle(),
-            command_line: "rtbench timer --split".into(),
-            rt_priority: true,
-            warnings: Vec::new(),
-            system: crate::model::SystemSnapshot::default(),
-            envelope_ns: 1_000_000_000,
-        };
+        let head = RunHead { command_line: "rtbench timer --split".into(), ..RunHead::for_test("timer") };
         let (mut stats, mut irq) = (Stats::default(), IrqSplit::default());
         for (lat, i) in [(50_000, Some(20_000)), (70_000, None), (30_000, Some(9_000))] {
             stats.record(lat);

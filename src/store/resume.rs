@@ -152,24 +152,12 @@ pub(super) fn merged(prior: &[ThreadResult], now: &[ThreadResult]) -> Vec<Thread
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{EnvPoint, LoadRecord, Metric, RunKind, SystemSnapshot};
+    use crate::model::EnvPoint;
     use crate::stats::Stats;
     use crate::store::{Checkpoint, RunWriter, INTERRUPTED};
 
     fn head() -> RunHead {
-        RunHead {
-            label: "l".into(),
-            probe: "timer".into(),
-            kind: RunKind::Probe,
-            metric: Metric::default(),
-            params: RunParams::Unknown(serde_json::json!({})),
-            load: LoadRecord::idle(),
-            command_line: "rtbench timer".into(),
-            rt_priority: true,
-            warnings: vec!["its own".into()],
-            system: SystemSnapshot::default(),
-            envelope_ns: 1_000_000_000,
-        }
+        RunHead { warnings: vec!["its own".into()], ..RunHead::for_test("timer") }
     }
 
     fn thread(values: &[u64]) -> ThreadResult {

@@ -225,22 +225,13 @@ mod tests {
     fn every_kind_is_admitted_by_the_schema_and_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("s.db")).unwrap();
-        let params = crate::model::RunParams::Unknown(serde_json::json!({}));
-        let (load, system) = (crate::model::LoadRecord::idle(), crate::model::SystemSnapshot::default());
         for kind in RunKind::ALL {
             let id = store
                 .begin(&crate::store::RunHead {
-                    label: "l".into(),
-                    probe: "p".into(),
                     kind,
-                    metric: crate::model::Metric::default(),
-                    params: params.clone(),
-                    load: load.clone(),
                     command_line: "rtbench".into(),
                     rt_priority: false,
-                    warnings: Vec::new(),
-                    system: system.clone(),
-                    envelope_ns: 1_000_000_000,
+                    ..crate::store::RunHead::for_test("p")
                 })
                 .unwrap();
             assert_eq!(store.header(id).unwrap().kind, kind);

@@ -44,7 +44,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CpuInterval, EnvPoint, LoadRecord, Metric, RunParams, SystemSnapshot, ThreadResult};
+    use crate::model::{CpuInterval, EnvPoint, RunParams, ThreadResult};
     use crate::stats::Stats;
     use crate::store::RunHead;
 
@@ -52,20 +52,13 @@ mod tests {
     /// the hypervisor took `steal_ns` of the CPU.
     fn window(store: &mut Store, max_ns: u64, steal_ns: u64) {
         let params = RunParams::Unknown(serde_json::json!({ WINDOW_PARAM: 300 }));
-        let (load, system) = (LoadRecord::idle(), SystemSnapshot::default());
         let id = store
             .begin(&RunHead {
                 label: "mon".into(),
-                probe: "timer".into(),
                 kind: RunKind::MonitorWindow,
-                metric: Metric::default(),
                 params,
-                load,
                 command_line: "rtbench monitor".into(),
-                rt_priority: true,
-                warnings: Vec::new(),
-                system,
-                envelope_ns: 1_000_000_000,
+                ..RunHead::for_test("timer")
             })
             .unwrap();
         let mut stats = Stats::default();

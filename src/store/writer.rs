@@ -34,6 +34,27 @@ pub struct RunHead {
     pub envelope_ns: u64,
 }
 
+#[cfg(test)]
+impl RunHead {
+    /// A run of `probe`, idle, with no parameters, snapshot or warnings: tests set what they
+    /// need on top (`RunHead { warnings, ..RunHead::for_test("timer") }`).
+    pub fn for_test(probe: &str) -> RunHead {
+        RunHead {
+            label: "l".into(),
+            probe: probe.into(),
+            kind: RunKind::Probe,
+            metric: Metric::default(),
+            params: RunParams::Unknown(serde_json::json!({})),
+            load: LoadRecord::idle(),
+            command_line: format!("rtbench {probe}"),
+            rt_priority: true,
+            warnings: Vec::new(),
+            system: SystemSnapshot::default(),
+            envelope_ns: 1_000_000_000,
+        }
+    }
+}
+
 /// What a checkpoint brings: cumulative results, and what is new since the last one.
 pub struct Checkpoint<'a> {
     /// Cumulative per-thread results.
@@ -292,16 +313,9 @@ mod tests {
             accelerator.map(|a| VmPlacement { hypervisor: "qemu".into(), accelerator: a.into(), ..Default::default() });
         RunHead {
             label: "guest".into(),
-            probe: "timer".into(),
-            kind: RunKind::Probe,
-            metric: Metric::default(),
-            params: RunParams::Unknown(serde_json::json!({})),
-            load: LoadRecord::idle(),
-            command_line: "rtbench timer".into(),
-            rt_priority: true,
             warnings: vec!["its own".into()],
             system: SystemSnapshot { vm, ..SystemSnapshot::default() },
-            envelope_ns: 1_000_000_000,
+            ..RunHead::for_test("timer")
         }
     }
 

@@ -210,6 +210,7 @@ fn analyze(a: AnalyzeConfig) -> Result<i32> {
                 .collect(),
             total,
             breaches: Vec::new(),
+            noise: Vec::new(),
         };
         print!("{}", show::percentile_table(&run));
     }

@@ -36,6 +36,22 @@ impl NoiseClass {
         }
     }
 
+    /// Its name in the store and in JSON (serde's): `irq`, `softirq`, `thread`, `hardware`, `unknown`.
+    pub fn key(self) -> &'static str {
+        match self {
+            NoiseClass::Irq => "irq",
+            NoiseClass::Softirq => "softirq",
+            NoiseClass::Thread => "thread",
+            NoiseClass::Hardware => "hardware",
+            NoiseClass::Unknown => "unknown",
+        }
+    }
+
+    /// The class of a [`NoiseClass::key`]; `None` for any other word.
+    pub fn from_key(key: &str) -> Option<NoiseClass> {
+        NoiseClass::ALL.into_iter().find(|c| c.key() == key)
+    }
+
     /// Whether the kernel ran something in the gap.
     pub fn kernel(self) -> bool {
         matches!(self, NoiseClass::Irq | NoiseClass::Softirq | NoiseClass::Thread)
@@ -57,6 +73,19 @@ pub struct ClassTotal {
     pub max_ns: u64,
     /// Gaps longer than the rule-of-thumb budget (10⁵ CPU cycles), when the CPU clock is known.
     pub over_budget: u64,
+}
+
+/// One thread's gaps of one class in one envelope interval (`noise --classify`, "counted per
+/// class per second"): stored as rows beside the CPU's steal time of the same interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ClassInterval {
+    pub thread: u32,
+    /// Envelope interval number since the start of the run.
+    pub index: u64,
+    pub class: NoiseClass,
+    pub count: u64,
+    /// The gaps' total length.
+    pub ns: u64,
 }
 
 /// One thread's gaps by class.

@@ -100,6 +100,8 @@ pub struct Run {
     pub total: Stats,
     /// Breaches traced with `--breach`, in order.
     pub breaches: Vec<super::Breach>,
+    /// `noise --classify`: each thread's gaps per class per envelope interval.
+    pub noise: Vec<super::ClassInterval>,
 }
 
 impl Run {
@@ -117,6 +119,6 @@ impl Run {
         for t in &threads {
             total.merge(&t.stats);
         }
-        Run { header, threads, total, breaches: Vec::new() }
+        Run { header, threads, total, breaches: Vec::new(), noise: Vec::new() }
     }
 }

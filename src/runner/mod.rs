@@ -156,7 +156,7 @@ fn drive(
     let split = follow_split(session, &totals);
     let mut run = flow(cfg, writer, samples, windows, totals, (started, start_ns));
     run.split = split;
-    run.classify = follow_classify(session, &run.totals, budget_ns);
+    run.classify = follow_classify(session, &run.totals, (budget_ns, cfg.envelope_ns));
     let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
@@ -233,11 +233,11 @@ fn end_tracers(cfg: &RunConfig, session: &Session, run: &mut Flow, params: &mut 
 }
 
 /// `--classify`: every thread's gaps looked up in the trace of its CPU.
-fn follow_classify(session: &Session, totals: &[ThreadTotals], budget_ns: Option<u64>) -> Option<ClassifyFlow> {
+fn follow_classify(session: &Session, totals: &[ThreadTotals], limits: (Option<u64>, u64)) -> Option<ClassifyFlow> {
     session.with(|t: &mut ClassifyTracer| {
         let threads =
             totals.iter().map(|t| (t.index as u32, t.cpu.map(|c| c as u32), std::sync::Arc::clone(&t.tid))).collect();
-        ClassifyFlow::new(t, threads, budget_ns)
+        ClassifyFlow::new(t, threads, limits)
     })
 }
 

@@ -61,6 +61,7 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let hardware_max = totals.iter().filter(|t| t["class"] == "hardware").map(|t| t["max_ns"].as_u64().unwrap()).max();
     let shortest = *overlapping.iter().min().unwrap();
     assert!(hardware_max.unwrap_or(0) < shortest, "a hardware gap of {hardware_max:?} ns, bursts' {overlapping:?}");
+    assert_intervals_add_up(&doc, &totals);
     let shown = lab.ok(&["show", &lab.last_run().to_string()]);
     let line = shown.lines().find(|l| l.starts_with("thread ")).expect("a thread line");
     assert!(line.contains("python3 (pid"), "{shown}");
@@ -71,7 +72,25 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     assert!(svg.contains("noise: noise by class") && svg.contains("HW/hypervisor"), "{svg}");
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(page.contains("share of the noise by what ran in each gap"), "the page shows it");
+    let over_time = out.join("figures").join(format!("noise-classes-{}.svg", lab.last_run()));
+    let svg = std::fs::read_to_string(over_time).expect("the run's noise by class over time");
+    assert!(svg.contains(r#"class="noise-thread""#), "the bursts' task is drawn over time: {svg}");
     assert_eq!(tracing_state(), before, "tracing is as it was");
+}
+
+/// The export's per-interval counts ("per class per second") add up to the run's totals of
+/// each class, and every interval lies within the run.
+fn assert_intervals_add_up(doc: &serde_json::Value, totals: &[serde_json::Value]) {
+    let intervals = doc["noise_intervals"].as_array().expect("the gaps per interval");
+    for class in ["irq", "softirq", "thread", "hardware", "unknown"] {
+        let sum = |rows: &[serde_json::Value], field: &str| -> u64 {
+            rows.iter().filter(|r| r["class"] == class).map(|r| r[field].as_u64().unwrap()).sum()
+        };
+        let want = (sum(totals, "count"), sum(totals, "ns"));
+        assert_eq!((sum(intervals, "count"), sum(intervals, "ns")), want, "{class}: {intervals:?}");
+    }
+    assert!(intervals.iter().all(|r| r["index"].as_u64().unwrap() < 8), "a 7 s run: {intervals:?}");
+    assert!(intervals.iter().any(|r| r["class"] == "thread"), "the bursts' intervals: {intervals:?}");
 }
 
 #[test]

@@ -200,7 +200,7 @@ mod tests {
     }
 
     fn cp(threads: &[ThreadResult]) -> Checkpoint<'_> {
-        Checkpoint { threads, envelope: &[], activity: &[], breaches: &[] }
+        Checkpoint { threads, envelope: &[], activity: &[], breaches: &[], noise: &[] }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::evt::Estimate;
-use crate::model::{Better, Breach, Policy, RunHeader, Unit};
+use crate::model::{Better, Breach, ClassInterval, Policy, RunHeader, Unit};
 use crate::report::Run;
 use crate::stats::Summary;
 
@@ -35,6 +35,11 @@ pub struct Document<'a> {
     /// largest first) and the trace window around it (times in ns from the intended wake-up).
     #[serde(skip_serializing_if = "<[Breach]>::is_empty")]
     breaches: &'a [Breach],
+    /// `noise --classify`: each thread's gaps per envelope interval (`index` from the run's
+    /// start, each `run.params.envelope_interval_ns` long) and class (what ran in them; `hardware`: nothing the kernel
+    /// saw), with their count and total length.
+    #[serde(skip_serializing_if = "<[ClassInterval]>::is_empty")]
+    noise_intervals: &'a [ClassInterval],
 }
 
 /// The run's header and what its samples measure.
@@ -101,6 +106,7 @@ pub fn document(run: &Run) -> Document<'_> {
         total: run.total.summary(),
         wcet: crate::evt::for_run(run, crate::evt::sample_rate(run, &[])),
         breaches: &run.breaches,
+        noise_intervals: &run.noise,
     }
 }
 

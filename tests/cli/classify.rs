@@ -113,3 +113,70 @@ fn classify_is_refused_for_a_probe_without_gaps() {
     let lab = Lab::new();
     assert_rejected(&lab.run(&["timer", "--classify", "-l", "10"]), "--classify");
 }
+
+/// A stored classified run of `label`: 10 s long, its gaps `totals` (class, ns).
+fn classified(lab: &Lab, label: &str, totals: &[(&str, u64)]) {
+    lab.ok(&["synthetic", "-l", "2000", "-q", "--label", label]);
+    let rows: Vec<String> = totals
+        .iter()
+        .map(|(class, ns)| {
+            format!(
+                r#"{{"class":"{class}","name":"","detail":null,"count":4,"ns":{ns},"max_ns":{ns},"over_budget":0}}"#
+            )
+        })
+        .collect();
+    let classify = format!(
+        r#"{{"lost_events":0,"budget_ns":null,"skipped":null,"threads":[{{"thread":0,"totals":[{}]}}]}}"#,
+        rows.join(",")
+    );
+    crate::findings::sql(
+        lab,
+        &format!("UPDATE runs SET params = json_set(params, '$.duration_s', 10.0, '$.classify', json('{classify}')) WHERE id = ?1"),
+        lab.last_run(),
+    );
+}
+
+#[test]
+fn compare_gives_each_class_s_share_of_the_noise_and_noise_per_second_in_both_labels() {
+    let lab = Lab::new();
+    // k-a: 1 ms of IRQ and 3 ms nothing the kernel saw in 10 s; k-b: 2 ms of IRQ, 2 ms of a thread.
+    classified(&lab, "k-a", &[("irq", 1_000_000), ("hardware", 3_000_000)]);
+    classified(&lab, "k-b", &[("irq", 2_000_000), ("thread", 2_000_000)]);
+    let text = lab.ok(&["compare", "--baseline", "k-a", "k-b"]);
+    let section = text.split_once("noise by class").unwrap_or_else(|| panic!("no section: {text}")).1;
+    let row = |class: &str| -> Vec<String> {
+        let line = section
+            .lines()
+            .find(|l| l.split_whitespace().nth(2) == Some(class))
+            .unwrap_or_else(|| panic!("{class}: {text}"));
+        line.split_whitespace().skip(3).map(String::from).collect()
+    };
+    assert_eq!(row("IRQ"), ["25.0", "50.0", "100", "200"], "{text}");
+    assert_eq!(row("HW/hypervisor"), ["75.0", "0.0", "300", "0"], "{text}");
+    assert_eq!(row("thread"), ["0.0", "50.0", "0", "200"], "{text}");
+    assert!(!section.lines().any(|l| l.contains("softirq")), "a class neither label saw is left out: {text}");
+    assert!(text.starts_with("(µs)\n"), "the µs rows come first, as before: {text}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&lab.ok(&["compare", "--baseline", "k-a", "k-b", "--json"])).unwrap();
+    assert_matches_schema(&doc, "compare.schema.json");
+    let pair = &doc["noise_classes"][0];
+    assert_eq!(
+        (pair["probe"].as_str(), pair["load"].as_str()),
+        (Some("synthetic"), Some(doc["pairs"][0]["load"].as_str().unwrap()))
+    );
+    let hw = pair["classes"].as_array().unwrap().iter().find(|c| c["class"] == "hardware").expect("hardware");
+    assert_eq!((hw["baseline"]["share"].as_f64(), hw["baseline"]["ns_per_s"].as_f64()), (Some(0.75), Some(300_000.0)));
+    assert_eq!((hw["label"]["share"].as_f64(), hw["label"]["ns_per_s"].as_f64()), (Some(0.0), Some(0.0)));
+}
+
+#[test]
+fn compare_of_runs_not_classified_has_no_noise_section() {
+    let lab = Lab::new();
+    for label in ["k-a", "k-b"] {
+        lab.ok(&["synthetic", "-l", "2000", "-q", "--label", label]);
+    }
+    assert!(!lab.ok(&["compare", "--baseline", "k-a", "k-b"]).contains("noise by class"));
+    let doc: serde_json::Value =
+        serde_json::from_str(&lab.ok(&["compare", "--baseline", "k-a", "k-b", "--json"])).unwrap();
+    assert!(doc.get("noise_classes").is_none(), "{doc}");
+}

@@ -109,16 +109,17 @@ impl ClassifyFlow {
 
     /// What the classification came to, every thread's gaps by class, the most noise first.
     pub(super) fn record(&self, lost_events: u64) -> ClassifyRecord {
-        let threads = self
-            .threads
-            .iter()
-            .map(|t| {
-                let mut totals: Vec<ClassTotal> = t.totals.values().cloned().collect();
-                totals.sort_by(|a, b| a.class.cmp(&b.class).then(b.ns.cmp(&a.ns)).then(a.name.cmp(&b.name)));
-                ThreadClasses { thread: t.index, totals }
-            })
-            .collect();
-        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None }
+        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads: self.threads(), skipped: None }
+    }
+
+    /// Every thread's gaps so far by class and name, the most noise first.
+    pub(super) fn threads(&self) -> Vec<ThreadClasses> {
+        let by_thread = self.threads.iter().map(|t| {
+            let mut totals: Vec<ClassTotal> = t.totals.values().cloned().collect();
+            totals.sort_by(|a, b| a.class.cmp(&b.class).then(b.ns.cmp(&a.ns)).then(a.name.cmp(&b.name)));
+            ThreadClasses { thread: t.index, totals }
+        });
+        by_thread.collect()
     }
 }
 

@@ -611,8 +611,7 @@ pub(crate) mod tests {
         let mut w = RunWriter::begin(&mut store, head).unwrap();
         w.keep_raw(0, &[(1000, 50_000), (2000, 70_000), (3000, 30_000)]);
         w.keep_irq(0, &[Some(20_000), None, Some(9_000)]);
-        w.checkpoint(&Checkpoint { threads: &threads, envelope: &[], activity: &[], breaches: &[], noise: &[] })
-            .unwrap();
+        w.checkpoint(&Checkpoint::only(&threads)).unwrap();
         let id = w.finish(RunStatus::Complete, &[]).unwrap();
         let check = |store: &Store, id: i64| {
             let t = store.threads(id).unwrap().remove(0);

@@ -11,7 +11,7 @@ use anyhow::Result;
 use super::{RawBatch, Store};
 use crate::model::{
     Breach, ClassInterval, CpuInterval, EnvPoint, LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot,
-    ThreadRan, ThreadResult, EMULATED_WARNING,
+    ThreadClasses, ThreadRan, ThreadResult, EMULATED_WARNING,
 };
 
 /// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
@@ -45,6 +45,16 @@ pub struct Checkpoint<'a> {
     pub breaches: &'a [Breach],
     /// `noise --classify`: gaps classified since the last checkpoint, per class and interval.
     pub noise: &'a [ClassInterval],
+    /// `noise --classify`: every thread's gaps by class and name since the run began (the
+    /// store has them in the run's params at its end; the metrics read them as they grow).
+    pub classes: &'a [ThreadClasses],
+}
+
+impl<'a> Checkpoint<'a> {
+    /// A checkpoint of the threads' results and nothing new.
+    pub fn only(threads: &'a [ThreadResult]) -> Checkpoint<'a> {
+        Checkpoint { threads, envelope: &[], activity: &[], breaches: &[], noise: &[], classes: &[] }
+    }
 }
 
 /// `warnings`, and the emulation warning first when the run is made on an emulated CPU: every
@@ -98,7 +108,7 @@ impl<'s> RunWriter<'s> {
     pub fn whole(store: &'s mut Store, head: RunHead, threads: &[ThreadResult]) -> Result<i64> {
         let warnings = with_emulation(&head.system, &head.warnings);
         let mut w = RunWriter::begin(store, head)?;
-        w.checkpoint(&Checkpoint { threads, envelope: &[], activity: &[], breaches: &[], noise: &[] })?;
+        w.checkpoint(&Checkpoint::only(threads))?;
         w.finish(RunStatus::Complete, &warnings)
     }
 
@@ -286,7 +296,7 @@ mod tests {
         let mut store = Store::open(&path).unwrap();
         let mut w = RunWriter::begin(&mut store, head(None)).unwrap();
         let c = |index, class, count, ns| ClassInterval { thread: 0, index, class, count, ns };
-        let cp = |noise| Checkpoint { threads: &[], envelope: &[], activity: &[], breaches: &[], noise };
+        let cp = |noise| Checkpoint { noise, ..Checkpoint::only(&[]) };
         let (first, second) =
             ([c(0, Irq, 2, 100), c(1, Hardware, 1, 5_000)], [c(0, Irq, 1, 50), c(0, Thread, 1, 2_000_000)]);
         w.checkpoint(&cp(&first)).unwrap();

@@ -180,3 +180,87 @@ fn compare_of_runs_not_classified_has_no_noise_section() {
         serde_json::from_str(&lab.ok(&["compare", "--baseline", "k-a", "k-b", "--json"])).unwrap();
     assert!(doc.get("noise_classes").is_none(), "{doc}");
 }
+
+/// The run-level warning `--breach` gives any probe, recomputed from the breaches it stored:
+/// a traced sample whose delay was mostly untraced is the hypervisor's or the hardware's.
+fn expected_unseen(doc: &serde_json::Value, threshold_ns: u64) -> Option<(u64, u64)> {
+    let budget = doc["run"]["system"]["cpu_mhz"].as_f64().map(|m| (1e8 / m) as u64);
+    let breaches = doc["breaches"].as_array().expect("breaches traced");
+    let unseen_share = |b: &serde_json::Value| -> f64 {
+        let causes = b["causes"].as_array().unwrap();
+        causes.iter().filter(|c| c["kind"] == "untraced").map(|c| c["share"].as_f64().unwrap()).sum()
+    };
+    let (unseen, kernel): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) =
+        breaches.iter().partition(|b| unseen_share(b) > 0.5);
+    let latency = |b: &&serde_json::Value| b["latency_ns"].as_u64().unwrap();
+    let kernel_max = kernel.iter().map(latency).max().unwrap_or(0).max(threshold_ns);
+    if unseen.iter().map(latency).max().unwrap_or(0) <= kernel_max {
+        return None;
+    }
+    let over = |bs: &[&serde_json::Value]| budget.map_or(0, |b| bs.iter().filter(|x| latency(x) > b).count() as u64);
+    Some((over(&unseen), over(&unseen) + over(&kernel)))
+}
+
+/// A traced run of `probe` (with `--breach THRESHOLD_US`, its JSON export); `--breach` too.
+fn breach_run(lab: &Lab, probe: &[&str], threshold_us: &str) -> serde_json::Value {
+    let json = lab.path("run.json");
+    let traced = ["-a", "1", "--breach", threshold_us, "--breach-max", "30", "-D", "4s", "-q", "--json"];
+    lab.ok(&[probe, &traced[..], &[json.to_str().unwrap()]].concat());
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn breached_samples_the_kernel_did_not_see_are_counted_apart_in_any_probe_s_warning() {
+    let Some((_one, before)) = traced() else { return };
+    let lab = Lab::new();
+    // FIFO-99 bursts of 2 ms on the timer's CPU: breaches of a task the kernel ran.
+    let mut hog = start_hog(&lab, "1", "3", "0.002");
+    let timer = breach_run(&lab, &["timer", "-t", "1"], "1000");
+    hog_bursts(&mut hog);
+    let breaches = timer["breaches"].as_array().expect("breaches traced");
+    let named = breaches.iter().filter(|b| b["causes"][0]["name"] == "python3").count();
+    assert!(named >= 1, "the bursts' task delayed a wake-up: {breaches:?}");
+    assert_unseen_said(&timer, 1_000_000);
+    // The noise probe, not classified: its breaches over 150 µs on this VM are often stalls
+    // the kernel did not see (issue 27 traced one of 1.36 ms).
+    assert_unseen_said(&breach_run(&lab, &["noise"], "150"), 150_000);
+    assert_eq!(tracing_state(), before, "tracing is as it was");
+}
+
+/// The run's warnings say what its stored breaches show of time the kernel did not see.
+fn assert_unseen_said(doc: &serde_json::Value, threshold_ns: u64) {
+    let warnings: Vec<&str> = doc["run"]["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    let said = warnings.iter().find(|w| w.contains("fell in time the kernel did not see"));
+    match expected_unseen(doc, threshold_ns) {
+        // On this VM the hypervisor may stall the CPU: then the warning counts those samples.
+        Some((unseen, over)) => {
+            let w = said.unwrap_or_else(|| panic!("samples the kernel did not see, no warning: {warnings:?}"));
+            let counted = format!("{unseen} of the {over} traced samples above the rule-of-thumb budget");
+            assert!(w.contains(&counted) || doc["run"]["system"]["cpu_mhz"].is_null(), "{counted}: {w}");
+            assert!(w.contains("the largest the kernel is responsible for is"), "{w}");
+        }
+        None => assert!(said.is_none(), "the kernel made the largest traced sample: {warnings:?}"),
+    }
+    assert!(!warnings.iter().any(|w| w.contains("explains none")), "{warnings:?}");
+}
+
+/// Without tracing, steal time is all a run has to set the hypervisor's stalls apart: for no
+/// probe may its warning call the largest latencies the kernel's because steal missed them.
+#[test]
+fn without_tracing_no_probe_s_warning_says_steal_explains_none() {
+    // Not traced, but on the CPU the tracing tests measure: one at a time with them.
+    let _one = crate::breach::TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    for probe in [&["timer", "-a", "1"][..], &["gtod", "-a", "1"], &["noise", "-a", "1"]] {
+        lab.ok(&[probe, &["-D", "2s", "-q"]].concat());
+        let doc = lab.export_json(lab.last_run());
+        assert!(doc["breaches"].is_null() && doc["run"]["params"]["classify"].is_null(), "untraced: {doc}");
+        for w in doc["run"]["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()) {
+            // The trace's sentence needs a trace; steal's own may set stolen intervals apart.
+            assert!(!w.contains("explains none") && !w.contains("the kernel did not see"), "{}: {w}", probe[0]);
+            if w.contains("steal time") && w.contains("none of it in the intervals") {
+                assert!(w.contains("too coarse") && w.contains("--breach"), "{}: {w}", probe[0]);
+            }
+        }
+    }
+}

@@ -36,6 +36,7 @@ pub fn run(a: CompareConfig) -> Result<i32> {
 
 fn print_table(result: &Comparison, gated: bool) {
     print!("(µs)\n{}", result.table);
+    print!("{}", crate::report::compare_noise::table(&result.classes, &result.baseline, &result.label));
     let mut failures = result.failures().peekable();
     if failures.peek().is_none() && gated {
         println!("no --fail-if condition holds");
@@ -73,7 +74,8 @@ pub fn gate_study(gate: Option<&StudyGate>, db: &Path, labels: &[&str], code: i3
             // Every cell that would pair failed: the suite holds only their errors.
             Err(e) if !failed.is_empty() => {
                 let table = format!("{e:#}\n");
-                Comparison { baseline: gate.baseline.clone(), label: label.to_string(), pairs: Vec::new(), table }
+                let (baseline, label, pairs, classes) = (gate.baseline.clone(), label.to_string(), vec![], vec![]);
+                Comparison { baseline, label, pairs, table, classes }
             }
             Err(e) => return Err(e),
         };

@@ -213,6 +213,7 @@ fn analyze(a: AnalyzeConfig) -> Result<i32> {
             total,
             breaches: Vec::new(),
             gaps: Vec::new(),
+            noise: Vec::new(),
         };
         print!("{}", show::percentile_table(&run));
     }

@@ -60,6 +60,10 @@ pub struct MonitorArgs {
     /// Split every wake-up into IRQ and scheduling latency (see `timer --split`; needs root)
     #[arg(long, conflicts_with = "noise")]
     pub split: bool,
+    /// With --noise: classify every gap by what ran in it (see `noise --classify`; needs root),
+    /// counted in the metrics by class
+    #[arg(long, requires = "noise")]
+    pub classify: bool,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -84,6 +88,7 @@ impl MonitorArgs {
             label: self.label,
             db: self.db.db,
             split: if self.split { SplitAsk::Asked } else { SplitAsk::Off },
+            classify: if self.classify { SplitAsk::Asked } else { SplitAsk::Off },
             ..RunOptions::default()
         };
         Ok(MonitorConfig {

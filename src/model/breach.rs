@@ -78,4 +78,73 @@ impl Breach {
     pub fn main_cause(&self) -> Option<&Cause> {
         self.causes.first()
     }
+
+    /// Whether most (over half) of the delay was time nothing in the trace covers: the CPU ran
+    /// nothing the kernel saw (the hypervisor, an SMI, the hardware).
+    pub fn mostly_unseen(&self) -> bool {
+        let share: f64 = self.causes.iter().filter(|c| c.kind == CauseKind::Untraced).map(|c| c.share).sum();
+        share > 0.5
+    }
+}
+
+/// What `--breach` saw of a run's largest latencies, counted as `noise --classify` counts its
+/// gaps: a traced sample whose delay was mostly unseen is the hypervisor's or the hardware's.
+/// Samples at or under the `threshold_ns` were not traced, so the kernel's largest is at least
+/// it. `None` when no breach was traced.
+pub fn unseen(breaches: &[Breach], threshold_ns: u64, budget_ns: Option<u64>) -> Option<super::Unseen> {
+    if breaches.is_empty() {
+        return None;
+    }
+    let (unseen, kernel): (Vec<&Breach>, Vec<&Breach>) = breaches.iter().partition(|b| b.mostly_unseen());
+    let over = |bs: &[&Breach]| budget_ns.map_or(0, |b| bs.iter().filter(|x| x.latency_ns > b).count() as u64);
+    let max = |bs: &[&Breach]| bs.iter().map(|b| b.latency_ns).max().unwrap_or(0);
+    Some(super::Unseen {
+        noun: "traced samples",
+        kernel_max_ns: max(&kernel).max(threshold_ns),
+        unseen_max_ns: max(&unseen),
+        budget_ns,
+        over: over(&unseen) + over(&kernel),
+        unseen_over: over(&unseen),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn breach(latency_ns: u64, untraced_share: f64) -> Breach {
+        let cause = |kind, share: f64| Cause { kind, name: String::new(), detail: None, ns: 0, share };
+        let causes = vec![cause(CauseKind::Untraced, untraced_share), cause(CauseKind::Task, 1.0 - untraced_share)];
+        let (verdict, window) = (String::new(), Vec::new());
+        Breach {
+            seq: 1,
+            thread: 0,
+            cpu: Some(1),
+            t_ns: 0,
+            mono_ns: 0,
+            latency_ns,
+            irq_ns: None,
+            verdict,
+            causes,
+            window,
+        }
+    }
+
+    #[test]
+    fn traced_samples_mostly_unseen_are_set_apart_from_the_kernel_s_largest() {
+        let traced = [breach(1_357_000, 1.0), breach(900_000, 0.2), breach(2_000_000, 0.6), breach(300_000, 0.5)];
+        let u = unseen(&traced, 100_000, Some(500_000)).unwrap();
+        assert_eq!((u.kernel_max_ns, u.unseen_max_ns), (900_000, 2_000_000), "half unseen is not mostly");
+        assert_eq!((u.over, u.unseen_over), (3, 2));
+        let w = u.warning().unwrap();
+        assert!(
+            w.contains("2 of the 3 traced samples above the rule-of-thumb budget (500 µs) fell in time the kernel"),
+            "{w}"
+        );
+        assert!(w.ends_with("the largest the kernel is responsible for is 900 µs"), "{w}");
+        let all_unseen = unseen(&[breach(800_000, 0.9)], 100_000, None).unwrap();
+        assert_eq!(all_unseen.kernel_max_ns, 100_000, "under the threshold nothing was traced: it may be the kernel's");
+        assert_eq!(unseen(&[breach(800_000, 0.1)], 100_000, None).unwrap().warning(), None, "the kernel's largest");
+        assert_eq!(unseen(&[], 100_000, None), None);
+    }
 }

@@ -36,6 +36,22 @@ impl NoiseClass {
         }
     }
 
+    /// Its name in the store and in JSON (serde's): `irq`, `softirq`, `thread`, `hardware`, `unknown`.
+    pub fn key(self) -> &'static str {
+        match self {
+            NoiseClass::Irq => "irq",
+            NoiseClass::Softirq => "softirq",
+            NoiseClass::Thread => "thread",
+            NoiseClass::Hardware => "hardware",
+            NoiseClass::Unknown => "unknown",
+        }
+    }
+
+    /// The class of a [`NoiseClass::key`]; `None` for any other word.
+    pub fn from_key(key: &str) -> Option<NoiseClass> {
+        NoiseClass::ALL.into_iter().find(|c| c.key() == key)
+    }
+
     /// Whether the kernel ran something in the gap.
     pub fn kernel(self) -> bool {
         matches!(self, NoiseClass::Irq | NoiseClass::Softirq | NoiseClass::Thread)
@@ -57,6 +73,19 @@ pub struct ClassTotal {
     pub max_ns: u64,
     /// Gaps longer than the rule-of-thumb budget (10⁵ CPU cycles), when the CPU clock is known.
     pub over_budget: u64,
+}
+
+/// One thread's gaps of one class in one envelope interval (`noise --classify`, "counted per
+/// class per second"): stored as rows beside the CPU's steal time of the same interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ClassInterval {
+    pub thread: u32,
+    /// Envelope interval number since the start of the run.
+    pub index: u64,
+    pub class: NoiseClass,
+    pub count: u64,
+    /// The gaps' total length.
+    pub ns: u64,
 }
 
 /// One thread's gaps by class.
@@ -104,27 +133,60 @@ impl ClassifyRecord {
     /// the kernel is responsible for fell in time it did not see. `None` when the kernel made
     /// the largest (or nothing was classified).
     pub fn warning(&self) -> Option<String> {
-        let us = |ns: u64| crate::units::fmt_ns_as_us(ns as f64);
         let kernel = [NoiseClass::Irq, NoiseClass::Softirq, NoiseClass::Thread].map(|c| self.class(c));
-        let kernel_max = kernel.iter().map(|k| k.2).max().unwrap_or(0);
-        let (_, _, unseen_max, unseen_over) = self.class(NoiseClass::Hardware);
-        if self.skipped.is_some() || unseen_max <= kernel_max {
+        let (_, _, unseen_max_ns, unseen_over) = self.class(NoiseClass::Hardware);
+        let unseen = Unseen {
+            noun: "gaps",
+            kernel_max_ns: kernel.iter().map(|k| k.2).max().unwrap_or(0),
+            unseen_max_ns,
+            budget_ns: self.budget_ns,
+            over: NoiseClass::ALL.iter().map(|c| self.class(*c).3).sum(),
+            unseen_over,
+        };
+        self.skipped.is_none().then(|| unseen.warning()).flatten()
+    }
+}
+
+/// What a run's trace saw of its largest latencies: how many fell in time the kernel did not
+/// see, and the largest the kernel is responsible for. Said in the same words whether the
+/// trace classified a noise run's gaps (`--classify`) or any probe's breaches (`--breach`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unseen {
+    /// What the samples are: "gaps", "traced samples".
+    pub noun: &'static str,
+    /// The largest latency the kernel ran something in.
+    pub kernel_max_ns: u64,
+    /// The largest latency in time the kernel did not see.
+    pub unseen_max_ns: u64,
+    /// The rule-of-thumb budget, when the CPU clock is known.
+    pub budget_ns: Option<u64>,
+    /// Latencies over the budget, and those of them in time the kernel did not see.
+    pub over: u64,
+    pub unseen_over: u64,
+}
+
+impl Unseen {
+    /// The run's warning; `None` when the kernel made the largest latency.
+    pub fn warning(&self) -> Option<String> {
+        let us = |ns: u64| crate::units::fmt_ns_as_us(ns as f64);
+        let (noun, kernel_max) = (self.noun, self.kernel_max_ns);
+        if self.unseen_max_ns <= kernel_max {
             return None;
         }
-        let over: u64 = NoiseClass::ALL.iter().map(|c| self.class(*c).3).sum();
         let which = match self.budget_ns {
             Some(b) => format!(
-                "{unseen_over} of the {over} gaps above the rule-of-thumb budget ({} µs) fell in time the kernel did \
-                 not see",
+                "{} of the {} {noun} above the rule-of-thumb budget ({} µs) fell in time the kernel did not see",
+                self.unseen_over,
+                self.over,
                 us(b)
             ),
-            None => "the gaps above it fell in time the kernel did not see".to_string(),
+            None => format!("the {noun} above it fell in time the kernel did not see"),
         };
         Some(format!(
             "latencies above {} µs are not the kernel's: {which} (hypervisor, SMI or hardware; the largest {} µs); \
              the largest the kernel is responsible for is {} µs",
             us(kernel_max),
-            us(unseen_max),
+            us(self.unseen_max_ns),
             us(kernel_max)
         ))
     }

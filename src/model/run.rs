@@ -102,6 +102,8 @@ pub struct Run {
     pub breaches: Vec<super::Breach>,
     /// Where `rtbench resume` continued the run: the spans it did not measure, in order.
     pub gaps: Vec<Gap>,
+    /// `noise --classify`: each thread's gaps per class per envelope interval.
+    pub noise: Vec<super::ClassInterval>,
 }
 
 /// A span a resumed run did not measure: from its last checkpoint before it stopped (killed,
@@ -136,6 +138,6 @@ impl Run {
         for t in &threads {
             total.merge(&t.stats);
         }
-        Run { header, threads, total, breaches: Vec::new(), gaps: Vec::new() }
+        Run { header, threads, total, breaches: Vec::new(), gaps: Vec::new(), noise: Vec::new() }
     }
 }

@@ -69,6 +69,13 @@ pub struct SystemSnapshot {
     pub vm: Option<VmPlacement>,
 }
 
+impl SystemSnapshot {
+    /// The rule-of-thumb budget (10⁵ CPU cycles), when the CPU clock is known.
+    pub fn budget_ns(&self) -> Option<u64> {
+        self.cpu_mhz.filter(|m| *m > 0.0).map(|m| (1e8 / m) as u64)
+    }
+}
+
 /// The warning of every run made on an emulated CPU, wherever the run is shown.
 pub const EMULATED_WARNING: &str = "emulated CPU (TCG): these latencies are the emulator's, not the kernel's";
 

@@ -7,6 +7,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::compare_noise::ClassPair;
 use super::figures::load_name;
 use super::select::RunView;
 use crate::invalid;
@@ -159,6 +160,8 @@ pub struct Comparison {
     pub label: String,
     pub pairs: Vec<Pair>,
     pub table: String,
+    /// `noise --classify`: the pairs classified in both labels, by class.
+    pub classes: Vec<ClassPair>,
 }
 
 impl Comparison {
@@ -182,10 +185,15 @@ pub struct Document<'a> {
     pub failed: bool,
     /// Every probe × load of both labels.
     pub pairs: &'a [Pair],
+    /// `noise --classify`: each probe × load classified in both labels, the share of its noise
+    /// and the noise per second of each class that made any (`hardware`: nothing the kernel saw).
+    #[serde(skip_serializing_if = "<[ClassPair]>::is_empty")]
+    pub noise_classes: &'a [ClassPair],
 }
 
 pub fn document(c: &Comparison) -> Document<'_> {
-    Document { baseline: &c.baseline, label: &c.label, failed: c.failures().next().is_some(), pairs: &c.pairs }
+    let failed = c.failures().next().is_some();
+    Document { baseline: &c.baseline, label: &c.label, failed, pairs: &c.pairs, noise_classes: &c.classes }
 }
 
 /// Compares `label` against `baseline` over `runs`, pairing runs by probe, load and length (a
@@ -195,13 +203,14 @@ pub fn compare(runs: &[RunView], baseline: &str, label: &str, conditions: &[Cond
     if pairs.is_empty() {
         return Err(invalid!("labels '{baseline}' and '{label}' share no probe × load to compare"));
     }
+    let classes = super::compare_noise::pairs(&pairs);
     let pairs: Vec<Pair> = pairs.iter().map(|(b, c)| pair(b, c, conditions)).collect();
     let mut table =
         format!("{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}\n", "probe", "load", "stat", baseline, label, "ratio");
     for p in &pairs {
         table_rows(p, &mut table);
     }
-    Ok(Comparison { baseline: baseline.into(), label: label.into(), pairs, table })
+    Ok(Comparison { baseline: baseline.into(), label: label.into(), pairs, table, classes })
 }
 
 /// The runs of `baseline` and `label` that compare: the same probe, load and length, in the

@@ -138,6 +138,7 @@ mod tests {
                 pair("sysbench.null-call", Unit::Picoseconds, vec![check("p99 > 2x", Verdict::Skip)]),
             ],
             table: String::new(),
+            classes: vec![],
         };
         let xml = render(&[c], &[]);
         let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}:\n{xml}"));

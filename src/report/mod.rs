@@ -17,6 +17,7 @@ pub struct ProbeNote {
 
 pub mod build;
 pub mod compare;
+pub mod compare_noise;
 pub mod figures;
 pub mod findings;
 pub mod junit;

@@ -2,11 +2,11 @@
 //! reader has read past them, then classified and counted by what ran in them. The samples
 //! themselves go on to the sinks at once: nothing waits for the trace.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::model::{ClassTotal, ClassifyRecord, NoiseClass, ThreadClasses};
+use crate::model::{ClassInterval, ClassTotal, ClassifyRecord, NoiseClass, ThreadClasses};
 use crate::trace::classify::{classify, ClassifyTracer, Named, Timeline};
 use crate::trace::stream::lock;
 
@@ -32,14 +32,19 @@ pub(super) struct ClassifyFlow {
     threads: Vec<Thread>,
     /// The rule-of-thumb budget, when the CPU clock is known.
     budget_ns: Option<u64>,
+    /// The run's envelope interval: the gaps are also counted per class per interval.
+    interval_ns: u64,
+    /// Gaps classified since the last checkpoint: (thread, interval, class) → (count, ns).
+    intervals: BTreeMap<(u32, u64, NoiseClass), (u64, u64)>,
 }
 
 impl ClassifyFlow {
-    /// `threads`: per thread in the runner's order, its number, CPU and id once it has one.
+    /// `threads`: per thread in the runner's order, its number, CPU and id once it has one;
+    /// `(budget_ns, interval_ns)`: the rule-of-thumb budget and the run's envelope interval.
     pub(super) fn new(
         tracer: &ClassifyTracer,
         threads: Vec<(u32, Option<u32>, Arc<OnceLock<i32>>)>,
-        budget_ns: Option<u64>,
+        (budget_ns, interval_ns): (Option<u64>, u64),
     ) -> ClassifyFlow {
         let on = |c: Option<u32>| threads.iter().filter(|t| t.1 == c).count();
         let alone: Vec<bool> = threads.iter().map(|t| on(t.1) == 1).collect();
@@ -55,7 +60,8 @@ impl ClassifyFlow {
                 totals: HashMap::new(),
             })
             .collect();
-        ClassifyFlow { timeline: tracer.timeline(), threads, budget_ns }
+        let (interval_ns, intervals) = (interval_ns.max(1), BTreeMap::new());
+        ClassifyFlow { timeline: tracer.timeline(), threads, budget_ns, interval_ns, intervals }
     }
 
     /// Gaps (time offset, length) as the thread handed them over.
@@ -78,11 +84,19 @@ impl ClassifyFlow {
                 _ => break,
             };
             t.pending.pop_front();
+            let slot = self.intervals.entry((t.index, at / self.interval_ns, named.class)).or_default();
+            *slot = (slot.0 + 1, slot.1 + gap);
             count(&mut t.totals, named, gap, budget);
             if let Some(cpu) = t.cpu.filter(|_| t.alone) {
                 timeline.forget(cpu, t0);
             }
         }
+    }
+
+    /// The gaps classified since the last call, per thread, interval and class.
+    pub(super) fn take_intervals(&mut self) -> Vec<ClassInterval> {
+        let taken = std::mem::take(&mut self.intervals).into_iter();
+        taken.map(|((thread, index, class), (count, ns))| ClassInterval { thread, index, class, count, ns }).collect()
     }
 
     /// Waits (up to a bound) for the reader to have read everything up to now.
@@ -95,16 +109,17 @@ impl ClassifyFlow {
 
     /// What the classification came to, every thread's gaps by class, the most noise first.
     pub(super) fn record(&self, lost_events: u64) -> ClassifyRecord {
-        let threads = self
-            .threads
-            .iter()
-            .map(|t| {
-                let mut totals: Vec<ClassTotal> = t.totals.values().cloned().collect();
-                totals.sort_by(|a, b| a.class.cmp(&b.class).then(b.ns.cmp(&a.ns)).then(a.name.cmp(&b.name)));
-                ThreadClasses { thread: t.index, totals }
-            })
-            .collect();
-        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None }
+        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads: self.threads(), skipped: None }
+    }
+
+    /// Every thread's gaps so far by class and name, the most noise first.
+    pub(super) fn threads(&self) -> Vec<ThreadClasses> {
+        let by_thread = self.threads.iter().map(|t| {
+            let mut totals: Vec<ClassTotal> = t.totals.values().cloned().collect();
+            totals.sort_by(|a, b| a.class.cmp(&b.class).then(b.ns.cmp(&a.ns)).then(a.name.cmp(&b.name)));
+            ThreadClasses { thread: t.index, totals }
+        });
+        by_thread.collect()
     }
 }
 

@@ -216,8 +216,17 @@ impl Flow<'_> {
     pub(super) fn checkpoint(&mut self) {
         let threads = self.results();
         let activity = self.watch.as_mut().map(|w| w.take()).unwrap_or_default();
-        let cp =
-            Checkpoint { threads: &threads, envelope: &self.envelope, activity: &activity, breaches: &self.breaches };
+        let noise = self.classify.as_mut().map(|c| c.take_intervals()).unwrap_or_default();
+        let classes = self.classify.as_ref().map(|c| c.threads()).unwrap_or_default();
+        let (envelope, breaches) = (&self.envelope, &self.breaches);
+        let cp = Checkpoint {
+            envelope,
+            activity: &activity,
+            breaches,
+            noise: &noise,
+            classes: &classes,
+            ..Checkpoint::only(&threads)
+        };
         for s in self.sinks.each() {
             s.checkpoint(&cp);
         }
@@ -228,7 +237,7 @@ impl Flow<'_> {
     /// The last checkpoint again, for the sinks it did not reach: what they kept is written.
     pub(super) fn retry_checkpoint(&mut self) {
         let threads = self.results();
-        let cp = Checkpoint { threads: &threads, envelope: &[], activity: &[], breaches: &[] };
+        let cp = Checkpoint::only(&threads);
         for s in self.sinks.each().filter(|s| !s.current()) {
             s.checkpoint(&cp);
         }

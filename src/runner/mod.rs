@@ -143,8 +143,7 @@ fn drive(
     setup: Setup,
     windows: Windows,
 ) -> Result<(i64, Outcome)> {
-    // The rule-of-thumb budget (10⁵ cycles), when the CPU clock is known.
-    let budget_ns = setup.system.cpu_mhz.filter(|m| *m > 0.0).map(|m| (1e8 / m) as u64);
+    let budget_ns = setup.system.budget_ns();
     let Setup { grant, mut warnings, mut params, samples, admit, .. } = setup;
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
@@ -159,7 +158,7 @@ fn drive(
     let split = follow_split(session, &totals);
     let mut run = flow(cfg, writer, samples, windows, totals, (started, start_ns));
     run.split = split;
-    run.classify = follow_classify(session, &run.totals, budget_ns);
+    run.classify = follow_classify(session, &run.totals, (budget_ns, cfg.envelope_ns));
     let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
@@ -236,11 +235,11 @@ fn end_tracers(cfg: &RunConfig, session: &Session, run: &mut Flow, params: &mut 
 }
 
 /// `--classify`: every thread's gaps looked up in the trace of its CPU.
-fn follow_classify(session: &Session, totals: &[ThreadTotals], budget_ns: Option<u64>) -> Option<ClassifyFlow> {
+fn follow_classify(session: &Session, totals: &[ThreadTotals], limits: (Option<u64>, u64)) -> Option<ClassifyFlow> {
     session.with(|t: &mut ClassifyTracer| {
         let threads =
             totals.iter().map(|t| (t.index as u32, t.cpu.map(|c| c as u32), std::sync::Arc::clone(&t.tid))).collect();
-        ClassifyFlow::new(t, threads, budget_ns)
+        ClassifyFlow::new(t, threads, limits)
     })
 }
 
@@ -410,11 +409,14 @@ struct End {
 fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> {
     let End { outcome, started, watched, load, mut params, mut warnings } = end;
     let classified = params.classify.as_ref().filter(|c| c.skipped.is_none());
+    let unseen = unseen_warning(&writer, &params)?;
     if watched {
         match steal(writer.store(), writer.id(), &cfg.threads) {
             Ok(findings) => {
-                // Where the gaps were classified, the trace says what steal could not.
-                for finding in findings.iter().filter(|f| classified.is_none() || !f.explains_none()) {
+                // Where the gaps were classified, or the breaches showed time the kernel did
+                // not see, the trace says what steal could not.
+                let traced = classified.is_some() || unseen.is_some();
+                for finding in findings.iter().filter(|f| !traced || !f.explains_none()) {
                     let w = finding.warning();
                     eprintln!("rtbench: WARNING: {w}");
                     warnings.push(w);
@@ -423,7 +425,7 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
             Err(e) => warnings.push(format!("steal time could not be lined up with the latencies: {e:#}")),
         }
     }
-    if let Some(w) = classified.and_then(|c| c.warning()) {
+    if let Some(w) = unseen {
         eprintln!("rtbench: WARNING: {w}");
         warnings.push(w);
     }
@@ -444,6 +446,25 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
     }
     let id = writer.finish(outcome.status(), &warnings)?;
     Ok((id, outcome))
+}
+
+/// The run's warning when its largest latencies fell in time the kernel did not see: from the
+/// classified gaps (`noise --classify`), else from the breaches `--breach` traced (any probe).
+fn unseen_warning(writer: &RunWriter, params: &crate::model::MeasuredParams) -> Result<Option<String>> {
+    if let Some(c) = params.classify.as_ref().filter(|c| c.skipped.is_none()) {
+        return Ok(c.warning());
+    }
+    let Some(record) = params.breach.as_ref().filter(|b| b.skipped.is_none()) else { return Ok(None) };
+    let breaches = writer.store().breaches(writer.id())?;
+    let unseen = crate::model::breach_unseen(&breaches, record.threshold_ns, writer.head().system.budget_ns());
+    let Some(w) = unseen.and_then(|u| u.warning()) else { return Ok(None) };
+    Ok(Some(match record.untraced {
+        0 => w,
+        n => format!(
+            "{w}; {n} more samples above the --breach threshold ({} µs) were not traced, and may be either",
+            crate::units::fmt_ns_as_us(record.threshold_ns as f64)
+        ),
+    }))
 }
 
 /// The windows of a run, as `drive` takes them from [`Extras`].

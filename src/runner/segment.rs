@@ -92,7 +92,7 @@ mod tests {
             interrupts: 0,
             context_switches: None,
         };
-        let cp = Checkpoint { threads: &[], envelope: &envelope, activity: &[stolen], breaches: &[] };
+        let cp = Checkpoint { envelope: &envelope, activity: &[stolen], ..Checkpoint::only(&[]) };
         sink.checkpoint(&cp).unwrap();
         let next = sink.window_closed(&Closed { threads: &[], ran: &[], more: true }).unwrap().expect("a next window");
         assert_eq!(sink.id(), next);

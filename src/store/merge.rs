@@ -80,6 +80,10 @@ impl Store {
                 params![old, new],
             )?;
             tx.execute(
+                "INSERT INTO main.noise_classes SELECT ?2, thread, idx, class, count, ns FROM other.noise_classes WHERE run_id = ?1",
+                params![old, new],
+            )?;
+            tx.execute(
                 "INSERT INTO main.breaches SELECT ?2, seq, latency_ns, verdict, breach FROM other.breaches WHERE run_id = ?1",
                 params![old, new],
             )?;

@@ -20,8 +20,8 @@ pub use writer::{Checkpoint, RunHead, RunWriter, RAW_IN_STORE};
 
 use crate::error::InputError;
 use crate::model::{
-    Breach, CpuInterval, EnvPoint, IrqSplit, LoadRecord, Metric, Run, RunHeader, RunKind, RunParams, RunStatus,
-    ThreadResult, ThreadSamples,
+    Breach, ClassInterval, CpuInterval, EnvPoint, IrqSplit, LoadRecord, Metric, NoiseClass, Run, RunHeader, RunKind,
+    RunParams, RunStatus, ThreadResult, ThreadSamples,
 };
 use crate::stats::Stats;
 
@@ -182,10 +182,12 @@ impl Store {
         envelope: &[(u32, EnvPoint)],
         raw: &[RawBatch],
         activity: &[CpuInterval],
+        noise: &[ClassInterval],
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
             put_threads(&tx, id, threads)?;
+            put_noise(&tx, id, noise)?;
             let mut env = tx.prepare_cached(
                 "INSERT OR REPLACE INTO envelope (run_id, thread, idx, min_ns, max_ns, sum_ns, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
@@ -260,7 +262,8 @@ impl Store {
 
     /// One run: its header, per-thread results and their merge.
     pub fn run(&self, id: i64) -> Result<Run> {
-        Ok(Run { breaches: self.breaches(id)?, gaps: self.gaps(id)?, ..Run::new(self.header(id)?, self.threads(id)?) })
+        let (breaches, gaps, noise) = (self.breaches(id)?, self.gaps(id)?, self.noise_classes(id)?);
+        Ok(Run { breaches, gaps, noise, ..Run::new(self.header(id)?, self.threads(id)?) })
     }
 
     /// One run's per-thread results, by thread number.
@@ -371,6 +374,23 @@ impl Store {
         Ok(rows)
     }
 
+    /// `noise --classify`: a run's gaps per thread, interval and class, in that order.
+    pub fn noise_classes(&self, id: i64) -> Result<Vec<ClassInterval>> {
+        let mut stmt =
+            self.conn.prepare("SELECT thread, idx, class, count, ns FROM noise_classes WHERE run_id = ?1")?;
+        let rows = stmt
+            .query_map([id], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get(3)?, r.get(4)?)))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (thread, index, class, count, ns): (u32, i64, String, i64, i64) = row?;
+            let class = NoiseClass::from_key(&class)
+                .ok_or_else(|| anyhow::anyhow!("run {id} has a noise class '{class}' this rtbench does not know"))?;
+            out.push(ClassInterval { thread, index: index as u64, class, count: count as u64, ns: ns as u64 });
+        }
+        out.sort_by_key(|c| (c.thread, c.index, c.class));
+        Ok(out)
+    }
+
     /// One run's envelope, per thread, in time order.
     pub fn envelope(&self, id: i64) -> Result<Vec<(u32, EnvPoint)>> {
         let mut stmt = self.conn.prepare(
@@ -412,6 +432,19 @@ fn put_threads(tx: &rusqlite::Transaction, id: i64, threads: &[ThreadResult]) ->
             let (count, unmatched) = (x.stats.count as i64, x.unmatched as i64);
             irq.execute(params![id, t.thread, count, unmatched, min, max, sum, sumsq, blob])?;
         }
+    }
+    Ok(())
+}
+
+/// Adds gaps per class and interval: a gap is classified once its trace has been read, so an
+/// interval's gaps may reach the store over several checkpoints.
+fn put_noise(tx: &rusqlite::Transaction, id: i64, noise: &[ClassInterval]) -> Result<()> {
+    let mut add = tx.prepare_cached(
+        "INSERT INTO noise_classes (run_id, thread, idx, class, count, ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (run_id, thread, idx, class) DO UPDATE SET count = count + excluded.count, ns = ns + excluded.ns",
+    )?;
+    for c in noise {
+        add.execute(params![id, c.thread, c.index as i64, c.class.key(), c.count as i64, c.ns as i64])?;
     }
     Ok(())
 }
@@ -570,7 +603,7 @@ pub(crate) mod tests {
         let mut w = RunWriter::begin(&mut store, head).unwrap();
         w.keep_raw(0, &[(1000, 50_000), (2000, 70_000), (3000, 30_000)]);
         w.keep_irq(0, &[Some(20_000), None, Some(9_000)]);
-        w.checkpoint(&Checkpoint { threads: &threads, envelope: &[], activity: &[], breaches: &[] }).unwrap();
+        w.checkpoint(&Checkpoint::only(&threads)).unwrap();
         let id = w.finish(RunStatus::Complete, &[]).unwrap();
         let check = |store: &Store, id: i64| {
             let t = store.threads(id).unwrap().remove(0);

@@ -137,6 +137,19 @@ CREATE TABLE gaps (
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 "#,
+    r#"
+-- v9: noise --classify: per thread and envelope interval, the gaps of each class (what ran in
+-- them: irq, softirq, thread, hardware, unknown) and their total length.
+CREATE TABLE noise_classes (
+    run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    thread  INTEGER NOT NULL,
+    idx     INTEGER NOT NULL,                -- envelope interval number since start
+    class   TEXT NOT NULL CHECK (class IN ('irq','softirq','thread','hardware','unknown')),
+    count   INTEGER NOT NULL,
+    ns      INTEGER NOT NULL,
+    PRIMARY KEY (run_id, thread, idx, class)
+) WITHOUT ROWID;
+"#,
 ];
 
 /// The schema version this binary writes.

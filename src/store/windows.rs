@@ -77,7 +77,9 @@ mod tests {
         };
         let envelope = [point(0, 40_000), point(1, max_ns)];
         // Interval 0 was stolen too, but its latency is not the window's largest.
-        store.checkpoint(id, &[thread], &envelope, &[], &[activity(0, 90_000_000), activity(1, steal_ns)]).unwrap();
+        store
+            .checkpoint(id, &[thread], &envelope, &[], &[activity(0, 90_000_000), activity(1, steal_ns)], &[])
+            .unwrap();
     }
 
     #[test]

@@ -11,8 +11,8 @@ use anyhow::Result;
 use super::resume::{merged, Resumed};
 use super::{RawBatch, Store};
 use crate::model::{
-    Breach, CpuInterval, EnvPoint, LoadRecord, MeasuredParams, Metric, RunKind, RunParams, RunStatus, SystemSnapshot,
-    ThreadRan, ThreadResult, EMULATED_WARNING,
+    Breach, ClassInterval, CpuInterval, EnvPoint, LoadRecord, MeasuredParams, Metric, RunKind, RunParams, RunStatus,
+    SystemSnapshot, ThreadClasses, ThreadRan, ThreadResult, EMULATED_WARNING,
 };
 
 /// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
@@ -65,6 +65,18 @@ pub struct Checkpoint<'a> {
     pub activity: &'a [CpuInterval],
     /// Breaches traced since the last checkpoint.
     pub breaches: &'a [Breach],
+    /// `noise --classify`: gaps classified since the last checkpoint, per class and interval.
+    pub noise: &'a [ClassInterval],
+    /// `noise --classify`: every thread's gaps by class and name since the run began (the
+    /// store has them in the run's params at its end; the metrics read them as they grow).
+    pub classes: &'a [ThreadClasses],
+}
+
+impl<'a> Checkpoint<'a> {
+    /// A checkpoint of the threads' results and nothing new.
+    pub fn only(threads: &'a [ThreadResult]) -> Checkpoint<'a> {
+        Checkpoint { threads, envelope: &[], activity: &[], breaches: &[], noise: &[], classes: &[] }
+    }
 }
 
 /// `warnings`, and the emulation warning first when the run is made on an emulated CPU: every
@@ -86,6 +98,7 @@ pub struct RunWriter<'s> {
     envelope: Vec<(u32, EnvPoint)>,
     activity: Vec<CpuInterval>,
     breaches: Vec<Breach>,
+    noise: Vec<ClassInterval>,
     /// The envelope index the current run counts from: a window's intervals are stored from its
     /// own start, as a run's are. `None` until the first interval after a roll.
     base: Option<u64>,
@@ -111,7 +124,18 @@ impl<'s> RunWriter<'s> {
         head.warnings = with_emulation(&head.system, &head.warnings);
         let id = store.begin(&head)?;
         let (raw, envelope, activity, breaches) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        Ok(RunWriter { store, id, head, raw, envelope, activity, breaches, base: Some(0), resumed: None })
+        Ok(RunWriter {
+            store,
+            id,
+            head,
+            raw,
+            envelope,
+            activity,
+            breaches,
+            noise: Vec::new(),
+            base: Some(0),
+            resumed: None,
+        })
     }
 
     /// Continues run `id`, interrupted or aborted, with `head` (the same parameters, asked
@@ -128,7 +152,7 @@ impl<'s> RunWriter<'s> {
             .collect();
         let (envelope, activity, breaches) = (Vec::new(), Vec::new(), Vec::new());
         let resumed = Some(resumed);
-        Ok(RunWriter { store, id, head, raw, envelope, activity, breaches, base: Some(0), resumed })
+        Ok(RunWriter { store, id, head, raw, envelope, activity, breaches, noise: Vec::new(), base: Some(0), resumed })
     }
 
     /// A run written whole at once (a sysbench operation, an import): begun, its results
@@ -136,7 +160,7 @@ impl<'s> RunWriter<'s> {
     pub fn whole(store: &'s mut Store, head: RunHead, threads: &[ThreadResult]) -> Result<i64> {
         let warnings = with_emulation(&head.system, &head.warnings);
         let mut w = RunWriter::begin(store, head)?;
-        w.checkpoint(&Checkpoint { threads, envelope: &[], activity: &[], breaches: &[] })?;
+        w.checkpoint(&Checkpoint::only(threads))?;
         w.finish(RunStatus::Complete, &warnings)
     }
 
@@ -189,13 +213,15 @@ impl<'s> RunWriter<'s> {
     /// Writes `cp` with whatever earlier checkpoints could not write, in one transaction (the
     /// breaches in one of their own). On failure everything is kept for the next one.
     pub fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
-        let first = cp.envelope.iter().map(|(_, p)| p.index).chain(cp.activity.iter().map(|a| a.index)).min();
+        let (envelope, activity) = (cp.envelope.iter().map(|(_, p)| p.index), cp.activity.iter().map(|a| a.index));
+        let first = envelope.chain(activity).chain(cp.noise.iter().map(|c| c.index)).min();
         if let Some(base) = self.base.or(first) {
             self.base = Some(base);
             let shift = self.resumed.as_ref().map_or(0, |r| r.shift_index);
             let from_base = |index: u64| index.saturating_sub(base) + shift;
             self.envelope.extend(cp.envelope.iter().map(|(t, p)| (*t, EnvPoint { index: from_base(p.index), ..*p })));
             self.activity.extend(cp.activity.iter().map(|a| CpuInterval { index: from_base(a.index), ..*a }));
+            self.noise.extend(cp.noise.iter().map(|c| ClassInterval { index: from_base(c.index), ..*c }));
         }
         self.breaches.extend_from_slice(cp.breaches);
         if !self.breaches.is_empty() {
@@ -216,13 +242,14 @@ impl<'s> RunWriter<'s> {
             Some(r) => &merged(&r.prior, cp.threads),
             None => cp.threads,
         };
-        self.store.checkpoint(self.id, threads, &self.envelope, &raw, &self.activity)?;
+        self.store.checkpoint(self.id, threads, &self.envelope, &raw, &self.activity, &self.noise)?;
         for r in &mut self.raw {
             r.pending.clear();
             r.irq.clear();
         }
         self.envelope.clear();
         self.activity.clear();
+        self.noise.clear();
         Ok(())
     }
 
@@ -335,5 +362,29 @@ mod tests {
         assert_eq!(warnings(finished), [EMULATED_WARNING, "its own", "found later"]);
         assert_eq!(warnings(kvm), ["its own"], "KVM runs the guest's own instructions");
         assert_eq!(warnings(host), ["its own"]);
+    }
+
+    /// `noise --classify`: an interval's gaps classified over several checkpoints add up in the
+    /// store, and a merge brings them along.
+    #[test]
+    fn noise_classes_of_an_interval_add_up_across_checkpoints_and_survive_a_merge() {
+        use crate::model::{ClassInterval, NoiseClass::*};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let mut store = Store::open(&path).unwrap();
+        let mut w = RunWriter::begin(&mut store, head(None)).unwrap();
+        let c = |index, class, count, ns| ClassInterval { thread: 0, index, class, count, ns };
+        let cp = |noise| Checkpoint { noise, ..Checkpoint::only(&[]) };
+        let (first, second) =
+            ([c(0, Irq, 2, 100), c(1, Hardware, 1, 5_000)], [c(0, Irq, 1, 50), c(0, Thread, 1, 2_000_000)]);
+        w.checkpoint(&cp(&first)).unwrap();
+        w.checkpoint(&cp(&second)).unwrap();
+        let id = w.finish(RunStatus::Complete, &[]).unwrap();
+        let want = [c(0, Irq, 3, 150), c(0, Thread, 1, 2_000_000), c(1, Hardware, 1, 5_000)];
+        assert_eq!(store.noise_classes(id).unwrap(), want);
+        assert_eq!(store.run(id).unwrap().noise, want, "the run read for reports and exports has them");
+        let mut other = Store::open(&dir.path().join("other.db")).unwrap();
+        assert_eq!(other.merge(&path).unwrap(), (1, 0));
+        assert_eq!(other.noise_classes(1).unwrap(), want);
     }
 }

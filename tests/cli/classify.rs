@@ -61,6 +61,7 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let hardware_max = totals.iter().filter(|t| t["class"] == "hardware").map(|t| t["max_ns"].as_u64().unwrap()).max();
     let shortest = *overlapping.iter().min().unwrap();
     assert!(hardware_max.unwrap_or(0) < shortest, "a hardware gap of {hardware_max:?} ns, bursts' {overlapping:?}");
+    assert_intervals_add_up(&doc, &totals);
     let shown = lab.ok(&["show", &lab.last_run().to_string()]);
     let line = shown.lines().find(|l| l.starts_with("thread ")).expect("a thread line");
     assert!(line.contains("python3 (pid"), "{shown}");
@@ -71,7 +72,25 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     assert!(svg.contains("noise: noise by class") && svg.contains("HW/hypervisor"), "{svg}");
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(page.contains("share of the noise by what ran in each gap"), "the page shows it");
+    let over_time = out.join("figures").join(format!("noise-classes-{}.svg", lab.last_run()));
+    let svg = std::fs::read_to_string(over_time).expect("the run's noise by class over time");
+    assert!(svg.contains(r#"class="noise-thread""#), "the bursts' task is drawn over time: {svg}");
     assert_eq!(tracing_state(), before, "tracing is as it was");
+}
+
+/// The export's per-interval counts ("per class per second") add up to the run's totals of
+/// each class, and every interval lies within the run.
+fn assert_intervals_add_up(doc: &serde_json::Value, totals: &[serde_json::Value]) {
+    let intervals = doc["noise_intervals"].as_array().expect("the gaps per interval");
+    for class in ["irq", "softirq", "thread", "hardware", "unknown"] {
+        let sum = |rows: &[serde_json::Value], field: &str| -> u64 {
+            rows.iter().filter(|r| r["class"] == class).map(|r| r[field].as_u64().unwrap()).sum()
+        };
+        let want = (sum(totals, "count"), sum(totals, "ns"));
+        assert_eq!((sum(intervals, "count"), sum(intervals, "ns")), want, "{class}: {intervals:?}");
+    }
+    assert!(intervals.iter().all(|r| r["index"].as_u64().unwrap() < 8), "a 7 s run: {intervals:?}");
+    assert!(intervals.iter().any(|r| r["class"] == "thread"), "the bursts' intervals: {intervals:?}");
 }
 
 #[test]
@@ -93,4 +112,155 @@ fn a_killed_classified_run_leaves_its_instance_to_the_next_command_which_removes
 fn classify_is_refused_for_a_probe_without_gaps() {
     let lab = Lab::new();
     assert_rejected(&lab.run(&["timer", "--classify", "-l", "10"]), "--classify");
+}
+
+/// A stored classified run of `label`: 10 s long, its gaps `totals` (class, ns).
+fn classified(lab: &Lab, label: &str, totals: &[(&str, u64)]) {
+    lab.ok(&["synthetic", "-l", "2000", "-q", "--label", label]);
+    let rows: Vec<String> = totals
+        .iter()
+        .map(|(class, ns)| {
+            format!(
+                r#"{{"class":"{class}","name":"","detail":null,"count":4,"ns":{ns},"max_ns":{ns},"over_budget":0}}"#
+            )
+        })
+        .collect();
+    let classify = format!(
+        r#"{{"lost_events":0,"budget_ns":null,"skipped":null,"threads":[{{"thread":0,"totals":[{}]}}]}}"#,
+        rows.join(",")
+    );
+    crate::findings::sql(
+        lab,
+        &format!("UPDATE runs SET params = json_set(params, '$.duration_s', 10.0, '$.classify', json('{classify}')) WHERE id = ?1"),
+        lab.last_run(),
+    );
+}
+
+#[test]
+fn compare_gives_each_class_s_share_of_the_noise_and_noise_per_second_in_both_labels() {
+    let lab = Lab::new();
+    // k-a: 1 ms of IRQ and 3 ms nothing the kernel saw in 10 s; k-b: 2 ms of IRQ, 2 ms of a thread.
+    classified(&lab, "k-a", &[("irq", 1_000_000), ("hardware", 3_000_000)]);
+    classified(&lab, "k-b", &[("irq", 2_000_000), ("thread", 2_000_000)]);
+    let text = lab.ok(&["compare", "--baseline", "k-a", "k-b"]);
+    let section = text.split_once("noise by class").unwrap_or_else(|| panic!("no section: {text}")).1;
+    let row = |class: &str| -> Vec<String> {
+        let line = section
+            .lines()
+            .find(|l| l.split_whitespace().nth(2) == Some(class))
+            .unwrap_or_else(|| panic!("{class}: {text}"));
+        line.split_whitespace().skip(3).map(String::from).collect()
+    };
+    assert_eq!(row("IRQ"), ["25.0", "50.0", "100", "200"], "{text}");
+    assert_eq!(row("HW/hypervisor"), ["75.0", "0.0", "300", "0"], "{text}");
+    assert_eq!(row("thread"), ["0.0", "50.0", "0", "200"], "{text}");
+    assert!(!section.lines().any(|l| l.contains("softirq")), "a class neither label saw is left out: {text}");
+    assert!(text.starts_with("(µs)\n"), "the µs rows come first, as before: {text}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&lab.ok(&["compare", "--baseline", "k-a", "k-b", "--json"])).unwrap();
+    assert_matches_schema(&doc, "compare.schema.json");
+    let pair = &doc["noise_classes"][0];
+    assert_eq!(
+        (pair["probe"].as_str(), pair["load"].as_str()),
+        (Some("synthetic"), Some(doc["pairs"][0]["load"].as_str().unwrap()))
+    );
+    let hw = pair["classes"].as_array().unwrap().iter().find(|c| c["class"] == "hardware").expect("hardware");
+    assert_eq!((hw["baseline"]["share"].as_f64(), hw["baseline"]["ns_per_s"].as_f64()), (Some(0.75), Some(300_000.0)));
+    assert_eq!((hw["label"]["share"].as_f64(), hw["label"]["ns_per_s"].as_f64()), (Some(0.0), Some(0.0)));
+}
+
+#[test]
+fn compare_of_runs_not_classified_has_no_noise_section() {
+    let lab = Lab::new();
+    for label in ["k-a", "k-b"] {
+        lab.ok(&["synthetic", "-l", "2000", "-q", "--label", label]);
+    }
+    assert!(!lab.ok(&["compare", "--baseline", "k-a", "k-b"]).contains("noise by class"));
+    let doc: serde_json::Value =
+        serde_json::from_str(&lab.ok(&["compare", "--baseline", "k-a", "k-b", "--json"])).unwrap();
+    assert!(doc.get("noise_classes").is_none(), "{doc}");
+}
+
+/// The run-level warning `--breach` gives any probe, recomputed from the breaches it stored:
+/// a traced sample whose delay was mostly untraced is the hypervisor's or the hardware's.
+fn expected_unseen(doc: &serde_json::Value, threshold_ns: u64) -> Option<(u64, u64)> {
+    let budget = doc["run"]["system"]["cpu_mhz"].as_f64().map(|m| (1e8 / m) as u64);
+    let breaches = doc["breaches"].as_array().expect("breaches traced");
+    let unseen_share = |b: &serde_json::Value| -> f64 {
+        let causes = b["causes"].as_array().unwrap();
+        causes.iter().filter(|c| c["kind"] == "untraced").map(|c| c["share"].as_f64().unwrap()).sum()
+    };
+    let (unseen, kernel): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) =
+        breaches.iter().partition(|b| unseen_share(b) > 0.5);
+    let latency = |b: &&serde_json::Value| b["latency_ns"].as_u64().unwrap();
+    let kernel_max = kernel.iter().map(latency).max().unwrap_or(0).max(threshold_ns);
+    if unseen.iter().map(latency).max().unwrap_or(0) <= kernel_max {
+        return None;
+    }
+    let over = |bs: &[&serde_json::Value]| budget.map_or(0, |b| bs.iter().filter(|x| latency(x) > b).count() as u64);
+    Some((over(&unseen), over(&unseen) + over(&kernel)))
+}
+
+/// A traced run of `probe` (with `--breach THRESHOLD_US`, its JSON export); `--breach` too.
+fn breach_run(lab: &Lab, probe: &[&str], threshold_us: &str) -> serde_json::Value {
+    let json = lab.path("run.json");
+    let traced = ["-a", "1", "--breach", threshold_us, "--breach-max", "30", "-D", "4s", "-q", "--json"];
+    lab.ok(&[probe, &traced[..], &[json.to_str().unwrap()]].concat());
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn breached_samples_the_kernel_did_not_see_are_counted_apart_in_any_probe_s_warning() {
+    let Some((_one, before)) = traced() else { return };
+    let lab = Lab::new();
+    // FIFO-99 bursts of 2 ms on the timer's CPU: breaches of a task the kernel ran.
+    let mut hog = start_hog(&lab, "1", "3", "0.002");
+    let timer = breach_run(&lab, &["timer", "-t", "1"], "1000");
+    hog_bursts(&mut hog);
+    let breaches = timer["breaches"].as_array().expect("breaches traced");
+    let named = breaches.iter().filter(|b| b["causes"][0]["name"] == "python3").count();
+    assert!(named >= 1, "the bursts' task delayed a wake-up: {breaches:?}");
+    assert_unseen_said(&timer, 1_000_000);
+    // The noise probe, not classified: its breaches over 150 µs on this VM are often stalls
+    // the kernel did not see (issue 27 traced one of 1.36 ms).
+    assert_unseen_said(&breach_run(&lab, &["noise"], "150"), 150_000);
+    assert_eq!(tracing_state(), before, "tracing is as it was");
+}
+
+/// The run's warnings say what its stored breaches show of time the kernel did not see.
+fn assert_unseen_said(doc: &serde_json::Value, threshold_ns: u64) {
+    let warnings: Vec<&str> = doc["run"]["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    let said = warnings.iter().find(|w| w.contains("fell in time the kernel did not see"));
+    match expected_unseen(doc, threshold_ns) {
+        // On this VM the hypervisor may stall the CPU: then the warning counts those samples.
+        Some((unseen, over)) => {
+            let w = said.unwrap_or_else(|| panic!("samples the kernel did not see, no warning: {warnings:?}"));
+            let counted = format!("{unseen} of the {over} traced samples above the rule-of-thumb budget");
+            assert!(w.contains(&counted) || doc["run"]["system"]["cpu_mhz"].is_null(), "{counted}: {w}");
+            assert!(w.contains("the largest the kernel is responsible for is"), "{w}");
+        }
+        None => assert!(said.is_none(), "the kernel made the largest traced sample: {warnings:?}"),
+    }
+    assert!(!warnings.iter().any(|w| w.contains("explains none")), "{warnings:?}");
+}
+
+/// Without tracing, steal time is all a run has to set the hypervisor's stalls apart: for no
+/// probe may its warning call the largest latencies the kernel's because steal missed them.
+#[test]
+fn without_tracing_no_probe_s_warning_says_steal_explains_none() {
+    // Not traced, but on the CPU the tracing tests measure: one at a time with them.
+    let _one = crate::breach::TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    for probe in [&["timer", "-a", "1"][..], &["gtod", "-a", "1"], &["noise", "-a", "1"]] {
+        lab.ok(&[probe, &["-D", "2s", "-q"]].concat());
+        let doc = lab.export_json(lab.last_run());
+        assert!(doc["breaches"].is_null() && doc["run"]["params"]["classify"].is_null(), "untraced: {doc}");
+        for w in doc["run"]["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()) {
+            // The trace's sentence needs a trace; steal's own may set stolen intervals apart.
+            assert!(!w.contains("explains none") && !w.contains("the kernel did not see"), "{}: {w}", probe[0]);
+            if w.contains("steal time") && w.contains("none of it in the intervals") {
+                assert!(w.contains("too coarse") && w.contains("--breach"), "{}: {w}", probe[0]);
+            }
+        }
+    }
 }

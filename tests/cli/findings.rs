@@ -16,7 +16,7 @@ fn import(lab: &Lab, label: &str, load: &str, buckets: &[(u64, u64)]) -> i64 {
     lab.last_run()
 }
 
-fn sql(lab: &Lab, statement: &str, id: i64) {
+pub(crate) fn sql(lab: &Lab, statement: &str, id: i64) {
     let c = rusqlite::Connection::open(lab.db()).unwrap();
     c.execute(statement, [id]).unwrap();
 }

@@ -260,3 +260,46 @@ fn with_noise_the_windows_and_metrics_are_the_busy_loops_gaps() {
     let first = lab.export_json(runs[0]["id"].as_i64().unwrap());
     assert_eq!(first["run"]["params"]["threshold_ns"], 2_000, "{}", first["run"]["params"]);
 }
+
+#[test]
+fn with_noise_and_classify_the_metrics_count_the_gaps_by_what_ran_in_them() {
+    let Some((_one, before)) = crate::breach::traced() else { return };
+    let lab = Lab::new();
+    let mut m = Monitor::start(
+        &lab,
+        &["--noise", "--classify", "--noise-threshold", "500", "--window", "2s", "--listen", "127.0.0.1:0"],
+    );
+    let addr = m.address();
+    // FIFO-99 bursts of 2 ms on the watched CPU: gaps of a task the kernel ran, named.
+    let mut hog = crate::breach::start_hog(&lab, "0", "4", "0.002");
+    let task = "rtbench_noise_seconds_total{cpu=\"0\",class=\"thread\",name=\"python3\"}";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let body = loop {
+        let body = get(&addr, "/metrics", None).1;
+        if value(&body, task).is_some_and(|s| s > 0.0) {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "no gap of the bursts' task counted: {body}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    crate::breach::hog_bursts(&mut hog);
+    let gaps = value(&body, "rtbench_noise_gaps_total{cpu=\"0\",class=\"thread\"}").expect(&body);
+    assert!(gaps >= 1.0, "{body}");
+    let all: f64 = body
+        .lines()
+        .filter(|l| l.starts_with("rtbench_noise_gaps_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    let count = value(&body, "rtbench_latency_seconds_count{cpu=\"0\",probe=\"noise\"}").expect(&body);
+    assert!(all <= count, "only gaps the monitor measured are classified: {all} of {count}");
+    assert!(body.contains("# TYPE rtbench_noise_seconds counter"), "{body}");
+    m.signal("-TERM");
+    assert_eq!(m.wait(Duration::from_secs(20)), Some(143));
+    assert_eq!(crate::breach::tracing_state(), before, "tracing is as it was");
+}
+
+#[test]
+fn classify_in_the_monitor_needs_noise() {
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["monitor", "--classify", "-D", "1s"]), "--noise");
+}

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use hdrhistogram::Histogram;
 
-use crate::model::ThreadResult;
+use crate::model::{NoiseClass, ThreadClasses, ThreadResult};
 use crate::runner::segment::Closed;
 use crate::runner::sink::{Checkpoint, Sink};
 use crate::stats::Stats;
@@ -63,6 +63,42 @@ pub struct Snapshot {
     pub series: Vec<Series>,
     /// `--split`: the IRQ latency of each thread's samples, as `series` holds the thread's.
     pub irq: Vec<Series>,
+    /// `--noise --classify`: each thread's gaps by class and name since the monitor started.
+    pub noise: Vec<NoiseSeries>,
+}
+
+/// The gaps of one class and name on one CPU (`--noise --classify`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoiseSeries {
+    pub cpu: String,
+    pub class: NoiseClass,
+    /// What ran: the IRQ, softirq or task; empty for the hardware and unknown classes.
+    pub name: String,
+    pub count: u64,
+    pub ns: u64,
+}
+
+/// The classified gaps of `classes` per CPU (the thread's, from `threads`), class and name.
+fn noise_series(threads: &[ThreadResult], classes: &[ThreadClasses]) -> Vec<NoiseSeries> {
+    let cpu_of = |thread: u32| threads.iter().find(|t| t.thread == thread).and_then(|t| t.cpu);
+    let mut out: Vec<NoiseSeries> = Vec::new();
+    for c in classes {
+        let cpu = cpu_of(c.thread).map_or_else(|| format!("t{}", c.thread), |n| n.to_string());
+        for t in &c.totals {
+            // Tasks of one name (several pids) are one series: the name is what a dashboard shows.
+            match out.iter_mut().find(|s| s.cpu == cpu && s.class == t.class && s.name == t.name) {
+                Some(s) => (s.count, s.ns) = (s.count + t.count, s.ns + t.ns),
+                None => out.push(NoiseSeries {
+                    cpu: cpu.clone(),
+                    class: t.class,
+                    name: t.name.clone(),
+                    count: t.count,
+                    ns: t.ns,
+                }),
+            }
+        }
+    }
+    out
 }
 
 pub type Shared = Arc<Mutex<Snapshot>>;
@@ -163,6 +199,10 @@ impl Sink for MetricsSink {
         let (series, irq) = (self.totals(cp.threads, false), self.totals(cp.threads, true));
         let mut snap = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         (snap.series, snap.irq) = (series, irq);
+        // The classification's totals only grow; a checkpoint without them changes nothing.
+        if !cp.classes.is_empty() {
+            snap.noise = noise_series(cp.threads, cp.classes);
+        }
         Ok(())
     }
 
@@ -200,7 +240,7 @@ mod tests {
     }
 
     fn cp(threads: &[ThreadResult]) -> Checkpoint<'_> {
-        Checkpoint { threads, envelope: &[], activity: &[], breaches: &[] }
+        Checkpoint::only(threads)
     }
 
     #[test]
@@ -245,5 +285,35 @@ mod tests {
         assert_eq!((s.count, s.sum_ns), (3, 312_000));
         assert_eq!((i.cpu.as_str(), i.count, i.sum_ns, i.over.clone()), ("1", 3, 253_000, vec![1]));
         assert_eq!((i.max_current_ns, i.max_last_ns), (1_000, Some(250_000)));
+    }
+
+    #[test]
+    fn classified_gaps_are_counted_per_cpu_class_and_name_and_a_checkpoint_without_them_keeps_them() {
+        use crate::model::{ClassTotal, NoiseClass::*};
+        let shared = Shared::default();
+        let mut sink = MetricsSink::new(Arc::clone(&shared), vec![]);
+        let total = |class, name: &str, detail: &str, count, ns| ClassTotal {
+            class,
+            name: name.into(),
+            detail: Some(detail.into()),
+            count,
+            ns,
+            max_ns: ns,
+            over_budget: 0,
+        };
+        let totals = vec![
+            total(Thread, "python3", "pid 10, FIFO 99", 2, 4_000_000),
+            total(Thread, "python3", "pid 11, OTHER", 1, 1_000_000),
+            total(Hardware, "", "", 5, 3_000),
+        ];
+        let classes = [ThreadClasses { thread: 0, totals }];
+        let threads = [ThreadResult { thread: 0, cpu: Some(1), stats: Stats::default(), irq: None }];
+        sink.checkpoint(&Checkpoint { classes: &classes, ..cp(&threads) }).unwrap();
+        let series =
+            |class, name: &str, count, ns| NoiseSeries { cpu: "1".into(), class, name: name.into(), count, ns };
+        let want = vec![series(Thread, "python3", 3, 5_000_000), series(Hardware, "", 5, 3_000)];
+        assert_eq!(shared.lock().unwrap().noise, want, "one series per name, its pids summed");
+        sink.checkpoint(&cp(&threads)).unwrap();
+        assert_eq!(shared.lock().unwrap().noise, want, "the counters do not fall back to nothing");
     }
 }

@@ -11,7 +11,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::metrics::{Series, Shared, BOUNDS_NS};
+use super::metrics::{NoiseSeries, Series, Shared, BOUNDS_NS};
 
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -132,8 +132,34 @@ impl Collector for Exposition {
             let steal = c.get(crate::sysinfo::CpuTimes::STEAL) as f64 * per_tick;
             family.encode_family(&[("cpu", cpu.as_str())])?.encode_counter::<NoLabelSet, _, u64>(&steal, None)?;
         }
+        if !snap.noise.is_empty() {
+            noise_counters(&mut encoder, &snap.noise)?;
+        }
         Ok(())
     }
+}
+
+/// `--noise --classify`: the gaps' time by what ran in them, and their count by class, as rtla
+/// osnoise top's columns (`hardware`: nothing the kernel saw, the hypervisor's, an SMI's or the
+/// hardware's).
+fn noise_counters(encoder: &mut DescriptorEncoder, noise: &[NoiseSeries]) -> Result<(), std::fmt::Error> {
+    let help = "With --classify: time in noise gaps by what ran in them (class irq, softirq, thread, hardware: \
+                nothing the kernel saw, or unknown; name: the IRQ, softirq or task)";
+    let mut family = encoder.encode_descriptor("rtbench_noise", help, Some(&Unit::Seconds), MetricType::Counter)?;
+    for n in noise {
+        let labels = [("cpu", n.cpu.as_str()), ("class", n.class.key()), ("name", n.name.as_str())];
+        family.encode_family(&labels)?.encode_counter::<NoLabelSet, _, u64>(&(n.ns as f64 / 1e9), None)?;
+    }
+    let mut gaps: std::collections::BTreeMap<(&str, &str), u64> = std::collections::BTreeMap::new();
+    for n in noise {
+        *gaps.entry((n.cpu.as_str(), n.class.key())).or_default() += n.count;
+    }
+    let help = "With --classify: noise gaps by the class of what ran in them";
+    let mut family = encoder.encode_descriptor("rtbench_noise_gaps", help, None, MetricType::Counter)?;
+    for ((cpu, class), count) in gaps {
+        family.encode_family(&[("cpu", cpu), ("class", class)])?.encode_counter::<NoLabelSet, _, u64>(&count, None)?;
+    }
+    Ok(())
 }
 
 /// One latency histogram per CPU, in seconds, on the buckets of [`BOUNDS_NS`].

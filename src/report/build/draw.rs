@@ -63,6 +63,7 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
         }
         figs.extend(tails_by_label(&shared, &probe, &these));
         figs.extend(class_figure(&probe, &these));
+        figs.extend(these.iter().filter_map(|r| class_time_figure(&probe, r)));
     }
     figs.extend(label_figures(&shared));
     figs
@@ -97,6 +98,27 @@ fn class_figure(probe: &str, these: &[&RunView]) -> Option<Figure> {
             "{probe}: share of the noise by what ran in each gap (IRQ, softirq, thread, or nothing the kernel saw)"
         ),
         svg: classes::render(&format!("{probe}: noise by class"), &bars),
+    })
+}
+
+/// A classified noise run's noise per interval, stacked by class.
+fn class_time_figure(probe: &str, r: &RunView) -> Option<Figure> {
+    let last = r.data.noise.iter().map(|c| c.index).max()?;
+    let mut per_interval = vec![[0u64; 5]; last as usize + 1];
+    for c in &r.data.noise {
+        let k = NoiseClass::ALL.iter().position(|k| *k == c.class).unwrap_or(4);
+        per_interval[c.index as usize][k] += c.ns;
+    }
+    let id = r.data.header.id;
+    let interval_s = r.data.header.envelope_ns.max(1) as f64 / 1e9;
+    Some(Figure {
+        name: format!("{probe}-classes-{id}"),
+        caption: format!("run {id} · {}: noise per interval by what ran in each gap", r.label()),
+        svg: classes::render_over_time(
+            &format!("{probe} run {id}: noise by class over time"),
+            interval_s,
+            &per_interval,
+        ),
     })
 }
 

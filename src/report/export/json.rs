@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::evt::Estimate;
-use crate::model::{Better, Breach, Gap, Policy, RunHeader, Unit};
+use crate::model::{Better, Breach, ClassInterval, Gap, Policy, RunHeader, Unit};
 use crate::report::Run;
 use crate::stats::Summary;
 
@@ -40,6 +40,11 @@ pub struct Document<'a> {
     /// statistics hold nothing of them.
     #[serde(skip_serializing_if = "<[Gap]>::is_empty")]
     gaps: &'a [Gap],
+    /// `noise --classify`: each thread's gaps per envelope interval (`index` from the run's
+    /// start, each `run.params.envelope_interval_ns` long) and class (what ran in them; `hardware`: nothing the kernel
+    /// saw), with their count and total length.
+    #[serde(skip_serializing_if = "<[ClassInterval]>::is_empty")]
+    noise_intervals: &'a [ClassInterval],
 }
 
 /// The run's header and what its samples measure.
@@ -107,6 +112,7 @@ pub fn document(run: &Run) -> Document<'_> {
         wcet: crate::evt::for_run(run, crate::evt::sample_rate(run, &[])),
         breaches: &run.breaches,
         gaps: &run.gaps,
+        noise_intervals: &run.noise,
     }
 }
 

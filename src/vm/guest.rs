@@ -64,22 +64,32 @@ pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: 
         }
         Waited::Exited(_) => return failed("the guest ended before running the command".into()),
     }
-    let status_mark = share.join("status");
-    let waited = group.wait(|| status_mark.exists(), None)?;
+    let (waited, status) = wait_status(&mut group, share)?;
     let took = started.elapsed();
     group.stop();
     if let Waited::Signal(sig) = waited {
         return Err(super::Stopped(sig).into());
     }
-    let status = std::fs::read_to_string(&status_mark).ok().and_then(|s| s.trim().parse().ok());
     let store = share.join("guest.db");
+    let output = std::fs::read_to_string(share.join("output.txt")).unwrap_or_default();
     match status {
-        Some(status) if store.exists() => {
-            let output = std::fs::read_to_string(share.join("output.txt")).unwrap_or_default();
-            Ok(Ended::Ran { booted, took, status, store, output })
+        Some(status) if store.exists() => Ok(Ended::Ran { booted, took, status, store, output }),
+        _ => {
+            let last = output.lines().rev().find(|l| !l.trim().is_empty());
+            let said = last.map(|l| format!(" (its commands last said: {})", l.trim())).unwrap_or_default();
+            failed(format!("the guest ended before its store was brought back{said}"))
         }
-        _ => failed("the guest ended before its store was brought back".into()),
     }
+}
+
+/// Waits until the guest has written its exit status whole (or ended, or a signal came).
+/// Its 9p share shows the host a file once the guest creates it, before the guest writes into
+/// it: a `status` that merely exists may still be empty (seen empty for 5 ms on a loaded host,
+/// and a look landing there took the guest for one that ended without its store, once in CI).
+fn wait_status(group: &mut Group, share: &Path) -> Result<(Waited, Option<i32>)> {
+    let status = || std::fs::read_to_string(share.join("status")).ok().and_then(|s| s.trim().parse().ok());
+    let waited = group.wait(|| status().is_some(), None)?;
+    Ok((waited, status()))
 }
 
 /// The virtme-ng command line of a guest. The kernel command line tells rtbench inside where
@@ -110,9 +120,11 @@ fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Comma
 /// whole, then the exit status (the host waits for that file).
 fn script_text(binary: &Path, commands: &[Vec<String>], share: &Path) -> String {
     let share = quote(&share.display().to_string());
+    // The status is written beside and renamed, as the store is: the host never reads a part.
     let mut s = format!(
         "# written by rtbench kernels\nshare={share}\n: > \"$share/booted\"\n\
-         work=$(mktemp -d) && mount -t tmpfs rtbench-store \"$work\" && cd \"$work\" || {{ echo 97 > \"$share/status\"; exit; }}\n\
+         put_status() {{ echo $1 > \"$share/status.part\" && mv \"$share/status.part\" \"$share/status\"; }}\n\
+         work=$(mktemp -d) && mount -t tmpfs rtbench-store \"$work\" && cd \"$work\" || {{ put_status 97; exit; }}\n\
          export RTBENCH_DB=\"$work/guest.db\"\nstatus=0\n"
     );
     for args in commands {
@@ -124,7 +136,7 @@ fn script_text(binary: &Path, commands: &[Vec<String>], share: &Path) -> String 
         );
     }
     s += "[ -e \"$RTBENCH_DB\" ] && cp \"$RTBENCH_DB\" \"$share/guest.db.part\" && mv \"$share/guest.db.part\" \"$share/guest.db\"\n";
-    s += "echo $status > \"$share/status\"\n";
+    s += "put_status $status\n";
     s
 }
 
@@ -173,6 +185,19 @@ mod tests {
         Command::new("sh").arg("-c").arg(&text).status().unwrap();
         let said = std::fs::read_to_string(share.join("output.txt")).unwrap();
         assert_eq!(said, "said timer\nsaid bad\nsaid gtod\n", "what the commands print is kept for the host");
+        assert!(!share.join("status.part").exists(), "the status was renamed into place");
+    }
+
+    #[test]
+    fn a_status_the_guest_created_but_has_not_yet_written_is_waited_for() {
+        crate::sys::block_stop_signals().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // As the guest's shell writes it over 9p: the host sees the file empty first.
+        let mut cmd = Command::new("sh");
+        cmd.current_dir(dir.path()).args(["-c", ": > status; sleep 1; echo 3 > status; sleep 30"]);
+        let mut group = Group::spawn(&mut cmd, Path::new("/nonexistent")).unwrap();
+        let (waited, status) = wait_status(&mut group, dir.path()).unwrap();
+        assert_eq!((waited, status), (Waited::Ready, Some(3)), "an empty status is not yet the guest's end");
     }
 
     #[test]

@@ -167,20 +167,17 @@ fn interrupted_during_the_second_boot(k1: &str, k2: &str) {
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_secs(3));
-    assert!(said().matches("booted in").count() <= 1, "the second kernel is still booting: {}", said());
-    // The first guest may fail on a loaded machine under TCG (CI saw one end before its store
-    // came back, once): then there is no run to keep, and the rest is checked as it is.
-    let first_ran = said().matches("booted in").count();
-    if first_ran == 0 {
-        eprintln!("the first kernel did not complete here, so no run of it can be kept: {}", said());
-    }
+    // The first guest completed (CI once saw it taken for ended before its store came back:
+    // the host had read its status file while the guest had created it but not yet written
+    // it), the second is still booting.
+    assert_eq!(said().matches("booted in").count(), 1, "the first kernel ran, the second boots: {}", said());
     Command::new("kill").args(["-INT", &child.0.id().to_string()]).status().unwrap();
     let status = child.0.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{}", said());
     assert_eq!(our_qemus(), Vec::<String>::new(), "no QEMU is left");
     assert_eq!(scratch_dirs(), dirs_before, "the temporary files are gone");
     let runs = lab.runs();
-    assert_eq!(runs.as_array().unwrap().len(), first_ran, "the first kernel's run is kept: {runs}");
+    assert_eq!(runs.as_array().unwrap().len(), 1, "the first kernel's run is kept: {runs}");
 }
 
 /// A child killed when the test ends, passed or not.

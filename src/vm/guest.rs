@@ -12,6 +12,7 @@ use anyhow::Result;
 use super::accel::Accel;
 use super::cache::Kernel;
 use super::group::{Group, Waited};
+use super::perf::{self, Perf};
 
 /// Console lines shown for a kernel that failed.
 const TAIL: usize = 15;
@@ -23,6 +24,8 @@ pub struct Machine {
     pub memory: String,
     /// The most a kernel may take from start to running the command.
     pub boot_timeout: Duration,
+    /// Performance mode: the vCPUs pinned at FIFO, memory locked, the guest's idle polling.
+    pub perf: Option<Perf>,
 }
 
 /// What a guest did.
@@ -48,10 +51,18 @@ pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: 
     cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
     let started = Instant::now();
     let mut group = Group::spawn(&mut cmd, share.parent().unwrap_or(share))?;
-    let booted_mark = share.join("booted");
-    let waited = group.wait(|| booted_mark.exists(), Some(started + machine.boot_timeout))?;
-    let booted = started.elapsed();
+    let deadline = started + machine.boot_timeout;
     let failed = |why: String| Ok(Ended::Failed { why, console: tail(&console) });
+    let placed = match &machine.perf {
+        Some(perf) => place(&mut group, perf, machine.cpus, deadline)?,
+        None => Ok(()),
+    };
+    let booted_mark = share.join("booted");
+    let waited = match placed {
+        Ok(()) => group.wait(|| booted_mark.exists(), Some(deadline))?,
+        Err(why) => return failed(why),
+    };
+    let booted = started.elapsed();
     match waited {
         Waited::Ready => {}
         Waited::Signal(sig) => return Err(super::Stopped(sig).into()),
@@ -82,6 +93,24 @@ pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: 
     }
 }
 
+/// Waits for QEMU to start its `cpus` vCPU threads, then pins them as `perf` says. The outer
+/// Err is a stop signal; the inner one why the guest cannot run in performance mode.
+fn place(group: &mut Group, perf: &Perf, cpus: u32, deadline: Instant) -> Result<Result<(), String>> {
+    let pgid = group.id();
+    let started = || perf::qemu_threads(pgid).is_some_and(|t| t.vcpus.len() == cpus as usize);
+    match group.wait(started, Some(deadline))? {
+        Waited::Ready => {}
+        Waited::Signal(sig) => return Err(super::Stopped(sig).into()),
+        Waited::TimedOut | Waited::Exited(_) => {
+            let found = perf::qemu_threads(pgid).map(|t| (t.vcpus.len(), t.others.len()));
+            return Ok(Err(format!(
+                "QEMU did not start {cpus} vCPU threads of its own to pin (vCPU and other threads found: {found:?}; one thread for all of them is single-threaded TCG)"
+            )));
+        }
+    }
+    Ok(perf.place(&perf::qemu_threads(pgid).unwrap_or_default()))
+}
+
 /// Waits until the guest has written its exit status whole (or ended, or a signal came).
 /// Its 9p share shows the host a file once the guest creates it, before the guest writes into
 /// it: a `status` that merely exists may still be empty (seen empty for 5 ms on a loaded host,
@@ -104,12 +133,17 @@ fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Comma
     cmd.args(["--cpus", &machine.cpus.to_string(), "--memory", &machine.memory]);
     cmd.arg(format!("--rwdir={}", share.display()));
     let host = crate::sysinfo::kernel_release();
-    for param in [
+    let mut params = vec![
         "rtbench.vm=qemu".to_string(),
         format!("rtbench.accel={}", machine.accel.name()),
         format!("rtbench.vcpus={}", machine.cpus),
         format!("rtbench.host={host}"),
-    ] {
+    ];
+    if let Some(perf) = &machine.perf {
+        cmd.arg(format!("--qemu-opts={}", perf::QEMU_OPTS));
+        params.extend(perf.guest_params());
+    }
+    for param in params {
         cmd.args(["--append", &param]);
     }
     cmd.arg("--exec").arg(format!("sh {}", quote(&script.display().to_string())));

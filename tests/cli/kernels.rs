@@ -74,9 +74,33 @@ fn debians_standard_and_rt_kernels_side_by_side_in_tcg_guests() {
     let out = lab.path("report");
     let (k1, k2) = (format!("deb:{standard}"), format!("deb:{rt}"));
     let o = out.to_str().unwrap();
-    let args = [&k1, &k2, "--allow-emulated", "-o", o, "--", "timer", "-D", "2s", "-q", "--", "gtod", "-D", "2s", "-q"];
+    let args = [
+        &k1,
+        &k2,
+        "--allow-emulated",
+        "-o",
+        o,
+        "--",
+        "timer",
+        "-D",
+        "2s",
+        "-q",
+        "--",
+        "gtod",
+        "-D",
+        "2s",
+        "-q",
+        "--",
+        "audit",
+    ];
     let said = lab.ok(&[&["kernels"][..], &args].concat());
     assert!(said.contains("0 failed"), "{said}");
+    // The audit in each guest has its virtualisation checks: a guest, not bare metal.
+    for check in ["virtualization", "guest-idle", "kvm-hints"] {
+        let lines: Vec<&str> = said.lines().filter(|l| l.split_whitespace().nth(2) == Some(check)).collect();
+        assert_eq!(lines.len(), 2, "{check} once in each guest: {said}");
+        assert!(lines.iter().all(|l| !l.contains("bare metal")), "{lines:?}");
+    }
 
     let runs = lab.runs();
     let runs = runs.as_array().unwrap();

@@ -259,7 +259,10 @@ fn performance_mode_pins_the_vcpu_at_fifo_and_puts_the_host_back() {
     let host_cpu =
         crate::helpers::text(&Command::new("nproc").output().unwrap().stdout).trim().parse::<usize>().unwrap() - 1;
     let cpu = host_cpu.to_string();
-    let args = ["kernels", &kernel, "--allow-emulated", "--cpus", "1", "--host-cpus", &cpu, "--memory", "512M"];
+    let report = lab.path("report");
+    let report = report.to_str().unwrap();
+    let args =
+        ["kernels", &kernel, "--allow-emulated", "--cpus", "1", "--host-cpus", &cpu, "--memory", "512M", "-o", report];
     let log = lab.path("out.log");
     let spawn = |extra: &[&str]| {
         let child = lab.cmd(&[&args[..], extra].concat()).stdout(std::fs::File::create(&log).unwrap()).spawn().unwrap();

@@ -20,9 +20,9 @@ const SETTINGS: [(&str, &str); 2] = [
     // A vCPU that runs a real-time guest may run more than 950 ms of a second: RT throttling
     // would stop it for the rest.
     ("/proc/sys/kernel/sched_rt_runtime_us", "-1"),
-    // A halted vCPU's thread polls 200 µs on its own CPU before it sleeps (the x86 default,
-    // which hosts tuned for density set to 0); a guest whose haltpoll cpuidle polls turns the
-    // host's polling off for itself. Absent without the kvm module.
+    // A halted vCPU's thread polls 200 µs on its own CPU before it sleeps (the x86 default;
+    // a host may have turned it off with 0); a guest whose haltpoll cpuidle polls turns the
+    // host's polling off for itself. Absent without the kvm module; written only if it differs.
     ("/sys/module/kvm/parameters/halt_poll_ns", "200000"),
 ];
 

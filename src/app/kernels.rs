@@ -14,6 +14,7 @@ use crate::store::Store;
 use crate::vm::accel::{self, Accel};
 use crate::vm::cache::{self, Kernel};
 use crate::vm::guest::{self, Ended, Machine};
+use crate::vm::perf::{HostTuning, Perf};
 use crate::vm::Stopped;
 
 pub fn run(cfg: KernelsConfig) -> Result<i32> {
@@ -35,8 +36,19 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
         Err(e) => return stopped(e, &[]),
         Ok(a) => a,
     };
+    // Held until the command ends, however it ends; a killed rtbench's is put back by the next.
+    let _tuning = match &cfg.perf {
+        Some(perf) => Some(performance_mode(perf)?),
+        None => None,
+    };
     let mut store = super::writable_store(&cfg.db)?;
-    let machine = Machine { accel, cpus: cfg.cpus, memory: cfg.memory.clone(), boot_timeout: cfg.boot_timeout };
+    let machine = Machine {
+        accel,
+        cpus: cfg.cpus,
+        memory: cfg.memory.clone(),
+        boot_timeout: cfg.boot_timeout,
+        perf: cfg.perf.clone(),
+    };
     let mut labels: Vec<String> = Vec::new();
     let mut failed = 0;
     for (i, kernel) in kernels.iter().enumerate() {
@@ -106,6 +118,17 @@ fn stopped(e: anyhow::Error, merged: &[String]) -> Result<i32> {
     let kept = if merged.is_empty() { "nothing was merged".to_string() } else { format!("kept {}", merged.join(", ")) };
     eprintln!("rtbench: kernels: interrupted, guest stopped; {kept}");
     Ok(128 + sig)
+}
+
+/// Sets the host up for performance mode and says so.
+fn performance_mode(perf: &Perf) -> Result<HostTuning> {
+    let tuning = HostTuning::apply().map_err(|e| anyhow::anyhow!("performance mode: {e}"))?;
+    println!(
+        "kernels: performance mode: vCPUs pinned to host CPUs {} at FIFO {}, memory locked, RT throttling off",
+        crate::units::format_cpu_list(&perf.host_cpus),
+        perf.priority
+    );
+    Ok(tuning)
 }
 
 /// KVM when it really runs a guest, else TCG if the user allows it.

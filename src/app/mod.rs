@@ -31,6 +31,7 @@ const REPLAY: &[fn() -> Vec<String>] = &[
     crate::restore::replay::<crate::trace::ClassifyTraced>,
     crate::restore::replay::<crate::runner::preempt::Switched>,
     crate::restore::replay::<crate::vm::group::Guest>,
+    crate::restore::replay::<crate::vm::perf::Tuned>,
 ];
 
 /// Puts back what a killed rtbench left changed: every command does this first, before its

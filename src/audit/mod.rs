@@ -4,6 +4,7 @@
 
 mod config;
 mod cpu;
+mod guest;
 mod irq;
 mod kernel;
 mod memory;
@@ -19,6 +20,7 @@ pub fn run(cpus: &[usize]) -> Vec<Finding> {
     let mut out = Vec::new();
     out.extend(kernel::checks(&config));
     out.extend(cpu::checks(cpus));
+    out.extend(guest::checks());
     out.extend(irq::checks(cpus));
     out.extend(memory::checks());
     out
@@ -100,7 +102,8 @@ mod tests {
     fn this_machine_is_audited_on_every_listed_check() {
         let findings = run(&crate::sysinfo::online_cpus());
         let names: Vec<&str> = findings.iter().map(|f| f.check.as_str()).collect();
-        for must in ["preemption", "rt-throttling", "virtualization", "clocksource", "cpuidle", "irq-affinity"] {
+        let must = ["preemption", "rt-throttling", "virtualization", "clocksource", "cpuidle", "irq-affinity"];
+        for must in must.into_iter().chain(["guest-idle", "kvm-hints"]) {
             assert!(names.contains(&must), "{must} missing from {names:?}");
         }
         for f in &findings {

@@ -10,6 +10,7 @@ use clap::Args;
 use super::{Command, DbArg, Invocation};
 use crate::config::{GuestCommand, KernelsConfig};
 use crate::vm::cache::Source;
+use crate::vm::perf::Perf;
 
 #[derive(Args, Debug)]
 pub struct KernelsArgs {
@@ -37,6 +38,15 @@ pub struct KernelsArgs {
     /// The most a kernel may take to boot (to start running the command)
     #[arg(long, value_parser = crate::parse::duration, default_value = "5m", value_name = "DURATION")]
     pub timeout: Duration,
+    /// Performance mode: vCPU n pinned to the nth of these host CPUs (one per vCPU) at
+    /// SCHED_FIFO, QEMU's memory locked, the guest's cpuidle polling, RT throttling off and
+    /// the host's halt polling on for the command (put back after). Meant for KVM
+    #[arg(long, value_name = "LIST")]
+    pub host_cpus: Option<String>,
+    /// The vCPU threads' SCHED_FIFO priority on the host in performance mode: 1 is above every
+    /// ordinary host task yet below the host's interrupt threads, which serve the guest too
+    #[arg(long, value_parser = crate::parse::priority, default_value = "1", value_name = "N")]
+    pub vcpu_priority: i32,
     /// Where to write the report of all kernels
     #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
     pub output: PathBuf,
@@ -57,19 +67,37 @@ impl KernelsArgs {
         if !self.label.contains("{release}") && self.kernels.len() > 1 {
             return Err(crate::invalid!("--label '{}': with several kernels it must hold {{release}}", self.label));
         }
+        let cpus = self.cpus.min(u32::MAX as u64) as u32;
+        let perf = match &self.host_cpus {
+            Some(list) => Some(perf(list, cpus, self.vcpu_priority)?),
+            None => None,
+        };
         Ok(KernelsConfig {
             kernels,
             modules: self.modules,
-            cpus: self.cpus.min(u32::MAX as u64) as u32,
+            cpus,
             memory: self.memory,
             allow_emulated: self.allow_emulated,
             label: self.label,
             boot_timeout: self.timeout,
+            perf,
             commands: commands(&self.command)?,
             output: self.output,
             db: crate::store::default_path(self.db.db.as_deref()),
         })
     }
+}
+
+/// `--host-cpus`: one online host CPU for each vCPU.
+fn perf(list: &str, vcpus: u32, priority: i32) -> Result<Perf> {
+    let host_cpus = crate::parse::cpu_list(Some(list), "--host-cpus")?;
+    if host_cpus.len() != vcpus as usize {
+        return Err(crate::invalid!(
+            "--host-cpus {list}: {} host CPUs for {vcpus} vCPUs (--cpus); give one host CPU per vCPU",
+            host_cpus.len()
+        ));
+    }
+    Ok(Perf { host_cpus, priority: priority as u8 })
 }
 
 /// The commands after `--`, each checked as rtbench would parse it: none is `study`, flags

@@ -174,6 +174,8 @@ pub struct KernelsConfig {
     /// The runs' label; `{release}` is each kernel's release.
     pub label: String,
     pub boot_timeout: Duration,
+    /// Performance mode (`--host-cpus`).
+    pub perf: Option<crate::vm::perf::Perf>,
     /// rtbench command lines run in each guest, in order.
     pub commands: Vec<GuestCommand>,
     pub output: PathBuf,

@@ -91,6 +91,13 @@ pub struct VmPlacement {
     pub vcpus: Option<u32>,
     /// `uname -r` of the host.
     pub host_kernel: Option<String>,
+    /// Performance mode (`--host-cpus`): the host CPUs the vCPUs were pinned to, one each
+    /// (absent: the host scheduled them as it liked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_cpus: Option<String>,
+    /// Performance mode: the vCPU threads' SCHED_FIFO priority on the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vcpu_fifo: Option<u8>,
 }
 
 impl VmPlacement {
@@ -105,6 +112,8 @@ impl VmPlacement {
             accelerator: param("accel").unwrap_or_else(|| "unknown".into()),
             vcpus: param("vcpus").and_then(|n| n.parse().ok()),
             host_kernel: param("host"),
+            host_cpus: param("host_cpus"),
+            vcpu_fifo: param("vcpu_fifo").and_then(|p| p.parse().ok()),
         })
     }
 
@@ -117,7 +126,11 @@ impl VmPlacement {
     pub fn describe(&self) -> String {
         let vcpus = self.vcpus.map(|n| format!(", {n} vCPUs")).unwrap_or_default();
         let host = self.host_kernel.as_ref().map(|h| format!(", host {h}")).unwrap_or_default();
-        format!("{} ({}){vcpus}{host}", self.hypervisor, self.accelerator)
+        let pinned = match (&self.host_cpus, self.vcpu_fifo) {
+            (Some(cpus), Some(fifo)) => format!(", pinned to host CPUs {cpus} at FIFO {fifo}"),
+            _ => String::new(),
+        };
+        format!("{} ({}){vcpus}{pinned}{host}", self.hypervisor, self.accelerator)
     }
 }
 
@@ -133,5 +146,7 @@ mod tests {
         assert!(vm.emulated());
         assert!(!VmPlacement::from_cmdline("rtbench.vm=qemu rtbench.accel=kvm").unwrap().emulated());
         assert_eq!(VmPlacement::from_cmdline("console=ttyS0 rtbench.accel=tcg"), None, "no rtbench.vm: no guest");
+        let pinned = VmPlacement::from_cmdline(&format!("{line} rtbench.host_cpus=2-3 rtbench.vcpu_fifo=1")).unwrap();
+        assert_eq!(pinned.describe(), "qemu (tcg), 2 vCPUs, pinned to host CPUs 2-3 at FIFO 1, host 6.18.0");
     }
 }

@@ -21,3 +21,20 @@ pub fn hypervisor_vendor() -> Option<String> {
         None
     }
 }
+
+/// KVM's paravirtual CPUID leaf 0x40000001: its feature bits (EAX) and hints (EDX), when the
+/// hypervisor is KVM; `None` elsewhere.
+pub fn kvm_features() -> Option<(u32, u32)> {
+    if hypervisor_vendor().as_deref() != Some("KVMKVMKVM") {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let r = std::arch::x86_64::__cpuid(0x4000_0001);
+        Some((r.eax, r.edx))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}

@@ -7,10 +7,15 @@ use super::check;
 /// Sets the calling thread's policy (`libc::SCHED_FIFO`, `SCHED_RR`, `SCHED_OTHER` …) and
 /// priority; the priority counts only for the real-time policies, the others get 0.
 pub fn set_scheduler(policy: libc::c_int, priority: i32) -> io::Result<()> {
+    set_thread_scheduler(0, policy, priority)
+}
+
+/// [`set_scheduler`] for thread `tid` of any process (0: the calling thread).
+pub fn set_thread_scheduler(tid: u32, policy: libc::c_int, priority: i32) -> io::Result<()> {
     let prio = if matches!(policy, libc::SCHED_FIFO | libc::SCHED_RR) { priority } else { 0 };
     let param = libc::sched_param { sched_priority: prio };
-    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
-    check(unsafe { libc::sched_setscheduler(0, policy, &param) })
+    // SAFETY: a thread id (0: the calling thread); `param` is a valid sched_param.
+    check(unsafe { libc::sched_setscheduler(tid as libc::pid_t, policy, &param) })
 }
 
 /// A thread's scheduling as the kernel holds it, whatever the policy (batch and idle included).
@@ -86,6 +91,11 @@ pub fn affinity() -> io::Result<Vec<usize>> {
 
 /// Lets the calling thread run on `cpus` only.
 pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
+    set_thread_affinity(0, cpus)
+}
+
+/// Lets thread `tid` of any process (0: the calling thread) run on `cpus` only.
+pub fn set_thread_affinity(tid: u32, cpus: &[usize]) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; every CPU is bounds-checked against its size first.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -95,7 +105,7 @@ pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
             }
             libc::CPU_SET(cpu, &mut set);
         }
-        check(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set))
+        check(libc::sched_setaffinity(tid as libc::pid_t, std::mem::size_of::<libc::cpu_set_t>(), &set))
     }
 }
 

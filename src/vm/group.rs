@@ -64,6 +64,11 @@ impl Group {
         }
     }
 
+    /// The group's id (its leader's pid).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops every process of the group and reaps the leader.
     pub fn stop(&mut self) {
         let _ = crate::sys::send_signal(-(self.child.id() as i32), libc::SIGKILL);

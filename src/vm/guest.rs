@@ -12,6 +12,7 @@ use anyhow::Result;
 use super::accel::Accel;
 use super::cache::Kernel;
 use super::group::{Group, Waited};
+use super::perf::{self, Perf};
 
 /// Console lines shown for a kernel that failed.
 const TAIL: usize = 15;
@@ -23,6 +24,8 @@ pub struct Machine {
     pub memory: String,
     /// The most a kernel may take from start to running the command.
     pub boot_timeout: Duration,
+    /// Performance mode: the vCPUs pinned at FIFO, memory locked, the guest's idle polling.
+    pub perf: Option<Perf>,
 }
 
 /// What a guest did.
@@ -48,10 +51,18 @@ pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: 
     cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
     let started = Instant::now();
     let mut group = Group::spawn(&mut cmd, share.parent().unwrap_or(share))?;
-    let booted_mark = share.join("booted");
-    let waited = group.wait(|| booted_mark.exists(), Some(started + machine.boot_timeout))?;
-    let booted = started.elapsed();
+    let deadline = started + machine.boot_timeout;
     let failed = |why: String| Ok(Ended::Failed { why, console: tail(&console) });
+    let placed = match &machine.perf {
+        Some(perf) => place(&mut group, perf, machine.cpus, deadline)?,
+        None => Ok(()),
+    };
+    let booted_mark = share.join("booted");
+    let waited = match placed {
+        Ok(()) => group.wait(|| booted_mark.exists(), Some(deadline))?,
+        Err(why) => return failed(why),
+    };
+    let booted = started.elapsed();
     match waited {
         Waited::Ready => {}
         Waited::Signal(sig) => return Err(super::Stopped(sig).into()),
@@ -64,22 +75,50 @@ pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: 
         }
         Waited::Exited(_) => return failed("the guest ended before running the command".into()),
     }
-    let status_mark = share.join("status");
-    let waited = group.wait(|| status_mark.exists(), None)?;
+    let (waited, status) = wait_status(&mut group, share)?;
     let took = started.elapsed();
     group.stop();
     if let Waited::Signal(sig) = waited {
         return Err(super::Stopped(sig).into());
     }
-    let status = std::fs::read_to_string(&status_mark).ok().and_then(|s| s.trim().parse().ok());
     let store = share.join("guest.db");
+    let output = std::fs::read_to_string(share.join("output.txt")).unwrap_or_default();
     match status {
-        Some(status) if store.exists() => {
-            let output = std::fs::read_to_string(share.join("output.txt")).unwrap_or_default();
-            Ok(Ended::Ran { booted, took, status, store, output })
+        Some(status) if store.exists() => Ok(Ended::Ran { booted, took, status, store, output }),
+        _ => {
+            let last = output.lines().rev().find(|l| !l.trim().is_empty());
+            let said = last.map(|l| format!(" (its commands last said: {})", l.trim())).unwrap_or_default();
+            failed(format!("the guest ended before its store was brought back{said}"))
         }
-        _ => failed("the guest ended before its store was brought back".into()),
     }
+}
+
+/// Waits for QEMU to start its `cpus` vCPU threads, then pins them as `perf` says. The outer
+/// Err is a stop signal; the inner one why the guest cannot run in performance mode.
+fn place(group: &mut Group, perf: &Perf, cpus: u32, deadline: Instant) -> Result<Result<(), String>> {
+    let pgid = group.id();
+    let started = || perf::qemu_threads(pgid).is_some_and(|t| t.vcpus.len() == cpus as usize);
+    match group.wait(started, Some(deadline))? {
+        Waited::Ready => {}
+        Waited::Signal(sig) => return Err(super::Stopped(sig).into()),
+        Waited::TimedOut | Waited::Exited(_) => {
+            let found = perf::qemu_threads(pgid).map(|t| (t.vcpus.len(), t.others.len()));
+            return Ok(Err(format!(
+                "QEMU did not start {cpus} vCPU threads of its own to pin (vCPU and other threads found: {found:?}; one thread for all of them is single-threaded TCG)"
+            )));
+        }
+    }
+    Ok(perf.place(&perf::qemu_threads(pgid).unwrap_or_default()))
+}
+
+/// Waits until the guest has written its exit status whole (or ended, or a signal came).
+/// Its 9p share shows the host a file once the guest creates it, before the guest writes into
+/// it: a `status` that merely exists may still be empty (seen empty for 5 ms on a loaded host,
+/// and a look landing there took the guest for one that ended without its store, once in CI).
+fn wait_status(group: &mut Group, share: &Path) -> Result<(Waited, Option<i32>)> {
+    let status = || std::fs::read_to_string(share.join("status")).ok().and_then(|s| s.trim().parse().ok());
+    let waited = group.wait(|| status().is_some(), None)?;
+    Ok((waited, status()))
 }
 
 /// The virtme-ng command line of a guest. The kernel command line tells rtbench inside where
@@ -94,12 +133,17 @@ fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Comma
     cmd.args(["--cpus", &machine.cpus.to_string(), "--memory", &machine.memory]);
     cmd.arg(format!("--rwdir={}", share.display()));
     let host = crate::sysinfo::kernel_release();
-    for param in [
+    let mut params = vec![
         "rtbench.vm=qemu".to_string(),
         format!("rtbench.accel={}", machine.accel.name()),
         format!("rtbench.vcpus={}", machine.cpus),
         format!("rtbench.host={host}"),
-    ] {
+    ];
+    if let Some(perf) = &machine.perf {
+        cmd.arg(format!("--qemu-opts={}", perf::QEMU_OPTS));
+        params.extend(perf.guest_params());
+    }
+    for param in params {
         cmd.args(["--append", &param]);
     }
     cmd.arg("--exec").arg(format!("sh {}", quote(&script.display().to_string())));
@@ -110,9 +154,11 @@ fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Comma
 /// whole, then the exit status (the host waits for that file).
 fn script_text(binary: &Path, commands: &[Vec<String>], share: &Path) -> String {
     let share = quote(&share.display().to_string());
+    // The status is written beside and renamed, as the store is: the host never reads a part.
     let mut s = format!(
         "# written by rtbench kernels\nshare={share}\n: > \"$share/booted\"\n\
-         work=$(mktemp -d) && mount -t tmpfs rtbench-store \"$work\" && cd \"$work\" || {{ echo 97 > \"$share/status\"; exit; }}\n\
+         put_status() {{ echo $1 > \"$share/status.part\" && mv \"$share/status.part\" \"$share/status\"; }}\n\
+         work=$(mktemp -d) && mount -t tmpfs rtbench-store \"$work\" && cd \"$work\" || {{ put_status 97; exit; }}\n\
          export RTBENCH_DB=\"$work/guest.db\"\nstatus=0\n"
     );
     for args in commands {
@@ -124,7 +170,7 @@ fn script_text(binary: &Path, commands: &[Vec<String>], share: &Path) -> String 
         );
     }
     s += "[ -e \"$RTBENCH_DB\" ] && cp \"$RTBENCH_DB\" \"$share/guest.db.part\" && mv \"$share/guest.db.part\" \"$share/guest.db\"\n";
-    s += "echo $status > \"$share/status\"\n";
+    s += "put_status $status\n";
     s
 }
 
@@ -173,6 +219,19 @@ mod tests {
         Command::new("sh").arg("-c").arg(&text).status().unwrap();
         let said = std::fs::read_to_string(share.join("output.txt")).unwrap();
         assert_eq!(said, "said timer\nsaid bad\nsaid gtod\n", "what the commands print is kept for the host");
+        assert!(!share.join("status.part").exists(), "the status was renamed into place");
+    }
+
+    #[test]
+    fn a_status_the_guest_created_but_has_not_yet_written_is_waited_for() {
+        crate::sys::block_stop_signals().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // As the guest's shell writes it over 9p: the host sees the file empty first.
+        let mut cmd = Command::new("sh");
+        cmd.current_dir(dir.path()).args(["-c", ": > status; sleep 1; echo 3 > status; sleep 30"]);
+        let mut group = Group::spawn(&mut cmd, Path::new("/nonexistent")).unwrap();
+        let (waited, status) = wait_status(&mut group, dir.path()).unwrap();
+        assert_eq!((waited, status), (Waited::Ready, Some(3)), "an empty status is not yet the guest's end");
     }
 
     #[test]

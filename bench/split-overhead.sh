@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What `--split` costs the measurement: `timer` with and without `--split`, interleaved rounds,
-# idle machine. The split's events are written on the measured CPU by the kernel (two per
-# sample), and the runner pairs every sample off that CPU; this shows what that adds to the
-# thread latency.
+# idle machine. The split's BPF programs run on the measured CPU in the kernel (two per
+# sample: the thread arming its timer, and the timer's expiry on the way to waking it), and the
+# runner pairs every sample off that CPU; this shows what that adds to the thread latency.
 #
 #   bench/split-overhead.sh [ROUNDS] [SECONDS]        (defaults: 5 rounds of 10 s per variant)
 #   AA=1 bench/split-overhead.sh ...                  the tool against itself: both variants plain,

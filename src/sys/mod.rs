@@ -4,6 +4,8 @@
 //! Every function returns `io::Result` or a plain value; callers never see a raw pointer.
 
 #[allow(unsafe_code)]
+mod bpf;
+#[allow(unsafe_code)]
 mod child;
 mod cpu;
 #[allow(unsafe_code)]
@@ -25,6 +27,7 @@ mod time;
 
 use std::io;
 
+pub use bpf::*;
 pub use child::*;
 pub use cpu::*;
 pub use fs::*;

@@ -26,30 +26,46 @@ pub trait Lines: Send + 'static {
     fn caught_up(&mut self, ns: u64);
 }
 
-/// An instance and the thread reading it; dropped, the reader ends before the instance goes.
-pub struct Stream<S> {
+/// A thread off the measured CPUs that fills a state every [`POLL`]; dropped, it makes a last
+/// pass and ends. The split's BPF reader is one; [`Stream`] is one reading a trace pipe.
+pub struct Reader<S> {
     state: Arc<Mutex<S>>,
     stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<()>>,
-    pub owned: Owned,
+    thread: Option<JoinHandle<()>>,
 }
 
-impl<S: Lines> Stream<S> {
-    /// Reads `owned`'s pipe into `state` from a thread named `name`, off `cpus`.
-    pub fn start(owned: Owned, state: S, name: &str, cpus: &[usize]) -> Result<Stream<S>, String> {
-        let pipe = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(owned.instance.dir.join("trace_pipe"))
-            .map_err(|e| format!("cannot read the trace: {e}"))?;
+impl<S: Lines> Reader<S> {
+    /// Runs `pass` from a thread named `name`, off `cpus`: each pass reads what there is into
+    /// the state (false: it cannot read any more), then the state learns how far.
+    pub fn spawn(
+        name: &str,
+        state: S,
+        cpus: &[usize],
+        mut pass: impl FnMut(&Mutex<S>) -> bool + Send + 'static,
+    ) -> Result<Reader<S>, String> {
         let state = Arc::new(Mutex::new(state));
         let stop = Arc::new(AtomicBool::new(false));
         let (s, st, avoid) = (Arc::clone(&state), Arc::clone(&stop), cpus.to_vec());
-        let reader = std::thread::Builder::new()
+        let body = move || {
+            pin_off(&avoid);
+            loop {
+                let last = st.load(Ordering::Relaxed);
+                let from = crate::sys::now_ns();
+                if !pass(&s) {
+                    return;
+                }
+                lock(&s).caught_up(from);
+                if last {
+                    return;
+                }
+                std::thread::sleep(POLL);
+            }
+        };
+        let thread = std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || read(pipe, &s, &st, &avoid))
+            .spawn(body)
             .map_err(|e| format!("cannot start the trace's reader: {e}"))?;
-        Ok(Stream { state, stop, reader: Some(reader), owned })
+        Ok(Reader { state, stop, thread: Some(thread) })
     }
 
     /// What the reader has read.
@@ -58,13 +74,38 @@ impl<S: Lines> Stream<S> {
     }
 }
 
-impl<S> Drop for Stream<S> {
+impl<S> Drop for Reader<S> {
     fn drop(&mut self) {
-        // The reader closes the pipe before the instance goes.
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(r) = self.reader.take() {
+        if let Some(r) = self.thread.take() {
             let _ = r.join();
         }
+    }
+}
+
+/// An instance and the thread reading it; dropped, the reader ends (closing the pipe) before
+/// the instance goes: the fields drop in this order.
+pub struct Stream<S> {
+    reader: Reader<S>,
+    pub owned: Owned,
+}
+
+impl<S: Lines> Stream<S> {
+    /// Reads `owned`'s pipe into `state` from a thread named `name`, off `cpus`.
+    pub fn start(owned: Owned, state: S, name: &str, cpus: &[usize]) -> Result<Stream<S>, String> {
+        let mut pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(owned.instance.dir.join("trace_pipe"))
+            .map_err(|e| format!("cannot read the trace: {e}"))?;
+        let (mut buf, mut carry) = (vec![0u8; 1 << 16], Vec::new());
+        let reader = Reader::spawn(name, state, cpus, move |s| drain(&mut pipe, &mut buf, &mut carry, s))?;
+        Ok(Stream { reader, owned })
+    }
+
+    /// What the reader has read.
+    pub fn state(&self) -> Arc<Mutex<S>> {
+        self.reader.state()
     }
 }
 
@@ -73,42 +114,33 @@ pub fn lock<S>(state: &Mutex<S>) -> MutexGuard<'_, S> {
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The reader: off the measured CPUs, every [`POLL`], everything the pipe holds; then how far
-/// it has read. A last pass once told to stop.
-fn read<S: Lines>(mut pipe: File, state: &Mutex<S>, stop: &AtomicBool, measured: &[usize]) {
+/// One pass: everything the pipe holds, line by line into `state`; false on an error.
+fn drain<S: Lines>(pipe: &mut File, buf: &mut [u8], carry: &mut Vec<u8>, state: &Mutex<S>) -> bool {
+    loop {
+        match pipe.read(buf) {
+            Ok(0) => return true,
+            Ok(n) => {
+                carry.extend_from_slice(&buf[..n]);
+                let Some(end) = carry.iter().rposition(|b| *b == b'\n') else { continue };
+                let mut s = lock(state);
+                for l in carry[..end].split(|b| *b == b'\n') {
+                    s.line(std::str::from_utf8(l).unwrap_or(""));
+                }
+                drop(s);
+                carry.drain(..=end);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Moves the calling reader off the `measured` CPUs (where there is another).
+fn pin_off(measured: &[usize]) {
     let free: Vec<usize> = crate::sysinfo::online_cpus().into_iter().filter(|c| !measured.contains(c)).collect();
     if !free.is_empty() {
         let _ = crate::sys::set_affinity(&free);
-    }
-    let (mut buf, mut carry) = (vec![0u8; 1 << 16], Vec::new());
-    loop {
-        let last = stop.load(Ordering::Relaxed);
-        let from = crate::sys::now_ns();
-        let drained = loop {
-            match pipe.read(&mut buf) {
-                Ok(0) => break true,
-                Ok(n) => {
-                    carry.extend_from_slice(&buf[..n]);
-                    let Some(end) = carry.iter().rposition(|b| *b == b'\n') else { continue };
-                    let mut s = lock(state);
-                    for l in carry[..end].split(|b| *b == b'\n') {
-                        s.line(std::str::from_utf8(l).unwrap_or(""));
-                    }
-                    drop(s);
-                    carry.drain(..=end);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => break false,
-            }
-        };
-        if drained {
-            lock(state).caught_up(from);
-        }
-        if last || !drained {
-            return;
-        }
-        std::thread::sleep(POLL);
     }
 }
 

@@ -37,6 +37,13 @@ impl Seen {
         self.by_pid.retain(|pid, _| pids.contains(pid));
         self.follow = Some(pids.to_vec());
     }
+
+    /// Thread `pid`'s sleep due at `due_ns` ended: its handler ran at `ran_ns`.
+    pub fn expired(&mut self, pid: i32, due_ns: u64, ran_ns: u64) {
+        if self.follow.as_ref().is_none_or(|f| f.contains(&pid)) {
+            self.by_pid.entry(pid).or_default().push_back(Expiry { due_ns, ran_ns });
+        }
+    }
 }
 
 impl Lines for Seen {
@@ -58,11 +65,8 @@ impl Lines for Seen {
                 }
             }
             "hrtimer_expire_entry" => {
-                let (Some((pid, due_ns)), Some(ran_ns)) = (self.armed.remove(&(e.cpu, timer)), number("now")) else {
-                    return;
-                };
-                if self.follow.as_ref().is_none_or(|f| f.contains(&pid)) {
-                    self.by_pid.entry(pid).or_default().push_back(Expiry { due_ns, ran_ns });
+                if let (Some((pid, due_ns)), Some(ran_ns)) = (self.armed.remove(&(e.cpu, timer)), number("now")) {
+                    self.expired(pid, due_ns, ran_ns);
                 }
             }
             _ => {}

@@ -2,12 +2,15 @@
 //! how much later the thread ran (scheduling latency), as `rtla timerlat` reports them, but
 //! from two tracepoints every kernel has, not the timerlat tracer.
 //!
-//! An ftrace instance of rtbench's own (beside the breach tracer's) traces `hrtimer_start` of
-//! the measuring threads and `hrtimer_expire_entry` of sleepers' timers on the measured CPUs.
-//! A reader thread off those CPUs polls its `trace_pipe` without blocking: a blocked reader
-//! would be woken from the measured CPUs by an irq_work interrupt per event, the very kind of
-//! interference the run measures. The runner pairs the samples with the expiries ([`pair`]).
+//! Two small BPF programs on the raw tracepoints `hrtimer_start` and `hrtimer_expire_entry`
+//! ([`bpf`]) keep the expiries of rtbench's threads' sleeps. Where BPF cannot load, an ftrace
+//! instance of rtbench's own (beside the breach tracer's) traces the same two events on the
+//! measured CPUs instead, at a cost: each traced expiry delays the woken thread by ~2 µs here.
+//! Either way a reader thread off those CPUs polls without blocking: a blocked reader would be
+//! woken from the measured CPUs by an interrupt per event, the very kind of interference the
+//! run measures. The runner pairs the samples with the expiries ([`pair`]).
 
+mod bpf;
 mod expiry;
 pub mod pair;
 
@@ -20,7 +23,7 @@ use super::instance::Instance;
 use super::journal::SplitTraced;
 use super::owned::Owned;
 pub use super::stream::lock;
-use super::stream::Stream;
+use super::stream::{Reader, Stream};
 use crate::model::SplitRecord;
 
 /// Per-CPU buffer: at 10 kHz, two events of ~50 bytes per sample, a second's worth is 1 MB; the
@@ -30,44 +33,63 @@ const EVENTS: [&str; 2] = ["timer/hrtimer_start", "timer/hrtimer_expire_entry"];
 /// Only sleepers' timers: the tick and the others are not the threads'.
 const SLEEPERS: &str = "function.function == hrtimer_wakeup";
 
-/// The split's instance and its reader; held by the session.
+/// The split's programs or instance, and its reader; held by the session.
 pub struct SplitTracer {
-    stream: Stream<Seen>,
+    source: Source,
+}
+
+enum Source {
+    Bpf(Reader<Seen>),
+    Ftrace(Stream<Seen>),
 }
 
 impl SplitTracer {
-    /// Traces the sleeps on `cpus`; `Err` says why the run is not split.
+    /// Follows the sleeps on `cpus`; `Err` says why the run is not split.
     pub fn arm(cpus: &[usize]) -> Result<SplitTracer, String> {
         if !crate::sys::is_root() {
             return Err("tracing needs root".into());
         }
+        let source = match bpf::start("rtbench-split", cpus) {
+            Ok(s) => Source::Bpf(s),
+            Err(why) => Source::Ftrace(SplitTracer::instance(cpus).map_err(|e| format!("{why}; {e}"))?),
+        };
+        Ok(SplitTracer { source })
+    }
+
+    fn instance(cpus: &[usize]) -> Result<Stream<Seen>, String> {
         let name = format!("rtbench-split-{}", std::process::id());
         let owned =
             Owned::make(&name, SplitTraced, |root| Instance::create_with(root, &name, cpus, BUFFER_KB, events))?;
         // Dropping `owned` removes the instance again.
-        Ok(SplitTracer { stream: Stream::start(owned, Seen::default(), "rtbench-split", cpus)? })
+        Stream::start(owned, Seen::default(), "rtbench-split", cpus)
     }
 
-    /// Keeps the expiries of these threads only, and asks the kernel for their timers only.
+    /// Keeps the expiries of these threads only, and asks an ftrace instance for their timers
+    /// only.
     pub fn follow(&self, pids: &[i32]) {
-        let pids_filter = pids.iter().map(|p| format!("common_pid == {p}")).collect::<Vec<_>>().join(" || ");
-        let both = format!("{SLEEPERS} && ({pids_filter})");
-        // A kernel that refuses a filter traces more, and the reader drops what is not ours.
-        let instance = &self.stream.owned.instance;
-        if !pids.is_empty() && instance.filter(EVENTS[0], &both).is_err() {
-            let _ = instance.filter(EVENTS[0], &pids_filter);
+        if let Source::Ftrace(stream) = &self.source {
+            let pids_filter = pids.iter().map(|p| format!("common_pid == {p}")).collect::<Vec<_>>().join(" || ");
+            let both = format!("{SLEEPERS} && ({pids_filter})");
+            // A kernel that refuses a filter traces more, and the reader drops what is not ours.
+            let instance = &stream.owned.instance;
+            if !pids.is_empty() && instance.filter(EVENTS[0], &both).is_err() {
+                let _ = instance.filter(EVENTS[0], &pids_filter);
+            }
         }
-        lock(&self.stream.state()).follow(pids);
+        lock(&self.seen()).follow(pids);
     }
 
     /// What the reader has read, for the runner's pairing.
     pub fn seen(&self) -> Arc<Mutex<Seen>> {
-        self.stream.state()
+        match &self.source {
+            Source::Bpf(s) => s.state(),
+            Source::Ftrace(s) => s.state(),
+        }
     }
 
     /// What the split came to, for the run's parameters.
     pub fn record(&self) -> SplitRecord {
-        SplitRecord { lost_events: lock(&self.stream.state()).lost_events, skipped: None }
+        SplitRecord { lost_events: lock(&self.seen()).lost_events, skipped: None }
     }
 }
 

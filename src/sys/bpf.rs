@@ -1,0 +1,92 @@
+//! The bpf(2) calls `--split` needs: maps, a raw-tracepoint program loaded from bytecode built
+//! in Rust, its attachment, and reading the maps. Every object is an fd: when rtbench ends, even
+//! killed, the kernel detaches and frees them, so nothing is left behind to clean up.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+const MAP_CREATE: libc::c_long = 0;
+const MAP_LOOKUP_ELEM: libc::c_long = 1;
+const PROG_LOAD: libc::c_long = 5;
+const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
+const MAP_LOOKUP_AND_DELETE_ELEM: libc::c_long = 21;
+const PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
+
+/// `union bpf_attr`, as many 64-bit words as the calls here use (the kernel wants the rest 0).
+type Attr = [u64; 16];
+
+fn bpf(cmd: libc::c_long, attr: &mut Attr) -> io::Result<libc::c_long> {
+    // SAFETY: `attr` is a zeroed, valid bpf_attr of the size passed; the pointers the calls
+    // put into it point to buffers that outlive the call.
+    let rc = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), std::mem::size_of::<Attr>()) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+fn fd(rc: libc::c_long) -> OwnedFd {
+    // SAFETY: a bpf call that returns a non-negative value of a creating command returns a new
+    // fd this process owns.
+    unsafe { OwnedFd::from_raw_fd(rc as i32) }
+}
+
+fn two(lo: u32, hi: u32) -> u64 {
+    u64::from(lo) | u64::from(hi) << 32
+}
+
+/// A map of `kind` (the kernel's BPF_MAP_TYPE_* number).
+pub fn bpf_map(kind: u32, key_size: u32, value_size: u32, entries: u32) -> io::Result<OwnedFd> {
+    let mut a: Attr = [0; 16];
+    a[0] = two(kind, key_size);
+    a[1] = two(value_size, entries);
+    bpf(MAP_CREATE, &mut a).map(fd)
+}
+
+/// Loads a raw-tracepoint program (`insns`: 64-bit instructions); the error carries the
+/// verifier's words.
+pub fn bpf_raw_tp_program(insns: &[u64]) -> io::Result<OwnedFd> {
+    let mut log = vec![0u8; 1 << 16];
+    let mut a: Attr = [0; 16];
+    a[0] = two(PROG_TYPE_RAW_TRACEPOINT, insns.len() as u32);
+    a[1] = insns.as_ptr() as u64;
+    a[2] = c"GPL".as_ptr() as u64;
+    a[3] = two(1, log.len() as u32);
+    a[4] = log.as_mut_ptr() as u64;
+    bpf(PROG_LOAD, &mut a).map(fd).map_err(|e| {
+        let said = CStr::from_bytes_until_nul(&log).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+        let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+        io::Error::new(e.kind(), if last.is_empty() { e.to_string() } else { format!("{e}: {last}") })
+    })
+}
+
+/// Attaches `program` to the raw tracepoint `name`; detached when the returned fd closes.
+pub fn bpf_attach_raw_tp(name: &CStr, program: &OwnedFd) -> io::Result<OwnedFd> {
+    let mut a: Attr = [0; 16];
+    a[0] = name.as_ptr() as u64;
+    a[1] = program.as_raw_fd() as u64;
+    bpf(RAW_TRACEPOINT_OPEN, &mut a).map(fd)
+}
+
+/// Reads the value of `key` into `value` (both of the map's sizes).
+pub fn bpf_lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> io::Result<()> {
+    let mut a: Attr = [0; 16];
+    a[0] = map.as_raw_fd() as u64;
+    a[1] = key.as_ptr() as u64;
+    a[2] = value.as_mut_ptr() as u64;
+    bpf(MAP_LOOKUP_ELEM, &mut a).map(drop)
+}
+
+/// Takes the oldest value of a queue map into `value`; false when the queue is empty.
+pub fn bpf_pop(map: &OwnedFd, value: &mut [u8]) -> io::Result<bool> {
+    let mut a: Attr = [0; 16];
+    a[0] = map.as_raw_fd() as u64;
+    a[2] = value.as_mut_ptr() as u64;
+    match bpf(MAP_LOOKUP_AND_DELETE_ELEM, &mut a) {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+        Err(e) => Err(e),
+    }
+}

@@ -163,6 +163,10 @@ pub struct SplitRecord {
     pub lost_events: u64,
     /// Why the run was not split, when it was not.
     pub skipped: Option<String>,
+    /// Where the expiries came from: BPF programs on the timer tracepoints, or an ftrace
+    /// instance (and why BPF could not load). Runs made before BPF was used do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// A run made by another tool and imported.

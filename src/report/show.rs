@@ -70,6 +70,9 @@ pub fn summary(run: &Run) -> String {
             out.push_str(&cyclictest_line(&format!("{:<w$}", "  IRQ", w = head.chars().count()), &irq.stats, &matched));
         }
     }
+    if let Some(source) = h.params.measured().and_then(|m| m.split.as_ref()?.source.as_ref()) {
+        let _ = writeln!(out, "IRQ latency from {source}");
+    }
     if let Some(m) = h.params.measured() {
         // Where the other end ran: a ping-pong's echo server says so when it is rtbench's.
         if let Some(peer) = m.probe.get("peer_placement").and_then(|v| v.as_str()) {

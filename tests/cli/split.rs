@@ -50,6 +50,8 @@ fn idle_nearly_every_sample_is_matched_and_no_irq_part_exceeds_its_sample() {
     let shown = lab.ok(&["show", &lab.last_run().to_string()]);
     let irq_line = shown.lines().find(|l| l.trim_start().starts_with("IRQ")).expect("an IRQ line");
     assert!(irq_line.contains(&format!("C:{matched:>10}")) && irq_line.contains("Unmatched:"), "{shown}");
+    // Where the expiries came from is said: BPF here, an ftrace instance where BPF cannot load.
+    assert!(shown.lines().any(|l| l.starts_with("IRQ latency from BPF")), "{shown}");
     assert_eq!(tracing_state(), before, "tracing is as it was");
 }
 

@@ -36,6 +36,8 @@ const SLEEPERS: &str = "function.function == hrtimer_wakeup";
 /// The split's programs or instance, and its reader; held by the session.
 pub struct SplitTracer {
     source: Source,
+    /// Why BPF could not load, when the instance is used instead.
+    no_bpf: Option<String>,
 }
 
 enum Source {
@@ -49,11 +51,13 @@ impl SplitTracer {
         if !crate::sys::is_root() {
             return Err("tracing needs root".into());
         }
-        let source = match bpf::start("rtbench-split", cpus) {
-            Ok(s) => Source::Bpf(s),
-            Err(why) => Source::Ftrace(SplitTracer::instance(cpus).map_err(|e| format!("{why}; {e}"))?),
-        };
-        Ok(SplitTracer { source })
+        match bpf::start("rtbench-split", cpus) {
+            Ok(s) => Ok(SplitTracer { source: Source::Bpf(s), no_bpf: None }),
+            Err(why) => {
+                let stream = SplitTracer::instance(cpus).map_err(|e| format!("{why}; {e}"))?;
+                Ok(SplitTracer { source: Source::Ftrace(stream), no_bpf: Some(why) })
+            }
+        }
     }
 
     fn instance(cpus: &[usize]) -> Result<Stream<Seen>, String> {
@@ -89,7 +93,11 @@ impl SplitTracer {
 
     /// What the split came to, for the run's parameters.
     pub fn record(&self) -> SplitRecord {
-        SplitRecord { lost_events: lock(&self.seen()).lost_events, skipped: None }
+        let source = match &self.no_bpf {
+            None => "BPF on the hrtimer tracepoints".to_string(),
+            Some(why) => format!("an ftrace instance (BPF: {why})"),
+        };
+        SplitRecord { lost_events: lock(&self.seen()).lost_events, skipped: None, source: Some(source) }
     }
 }
 

@@ -3,6 +3,9 @@
 # with and without `--classify`, interleaved rounds, idle machine.
 #
 #   bench/classify-overhead.sh [ROUNDS] [SECONDS]      (defaults: 5 rounds of 30 s per variant)
+#   AA=1 bench/classify-overhead.sh ...                the tool against itself: both variants plain,
+#                                                      to show how far this machine's noise alone
+#                                                      moves the ratios
 #
 # Needs root (tracing, FIFO priority), python3 and a release build (`cargo build --release`; set
 # RTBENCH for another binary). Each round runs both variants, alternating which goes first, one
@@ -24,14 +27,14 @@ db=$tmp/rtbench.db
 
 run() { # variant round
     local extra=()
-    [ "$1" = classified ] && extra=(--classify)
+    [ "$1" = classified ] && [ "${AA:-0}" != 1 ] && extra=(--classify)
     "$RTBENCH" noise -a 1 -p 95 -D "${SECS}s" -q --db "$db" "${extra[@]}" >"$tmp/$1.$2.out" 2>&1 ||
         { cat "$tmp/$1.$2.out" >&2; exit 1; }
     "$RTBENCH" export "$("$RTBENCH" runs --db "$db" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')" \
         --db "$db" --format json >"$tmp/$1.$2.json"
 }
 
-echo "settings: noise -a 1 -p 95, ${SECS} s per run, ${ROUNDS} rounds; with and without --classify"
+echo "settings: noise -a 1 -p 95, ${SECS} s per run, ${ROUNDS} rounds; with and without --classify${AA:+ (AA=$AA: both plain)}"
 for r in $(seq 1 "$ROUNDS"); do
     echo "round $r/$ROUNDS ..."
     if [ $((r % 2)) -eq 1 ]; then run plain "$r"; run classified "$r"; else run classified "$r"; run plain "$r"; fi
@@ -46,7 +49,9 @@ def get(v, r):
     t = d["total"]
     shares = {}
     c = d["run"]["params"].get("classify")
-    if c is not None:
+    if c is None:
+        shares = {k: 0.0 for k in CLASSES + ["lost"]}
+    else:
         if c.get("skipped"):
             sys.exit(f"round {r}: not classified: {c['skipped']}")
         ns = {k: sum(x["ns"] for th in c["threads"] for x in th["totals"] if x["class"] == k) for k in CLASSES}

@@ -5,7 +5,7 @@ mod resume;
 
 pub use crate::trace::BreachOptions;
 pub use commands::*;
-pub use resume::{rest, resumable, Rest, ResumeConfig};
+pub use resume::{peer, rest, resumable, Peer, Rest, ResumeConfig};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -18,6 +18,52 @@ pub struct ResumeConfig {
     pub duration: Option<Duration>,
     pub quiet: bool,
     pub db: PathBuf,
+    /// `--peer`: the peer of a network probe's run, given again.
+    pub peer: Option<String>,
+}
+
+/// Where the next part of a network probe's run finds its peer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Peer {
+    /// The probe has none.
+    NoPeer,
+    /// rtbench's own, started again for the part: the run's was a study's echo server.
+    Own,
+    /// The address given again (`--peer`).
+    Given(String),
+}
+
+/// Where the next part of run `h` finds its peer: rtbench's own again where the run's was
+/// (a study run without `--peer` served its network cells itself, on loopback), else the one
+/// given again; refused, naming what is missing, when a peer rtbench did not start is not given.
+pub fn peer(h: &RunHeader, given: Option<&str>) -> Result<Peer> {
+    let id = h.id;
+    let Some((_, key)) = crate::probe::info(&h.probe).and_then(|info| info.peer()) else {
+        return match given {
+            Some(_) => Err(invalid!("--peer: run {id} ({}) has no peer", h.probe)),
+            None => Ok(Peer::NoPeer),
+        };
+    };
+    let stored = resumable(h)?.probe.get(key).and_then(|v| v.as_str()).unwrap_or("?");
+    match (own_peer(&h.command_line), given) {
+        (true, None) => Ok(Peer::Own),
+        (true, Some(_)) => Err(invalid!(
+            "--peer: run {id} ({}) measured against the study's own echo server, which resume starts again: \
+             leave --peer out",
+            h.probe
+        )),
+        (false, Some(addr)) => Ok(Peer::Given(addr.to_string())),
+        (false, None) => Err(invalid!(
+            "run {id} ({}) measured against {stored}, a peer rtbench did not start: give it again with --peer HOST[:PORT]",
+            h.probe
+        )),
+    }
+}
+
+/// Whether a run's command line started its peer itself: a study without `--peer`.
+fn own_peer(command_line: &str) -> bool {
+    let mut words = command_line.split_whitespace().skip(1);
+    words.next() == Some("study") && !words.any(|w| w == "--peer" || w.starts_with("--peer="))
 }
 
 /// How much more of the run to measure.
@@ -86,14 +132,18 @@ impl RunConfig {
     /// The settings stored run `h` was made with, for `rest` more: its probe and its settings,
     /// threads and their CPUs, policy, memory locking, envelope, load, label, shield, breach
     /// tracing and split. Checked as a command line's are (a CPU gone, root needed).
-    pub fn resumed(h: &RunHeader, rest: Rest, quiet: bool, db: PathBuf) -> Result<RunConfig> {
+    /// `peer`: the address of a network probe's peer for this part.
+    pub fn resumed(h: &RunHeader, rest: Rest, quiet: bool, db: PathBuf, peer: Option<&str>) -> Result<RunConfig> {
         let m = resumable(h)?;
         let id = h.id;
         let info = crate::probe::info(&h.probe)
             .ok_or_else(|| invalid!("run {id}'s probe '{}' is not one this rtbench knows", h.probe))?;
         (info.supported)().map_err(|why| invalid!("run {id}: {} cannot run here: {why}", info.name))?;
-        let args =
+        let mut args =
             info.resumed_args(&m.probe).map_err(|why| invalid!("run {id} ({}) cannot be resumed: {why}", h.probe))?;
+        if let (Some((flag, _)), Some(addr)) = (info.peer(), peer) {
+            args.set(&flag, crate::probe::FlagValue::Text(addr.to_string()));
+        }
         let (duration, loops) = match rest {
             Rest::For(d) => (Some(d), None),
             Rest::Loops(n) => (None, Some(n)),
@@ -161,4 +211,18 @@ fn load_of(load: &LoadRecord) -> (String, Duration) {
     };
     let default = RunOptions::default().settle;
     (load.profile().to_string(), settle_s.map_or(default, Duration::from_secs_f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_peer;
+
+    #[test]
+    fn only_a_study_without_peer_started_its_peer_itself() {
+        assert!(own_peer("rtbench study -D 4s --load none"));
+        assert!(!own_peer("rtbench study -D 4s --peer 10.0.0.2"));
+        assert!(!own_peer("/usr/bin/rtbench study --peer=10.0.0.2:17700"));
+        assert!(!own_peer("rtbench pingpong 127.0.0.1:17700 -D 4s"));
+        assert!(!own_peer("rtbench response --logger 127.0.0.1"));
+    }
 }

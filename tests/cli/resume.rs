@@ -147,3 +147,104 @@ fn what_cannot_be_resumed_is_refused_in_one_line_and_the_store_is_unchanged() {
     assert_rejected(&lab.run(&["resume", "1", "-D", "soon"]), "-D");
     assert_eq!(snapshot(), before);
 }
+
+/// The run's envelope: the highest interval index, and the samples of the intervals after
+/// `after` (all of them with `None`).
+fn envelope(lab: &Lab, id: i64, after: Option<i64>) -> (i64, i64) {
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    c.query_row(
+        "SELECT max(idx), coalesce(sum(CASE WHEN idx > ?2 THEN count ELSE 0 END), 0) FROM envelope WHERE run_id = ?1",
+        rusqlite::params![id, after.unwrap_or(-1)],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .unwrap()
+}
+
+/// The run of `probe` that has stored a checkpoint with samples, if one has.
+fn checkpointed(lab: &Lab, probe: &str) -> Option<i64> {
+    let c = rusqlite::Connection::open(lab.db()).ok()?;
+    let sql = "SELECT r.id FROM runs r JOIN threads t ON t.run_id = r.id WHERE r.probe = ?1 AND t.count > 0";
+    c.query_row(sql, [probe], |r| r.get(0)).ok()
+}
+
+/// A resumed network run's checks: one gap, complete, `integrity_check` ok, and its counts add
+/// up: the new part's intervals hold exactly the samples added to the stored ones.
+fn resumed_adds_up(lab: &Lab, id: i64, before: &serde_json::Value, last_index: i64) -> serde_json::Value {
+    let doc = export(lab, id);
+    assert_eq!(doc["run"]["status"], "complete");
+    assert_eq!(doc["gaps"].as_array().map(Vec::len), Some(1), "{}", doc["gaps"]);
+    let (count, earlier) = (doc["total"]["count"].as_i64().unwrap(), before["total"]["count"].as_i64().unwrap());
+    assert!(earlier > 0 && count > earlier, "the stored part and the new one: {earlier} then {count}");
+    let (_, new_part) = envelope(lab, id, Some(last_index));
+    assert_eq!(new_part, count - earlier, "the new part's intervals hold the samples it added");
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    let check: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
+    doc
+}
+
+/// A study served its network cells from an echo server of its own on loopback: its pingpong
+/// cell, killed with the study mid-cell, resumes against a new one (on a new port), and
+/// `--peer` is refused for it.
+#[test]
+fn a_study_pingpong_cell_killed_mid_run_resumes_with_an_echo_server_of_its_own_again() {
+    let lab = Lab::new();
+    let report = lab.path("report");
+    let args = ["study", "-D", "4s", "--load", "none", "--no-split", "--no-classify", "--no-sysbench", "-q"];
+    let mut study = lab
+        .cmd(&[&args[..], &["--label", "s", "-o", report.to_str().unwrap()]].concat())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed at the cell's first checkpoint, about 1 s into its 4 s.
+    let until = Instant::now() + Duration::from_secs(60);
+    let id = loop {
+        if let Some(id) = checkpointed(&lab, "pingpong") {
+            break id;
+        }
+        assert!(Instant::now() < until, "the study's pingpong cell never stored a checkpoint");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    signal(&mut study, "-KILL");
+    let before = lab.export_json(id);
+    let (last_index, _) = envelope(&lab, id, None);
+    assert_rejected(&lab.run(&["resume", &id.to_string(), "--peer", "127.0.0.1"]), "leave --peer out");
+
+    let out = lab.run(&["resume", &id.to_string(), "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("its own echo server again on 127.0.0.1:"), "{}", text(&out.stderr));
+    let doc = resumed_adds_up(&lab, id, &before, last_index);
+    assert_eq!(doc["run"]["params"]["duration_s"], 4.0);
+    // What the study's own server says of itself: the new part's peer was rtbench's own.
+    assert_eq!(doc["run"]["params"]["peer_placement"], "unpinned, fifo/95");
+}
+
+/// A response run's target was started by hand, not by rtbench: resume refuses without it and
+/// continues with it given again (`--peer`). At 1 ms per period its triggers (answered and
+/// lost) are its measured time.
+#[test]
+fn a_response_run_killed_mid_run_needs_its_target_again_and_continues_with_it() {
+    let lab = Lab::new();
+    let addr = "127.0.0.1:17866";
+    let mut target = server(lab.cmd(&["response", "--target", addr]));
+    let (mut child, seen) = start(&lab, &["response", "--logger", addr, "-D", "4s", "-q", "--label", "r"], 0);
+    std::thread::sleep(Duration::from_millis(2000).saturating_sub(seen.elapsed()));
+    signal(&mut child, "-KILL");
+    let id = lab.last_run();
+    let before = lab.export_json(id);
+    let (last_index, _) = envelope(&lab, id, None);
+    let refused = lab.run(&["resume", &id.to_string(), "-q"]);
+    assert_rejected(&refused, &format!("run {id} (response) measured against {addr}, a peer rtbench did not start"));
+    assert!(text(&refused.stderr).contains("--peer HOST[:PORT]"), "it names what is missing");
+    assert_eq!(lab.export_json(id), before, "a refusal writes nothing");
+
+    lab.ok(&["resume", &id.to_string(), "-q", "--peer", addr]);
+    signal(&mut target.child, "-INT");
+    let doc = resumed_adds_up(&lab, id, &before, last_index);
+    let gap_s = doc["gaps"][0]["seconds"].as_f64().unwrap();
+    let t = &doc["threads"][0];
+    let measured_s = (t["count"].as_f64().unwrap() + t["overruns"].as_f64().unwrap()) / 1000.0;
+    assert!((2.9..=4.5).contains(&measured_s), "{measured_s} s of triggers, {gap_s} s not measured");
+    assert_eq!(doc["run"]["params"]["target"], addr);
+}

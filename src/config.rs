@@ -5,7 +5,7 @@ mod resume;
 
 pub use crate::trace::BreachOptions;
 pub use commands::*;
-pub use resume::{peer, rest, resumable, Peer, Rest, ResumeConfig};
+pub use resume::{notes, peer, rest, resumable, Peer, Rest, ResumeConfig};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use anyhow::Result;
 use crate::error::InputError;
 use crate::invalid;
 use crate::load::LoadOptions;
+pub use crate::model::LoadFlags;
 use crate::model::{MeasuredParams, Policy};
 use crate::parse::cpu_list;
 use crate::probe::{DefaultThreads, Probe, ProbeArgs, ProbeInfo, Shape};
@@ -94,22 +95,6 @@ impl Default for RunOptions {
     }
 }
 
-/// How to shape a system load, as given.
-#[derive(Clone, Debug)]
-pub struct LoadFlags {
-    pub jobs: Option<u64>,
-    pub kernel_tree: Option<PathBuf>,
-    pub fswalk_path: PathBuf,
-    pub hackbench_groups: u64,
-    pub tmpdir: Option<PathBuf>,
-}
-
-impl Default for LoadFlags {
-    fn default() -> Self {
-        LoadFlags { jobs: None, kernel_tree: None, fswalk_path: "/".into(), hackbench_groups: 30, tmpdir: None }
-    }
-}
-
 /// One measuring thread: its number and the CPU it is pinned to.
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadPlan {
@@ -138,6 +123,8 @@ pub struct RunConfig {
     pub db: PathBuf,
     /// The load to run while measuring (`None`: idle).
     pub load: Option<crate::load::LoadSpec>,
+    /// The flags the load was shaped with, stored with a loaded run (`None`: idle).
+    pub load_flags: Option<LoadFlags>,
     pub settle: Duration,
     pub tmpdir: PathBuf,
     pub command_line: String,
@@ -217,6 +204,7 @@ impl RunConfig {
             envelope_ns,
             label: opts.label.clone().unwrap_or_else(crate::sysinfo::kernel_release),
             db,
+            load_flags: (!load.is_none()).then(|| opts.load_flags.clone()),
             load: (!load.is_none()).then_some(load),
             settle: opts.settle,
             tmpdir,
@@ -246,6 +234,7 @@ impl RunConfig {
             breach: None,
             split: None,
             classify: None,
+            load_flags: self.load_flags.clone(),
             probe: self.probe_params.clone(),
         }
     }

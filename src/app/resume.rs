@@ -28,6 +28,7 @@ pub fn run(a: ResumeConfig) -> Result<i32> {
         _ => None,
     };
     let cfg = RunConfig::resumed(&h, rest, a.quiet, a.db.clone(), addr.as_deref())?;
+    let notes = crate::config::notes(&h);
     drop(store);
     if h.command_line.split_whitespace().nth(1) == Some("study") {
         eprintln!("rtbench: run {} is a cell of a study: it is resumed as its own run, not the study", h.id);
@@ -52,9 +53,12 @@ pub fn run(a: ResumeConfig) -> Result<i32> {
         h.label,
         crate::units::span(measured_s)
     );
+    for note in &notes {
+        eprintln!("rtbench: WARNING: {note}");
+    }
     let resume = || -> Result<i32> {
         let mut store = super::writable_store(&a.db)?;
-        let extras = Extras { resume: Some(a.run), ..Extras::default() };
+        let extras = Extras { resume: Some(a.run), notes, ..Extras::default() };
         let (id, outcome) = crate::runner::run_with(&cfg, &mut store, extras)?;
         super::print_run(&cfg, &store, id, outcome)
     };

@@ -162,6 +162,7 @@ impl RunConfig {
             envelope_interval: Duration::from_nanos(m.envelope_interval_ns),
             load,
             settle,
+            load_flags: m.load_flags.clone().unwrap_or_default(),
             label: Some(h.label.clone()),
             db: Some(db),
             shield: m.shield.as_ref().map(|s| crate::units::format_cpu_list(&s.cpus)),
@@ -179,6 +180,21 @@ impl RunConfig {
         cfg.threads = m.cpus.iter().enumerate().map(|(index, &cpu)| ThreadPlan { index, cpu }).collect();
         Ok(cfg)
     }
+}
+
+/// What the next part of run `h` does differently from the run, said when it starts and stored
+/// with the run's warnings.
+pub fn notes(h: &RunHeader) -> Vec<String> {
+    let mut notes = Vec::new();
+    let Some(m) = h.params.measured() else { return notes };
+    if !h.load.is_idle() && m.load_flags.is_none() {
+        notes.push(format!(
+            "resumed with the load's default flags (--jobs, --kernel-tree, --fswalk-path, --hackbench-groups, \
+             --tmpdir): run {} was stored before rtbench kept them",
+            h.id
+        ));
+    }
+    notes
 }
 
 /// The CPUs the threads ran on, as `-a` takes them; `none` when unpinned.
@@ -215,7 +231,68 @@ fn load_of(load: &LoadRecord) -> (String, Duration) {
 
 #[cfg(test)]
 mod tests {
-    use super::own_peer;
+    use super::*;
+    use crate::model::{LoadFlags, LoadPlan, Metric, RunParams, RunStatus, SystemSnapshot};
+    use crate::store::{RunHead, RunWriter, Store};
+
+    /// A run of `params` under the `cpu` load, stored and stopped: its header as read back.
+    fn stopped(store: &mut Store, params: MeasuredParams) -> RunHeader {
+        let load = LoadPlan { profile: "cpu".into(), generators: vec!["cpu".into()], settle_s: 3.0 };
+        let head = RunHead {
+            label: "l".into(),
+            probe: "timer".into(),
+            kind: RunKind::Probe,
+            metric: Metric::default(),
+            params: RunParams::Measured(params),
+            load: LoadRecord::Planned(load),
+            command_line: "rtbench timer --load cpu".into(),
+            rt_priority: true,
+            warnings: Vec::new(),
+            system: SystemSnapshot::default(),
+            envelope_ns: 1_000_000_000,
+        };
+        let id = RunWriter::begin(store, head).unwrap().finish(RunStatus::Interrupted, &[]).unwrap();
+        store.header(id).unwrap()
+    }
+
+    /// The load's flags go into the run's stored parameters and come back as the resumed
+    /// part's, which shape its load as the run's was. A run stored without them resumes with
+    /// the defaults, and says so.
+    #[test]
+    fn a_loaded_run_resumes_with_the_load_flags_it_was_stored_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = LoadFlags {
+            jobs: Some(3),
+            kernel_tree: Some("/src/linux".into()),
+            fswalk_path: "/usr".into(),
+            hackbench_groups: 7,
+            tmpdir: Some(dir.path().into()),
+        };
+        let opts = RunOptions { load: "cpu".into(), load_flags: flags.clone(), ..RunOptions::default() };
+        let timer = crate::probe::info("timer").unwrap();
+        let cfg = RunConfig::new(timer, &timer.defaults(), &opts).unwrap();
+        let db = dir.path().join("s.db");
+        let mut store = Store::open(&db).unwrap();
+        let h = stopped(&mut store, cfg.params());
+        let rest = Rest::For(Duration::from_secs(5));
+        let again = RunConfig::resumed(&h, rest, true, db.clone(), None).unwrap();
+        assert_eq!(again.load_flags.as_ref(), Some(&flags));
+        let o = &again.load.as_ref().unwrap().options;
+        assert_eq!(
+            (o.jobs, o.kernel_tree.as_deref(), o.fswalk_path.as_str(), o.hackbench_groups),
+            (3, Some("/src/linux"), "/usr", 7)
+        );
+        assert_eq!(again.tmpdir, dir.path());
+        assert!(notes(&h).is_empty());
+
+        let older = stopped(&mut store, MeasuredParams { load_flags: None, ..cfg.params() });
+        let again = RunConfig::resumed(&older, rest, true, db, None).unwrap();
+        assert_eq!(again.load_flags, Some(LoadFlags::default()));
+        let [note] = &notes(&older)[..] else { panic!("{:?}", notes(&older)) };
+        assert!(note.starts_with("resumed with the load's default flags (--jobs"), "{note}");
+        let idle = RunConfig::new(timer, &timer.defaults(), &RunOptions::default()).unwrap();
+        assert_eq!(idle.params().load_flags, None, "an idle run stores none");
+    }
 
     #[test]
     fn only_a_study_without_peer_started_its_peer_itself() {

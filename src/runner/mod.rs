@@ -84,7 +84,8 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     cfg.probe.prepare(cfg.threads.len())?;
     // From here on a Ctrl-C is a request to stop and save, even during the load's settling.
     let mut session = Session::start()?;
-    let setup = setup::set_up(cfg, &mut session)?;
+    let mut setup = setup::set_up(cfg, &mut session)?;
+    setup.warnings.extend(extras.notes);
     // Memory stays flat over a long run: the store holds the history, not the process.
     store.limit_page_cache(256);
     // Only a run stored in windows has segments, each a monitor's window.

@@ -5,7 +5,7 @@ mod resume;
 
 pub use crate::trace::BreachOptions;
 pub use commands::*;
-pub use resume::{notes, peer, rest, resumable, Peer, Rest, ResumeConfig};
+pub use resume::{notes, peer, rest, resumable, sample_log, Peer, Rest, ResumeConfig};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -118,6 +118,8 @@ pub struct RunConfig {
     pub histogram_buckets: Option<u64>,
     pub histfile: Option<PathBuf>,
     pub samples: Option<PathBuf>,
+    /// The sample log goes on after what it holds (a resumed run's) instead of beginning anew.
+    pub samples_append: bool,
     pub envelope_ns: u64,
     pub label: String,
     pub db: PathBuf,
@@ -201,6 +203,7 @@ impl RunConfig {
             histogram_buckets: opts.histogram_buckets,
             histfile: opts.histfile.clone(),
             samples: opts.samples.clone(),
+            samples_append: false,
             envelope_ns,
             label: opts.label.clone().unwrap_or_else(crate::sysinfo::kernel_release),
             db,

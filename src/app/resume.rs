@@ -27,14 +27,12 @@ pub fn run(a: ResumeConfig) -> Result<i32> {
         (_, Some(server)) => Some(server.local.clone()),
         _ => None,
     };
-    let cfg = RunConfig::resumed(&h, rest, a.quiet, a.db.clone(), addr.as_deref())?;
-    let notes = crate::config::notes(&h);
+    let mut cfg = RunConfig::resumed(&h, rest, a.quiet, a.db.clone(), addr.as_deref())?;
+    let mut notes = crate::config::notes(&h);
+    notes.extend(crate::config::sample_log(&h, store.gaps(a.run)?.len(), &mut cfg)?);
     drop(store);
     if h.command_line.split_whitespace().nth(1) == Some("study") {
         eprintln!("rtbench: run {} is a cell of a study: it is resumed as its own run, not the study", h.id);
-    }
-    if let Some(log) = h.params.measured().and_then(|m| m.samples_file.as_deref()) {
-        eprintln!("rtbench: WARNING: the sample log '{log}' holds the run up to where it stopped; its next part is not logged");
     }
     let more = match rest {
         Rest::For(d) => format!("for {}", crate::units::span(d.as_secs_f64())),

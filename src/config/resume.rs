@@ -197,6 +197,34 @@ pub fn notes(h: &RunHeader) -> Vec<String> {
     notes
 }
 
+/// Where the next part of run `h` logs its samples, when the run had a sample log (`--samples
+/// FILE`): after what FILE holds, the format allowing it; where FILE cannot take more (gone,
+/// not a log, logged with another step), in FILE.resumed-N (N: this resume's number), which
+/// the note returned says.
+pub fn sample_log(h: &RunHeader, resumes: usize, cfg: &mut RunConfig) -> Result<Option<String>> {
+    let Some(file) = h.params.measured().and_then(|m| m.samples_file.as_deref()) else { return Ok(None) };
+    let path = PathBuf::from(file);
+    let why = match crate::recorder::samplelog::scan(&path) {
+        Ok(index) if index.step_ns == cfg.probe.step_ns() => {
+            super::check_writable(&path)?;
+            cfg.samples = Some(path);
+            cfg.samples_append = true;
+            return Ok(None);
+        }
+        Ok(index) => crate::recorder::samplelog::LogError::Step { logged: index.step_ns, now: cfg.probe.step_ns() },
+        Err(e) => e,
+    };
+    let n = resumes + 1;
+    let other = PathBuf::from(format!("{file}.resumed-{n}"));
+    super::check_writable(&other)?;
+    cfg.samples = Some(other.clone());
+    Ok(Some(format!(
+        "the sample log '{file}' {}: the samples after gap {n} are logged in '{}'",
+        crate::analyze::log_reason(why),
+        other.display()
+    )))
+}
+
 /// The CPUs the threads ran on, as `-a` takes them; `none` when unpinned.
 fn affinity(cpus: &[Option<usize>]) -> String {
     let mut pinned: Vec<usize> = cpus.iter().flatten().copied().collect();

@@ -186,7 +186,10 @@ fn flow<'s>(
     (started, start_ns): (Instant, u64),
 ) -> Flow<'s> {
     let log = match (samples, &cfg.samples) {
-        (Some(log), Some(path)) => Some(Fed::new(SampleLogSink { log, path: path.clone() })),
+        (Some(mut log), Some(path)) => {
+            log.offset(writer.shift_ns());
+            Some(Fed::new(SampleLogSink { log, path: path.clone() }))
+        }
         _ => None,
     };
     let store = Fed::new(StoreSink::new(writer, windows.segments));

@@ -42,9 +42,7 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
     let split_skipped = arm_split(cfg, session);
     let breach_skipped = arm_tracer(cfg, session);
     let samples = match &cfg.samples {
-        Some(path) => Some(SampleLogWriter::create(path, cfg.probe.step_ns()).map_err(|e| {
-            crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() }
-        })?),
+        Some(path) => Some(open_log(path, cfg)?),
         None => None,
     };
     if let Some(spec) = &cfg.load {
@@ -75,6 +73,17 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
     }
     let system = snapshot(cfg, &grant);
     Ok(Setup { grant, warnings, params, system, samples, admit })
+}
+
+/// The sample log: begun, or gone on with (a resumed run's).
+fn open_log(path: &std::path::Path, cfg: &RunConfig) -> Result<SampleLogWriter> {
+    let step = cfg.probe.step_ns();
+    let opened = if cfg.samples_append {
+        SampleLogWriter::reopen(path, step).map_err(crate::analyze::log_reason)
+    } else {
+        SampleLogWriter::create(path, step).map_err(|e| e.to_string())
+    };
+    Ok(opened.map_err(|reason| crate::error::InputError::Unwritable { path: path.display().to_string(), reason })?)
 }
 
 /// Raises `--shield`, held by the session.

@@ -128,6 +128,12 @@ impl<'s> RunWriter<'s> {
         &self.head
     }
 
+    /// How much later than their time offsets the samples to come lie on the run's time axis:
+    /// a resumed run's new part comes after its gap.
+    pub fn shift_ns(&self) -> u64 {
+        self.resumed.as_ref().map_or(0, |r| r.shift_ns)
+    }
+
     /// The store, to read what the run holds so far.
     pub fn store(&self) -> &Store {
         self.store
@@ -140,7 +146,7 @@ impl<'s> RunWriter<'s> {
 
     /// Keeps the first [`RAW_IN_STORE`] raw samples of each thread for the next checkpoint.
     pub fn keep_raw(&mut self, thread: u32, chunk: &[(u64, u64)]) {
-        let shift = self.resumed.as_ref().map_or(0, |r| r.shift_ns);
+        let shift = self.shift_ns();
         let slot = self.slot(thread);
         let take = (RAW_IN_STORE.saturating_sub(slot.kept) as usize).min(chunk.len());
         slot.pending.extend(chunk[..take].iter().map(|&(t, latency)| (t + shift, latency)));

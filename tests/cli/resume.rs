@@ -248,3 +248,56 @@ fn a_response_run_killed_mid_run_needs_its_target_again_and_continues_with_it() 
     assert!((2.9..=4.5).contains(&measured_s), "{measured_s} s of triggers, {gap_s} s not measured");
     assert_eq!(doc["run"]["params"]["target"], addr);
 }
+
+/// A run with a sample log goes on logging into the same file (the format has no trailer):
+/// its new part's samples come after the gap on the run's time axis, as many as the store
+/// added. A log that cannot take more (here, not a log any more) is left alone: the next part
+/// goes to FILE.resumed-N, and the run's warnings say so.
+#[test]
+fn a_killed_run_with_a_sample_log_appends_its_next_part_to_the_same_log() {
+    use rtbench::recorder::samplelog::{read_blocks, scan};
+    let lab = Lab::new();
+    let log = lab.path("s.rtb");
+    let run = ["timer", "-t", "1", "-D", "6s", "-q", "--label", "log", "--samples", log.to_str().unwrap()];
+    let (mut child, seen) = start(&lab, &run, 0);
+    std::thread::sleep(Duration::from_millis(2000).saturating_sub(seen.elapsed()));
+    signal(&mut child, "-KILL");
+    let id = lab.last_run();
+    let before = lab.export_json(id)["total"]["count"].as_u64().unwrap();
+    // The next part, stopped by SIGINT about a second in: its last samples are logged and stored.
+    let mut again =
+        lab.cmd(&["resume", &id.to_string(), "-q"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while lab.runs()[0]["status"] != "running" {
+        assert!(Instant::now() < until, "the resumed run never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    signal(&mut again, "-INT");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut again.stderr.take().unwrap(), &mut said).unwrap();
+    assert!(!said.contains("WARNING"), "{said}");
+
+    let doc = export(&lab, id);
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    let gap_end: i64 = c.query_row("SELECT end_ns FROM gaps WHERE run_id = ?1", [id], |r| r.get(0)).unwrap();
+    let index = scan(&log).expect("still a sample log");
+    assert_eq!(index.truncated_at, None);
+    let (mut first, mut next) = (0u64, 0u64);
+    read_blocks(&log, index.step_ns, &index.blocks, |_, t, _| if t >= gap_end as u64 { next += 1 } else { first += 1 })
+        .unwrap();
+    let added = doc["total"]["count"].as_u64().unwrap() - before;
+    assert!(first > 0 && added > 0, "both parts logged: {first}, then {added} stored");
+    assert_eq!(next, added, "the log holds the new part's samples, after the gap");
+    assert_eq!(doc["run"]["params"]["samples_file"], log.to_str().unwrap());
+
+    std::fs::write(&log, "not a log").unwrap();
+    let out = lab.run(&["resume", &id.to_string(), "-D", "1s", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let other = format!("{}.resumed-2", log.display());
+    let warnings = export(&lab, id)["run"]["warnings"].to_string();
+    let said = format!("the samples after gap 2 are logged in '{other}'");
+    assert!(warnings.contains("is not an rtbench sample log") && warnings.contains(&said), "{warnings}");
+    assert!(!scan(std::path::Path::new(&other)).unwrap().blocks.is_empty());
+    assert_eq!(std::fs::read(&log).unwrap(), b"not a log", "left alone");
+}

@@ -301,3 +301,42 @@ fn a_killed_run_with_a_sample_log_appends_its_next_part_to_the_same_log() {
     assert!(!scan(std::path::Path::new(&other)).unwrap().blocks.is_empty());
     assert_eq!(std::fs::read(&log).unwrap(), b"not a log", "left alone");
 }
+
+/// A `--split` timer run killed mid-run resumes split: its IRQ part goes on, and the matched
+/// samples add up. At 2.5 ms per period the new part's samples are all kept raw with their IRQ
+/// part, so its matched samples are counted apart: the stored IRQ count grew by them. The
+/// samples the kill left unpaired count unmatched.
+#[test]
+fn a_killed_split_timer_run_resumes_split_and_its_matched_samples_add_up() {
+    let Some((_one, tracing_before)) = crate::breach::traced() else { return };
+    let lab = Lab::new();
+    let run = ["timer", "-t", "1", "-a", "1", "--split", "-i", "2500", "-D", "4s", "-q", "--label", "split"];
+    let (mut child, seen) = start(&lab, &run, 0);
+    std::thread::sleep(Duration::from_millis(2000).saturating_sub(seen.elapsed()));
+    signal(&mut child, "-KILL");
+    let id = lab.last_run();
+    let before = lab.export_json(id)["threads"][0]["irq"]["count"].as_u64().expect("the first part is split");
+    lab.ok(&["resume", &id.to_string(), "-q"]);
+
+    let doc = resumed_split(&lab, id);
+    let t = &doc["threads"][0];
+    let (count, matched) = (t["count"].as_u64().unwrap(), t["irq"]["count"].as_u64().unwrap());
+    assert_eq!(matched + t["irq"]["unmatched"].as_u64().unwrap(), count, "every sample is matched or unmatched");
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    let gap_end: i64 = c.query_row("SELECT end_ns FROM gaps WHERE run_id = ?1", [id], |r| r.get(0)).unwrap();
+    // The new part's raw samples (all kept: it ended cleanly), each with its IRQ part if matched.
+    let sql = "SELECT count(*) FROM samples WHERE run_id = ?1 AND t_ns >= ?2 AND irq_ns IS NOT NULL";
+    let matched_after: i64 = c.query_row(sql, [id, gap_end], |r| r.get(0)).unwrap();
+    assert!(before > 0 && matched_after > 0, "both parts matched samples: {before}, then {matched_after}");
+    assert_eq!(matched, before + matched_after as u64, "the IRQ part adds the new part's matched samples");
+    assert_eq!(crate::breach::tracing_state(), tracing_before, "tracing is as it was");
+}
+
+/// A resumed split run's export: complete, one gap, still split.
+fn resumed_split(lab: &Lab, id: i64) -> serde_json::Value {
+    let doc = export(lab, id);
+    assert_eq!(doc["run"]["status"], "complete");
+    assert_eq!(doc["gaps"].as_array().map(Vec::len), Some(1));
+    assert_eq!(doc["run"]["params"]["split"]["skipped"], serde_json::Value::Null, "{}", doc["run"]["params"]);
+    doc
+}

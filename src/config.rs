@@ -5,7 +5,7 @@ mod resume;
 
 pub use crate::trace::BreachOptions;
 pub use commands::*;
-pub use resume::{notes, peer, rest, resumable, sample_log, Peer, Rest, ResumeConfig};
+pub use resume::{notes, peer, peer_note, rest, resumable, sample_log, Peer, Rest, ResumeConfig};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

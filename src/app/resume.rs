@@ -28,8 +28,10 @@ pub fn run(a: ResumeConfig) -> Result<i32> {
         _ => None,
     };
     let mut cfg = RunConfig::resumed(&h, rest, a.quiet, a.db.clone(), addr.as_deref())?;
+    let resumes = store.gaps(a.run)?.len();
     let mut notes = crate::config::notes(&h);
-    notes.extend(crate::config::sample_log(&h, store.gaps(a.run)?.len(), &mut cfg)?);
+    notes.extend(crate::config::peer_note(&h, resumes, &cfg, &peer));
+    notes.extend(crate::config::sample_log(&h, resumes, &mut cfg)?);
     drop(store);
     if h.command_line.split_whitespace().nth(1) == Some("study") {
         eprintln!("rtbench: run {} is a cell of a study: it is resumed as its own run, not the study", h.id);

@@ -197,6 +197,17 @@ pub fn notes(h: &RunHeader) -> Vec<String> {
     notes
 }
 
+/// A peer given again at another address than the run's (`--peer`): the run keeps the one it
+/// was made with, and this note says where the part after gap `resumes + 1` measured.
+pub fn peer_note(h: &RunHeader, resumes: usize, cfg: &RunConfig, peer: &Peer) -> Option<String> {
+    let Peer::Given(_) = peer else { return None };
+    let (_, key) = cfg.info.peer()?;
+    let stored = h.params.measured()?.probe.get(key)?.as_str()?;
+    let now = cfg.probe_params.get(key)?.as_str()?;
+    (now != stored)
+        .then(|| format!("the part after gap {} measured against {now}, not the run's {stored}", resumes + 1))
+}
+
 /// Where the next part of run `h` logs its samples, when the run had a sample log (`--samples
 /// FILE`): after what FILE holds, the format allowing it; where FILE cannot take more (gone,
 /// not a log, logged with another step), in FILE.resumed-N (N: this resume's number), which

@@ -148,6 +148,16 @@ fn what_cannot_be_resumed_is_refused_in_one_line_and_the_store_is_unchanged() {
     assert_eq!(snapshot(), before);
 }
 
+/// A server that stops however the test ends: a failed assertion must not leave it serving.
+struct Serving(Srv);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.child.kill();
+        let _ = self.0.child.wait();
+    }
+}
+
 /// The run's envelope: the highest interval index, and the samples of the intervals after
 /// `after` (all of them with `None`).
 fn envelope(lab: &Lab, id: i64, after: Option<i64>) -> (i64, i64) {
@@ -227,7 +237,7 @@ fn a_study_pingpong_cell_killed_mid_run_resumes_with_an_echo_server_of_its_own_a
 fn a_response_run_killed_mid_run_needs_its_target_again_and_continues_with_it() {
     let lab = Lab::new();
     let addr = "127.0.0.1:17866";
-    let mut target = server(lab.cmd(&["response", "--target", addr]));
+    let target = Serving(server(lab.cmd(&["response", "--target", addr])));
     let (mut child, seen) = start(&lab, &["response", "--logger", addr, "-D", "4s", "-q", "--label", "r"], 0);
     std::thread::sleep(Duration::from_millis(2000).saturating_sub(seen.elapsed()));
     signal(&mut child, "-KILL");
@@ -239,9 +249,15 @@ fn a_response_run_killed_mid_run_needs_its_target_again_and_continues_with_it() 
     assert!(text(&refused.stderr).contains("--peer HOST[:PORT]"), "it names what is missing");
     assert_eq!(lab.export_json(id), before, "a refusal writes nothing");
 
-    lab.ok(&["resume", &id.to_string(), "-q", "--peer", addr]);
-    signal(&mut target.child, "-INT");
+    // The target moved: the run keeps the one it was made with, and says where it went on.
+    drop(target);
+    let moved = "127.0.0.1:17867";
+    let target = Serving(server(lab.cmd(&["response", "--target", moved])));
+    lab.ok(&["resume", &id.to_string(), "-q", "--peer", moved]);
+    drop(target);
     let doc = resumed_adds_up(&lab, id, &before, last_index);
+    let said = format!("the part after gap 1 measured against {moved}, not the run's {addr}");
+    assert!(doc["run"]["warnings"].to_string().contains(&said), "{}", doc["run"]["warnings"]);
     let gap_s = doc["gaps"][0]["seconds"].as_f64().unwrap();
     let t = &doc["threads"][0];
     let measured_s = (t["count"].as_f64().unwrap() + t["overruns"].as_f64().unwrap()) / 1000.0;

@@ -19,6 +19,18 @@ fn signal(child: &mut Child, sig: &str) {
     child.wait().unwrap();
 }
 
+/// Resumes run `id` (the store's only one) in the background, its stderr piped; returns once
+/// the run is running again.
+fn resuming(lab: &Lab, id: &str) -> Child {
+    let child = lab.cmd(&["resume", id, "-q"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while lab.runs()[0]["status"] != "running" {
+        assert!(Instant::now() < until, "the resumed run never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
 /// The run's JSON export, checked against the committed schema.
 fn export(lab: &Lab, id: i64) -> serde_json::Value {
     let doc = lab.export_json(id);
@@ -100,12 +112,7 @@ fn a_run_stopped_twice_is_resumed_twice_to_its_duration_with_two_gaps() {
     let before = lab.export_json(id.parse().unwrap())["total"]["count"].as_u64().unwrap();
     assert!(before > 0, "the first part's checkpoints are stored");
 
-    let mut again = lab.cmd(&["resume", &id, "-q"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let until = Instant::now() + Duration::from_secs(30);
-    while lab.runs()[0]["status"] != "running" {
-        assert!(Instant::now() < until, "the resumed run never ran");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut again = resuming(&lab, &id);
     std::thread::sleep(Duration::from_secs(2));
     signal(&mut again, "-INT");
     let doc = export(&lab, id.parse().unwrap());
@@ -281,13 +288,7 @@ fn a_killed_run_with_a_sample_log_appends_its_next_part_to_the_same_log() {
     let id = lab.last_run();
     let before = lab.export_json(id)["total"]["count"].as_u64().unwrap();
     // The next part, stopped by SIGINT about a second in: its last samples are logged and stored.
-    let mut again =
-        lab.cmd(&["resume", &id.to_string(), "-q"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let until = Instant::now() + Duration::from_secs(30);
-    while lab.runs()[0]["status"] != "running" {
-        assert!(Instant::now() < until, "the resumed run never ran");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut again = resuming(&lab, &id.to_string());
     std::thread::sleep(Duration::from_secs(1));
     signal(&mut again, "-INT");
     let mut said = String::new();

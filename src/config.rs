@@ -5,7 +5,7 @@ mod resume;
 
 pub use crate::trace::BreachOptions;
 pub use commands::*;
-pub use resume::{rest, resumable, Rest, ResumeConfig};
+pub use resume::{notes, peer, peer_note, rest, resumable, sample_log, Peer, Rest, ResumeConfig};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use anyhow::Result;
 use crate::error::InputError;
 use crate::invalid;
 use crate::load::LoadOptions;
+pub use crate::model::LoadFlags;
 use crate::model::{MeasuredParams, Policy};
 use crate::parse::cpu_list;
 use crate::probe::{DefaultThreads, Probe, ProbeArgs, ProbeInfo, Shape};
@@ -94,22 +95,6 @@ impl Default for RunOptions {
     }
 }
 
-/// How to shape a system load, as given.
-#[derive(Clone, Debug)]
-pub struct LoadFlags {
-    pub jobs: Option<u64>,
-    pub kernel_tree: Option<PathBuf>,
-    pub fswalk_path: PathBuf,
-    pub hackbench_groups: u64,
-    pub tmpdir: Option<PathBuf>,
-}
-
-impl Default for LoadFlags {
-    fn default() -> Self {
-        LoadFlags { jobs: None, kernel_tree: None, fswalk_path: "/".into(), hackbench_groups: 30, tmpdir: None }
-    }
-}
-
 /// One measuring thread: its number and the CPU it is pinned to.
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadPlan {
@@ -133,11 +118,15 @@ pub struct RunConfig {
     pub histogram_buckets: Option<u64>,
     pub histfile: Option<PathBuf>,
     pub samples: Option<PathBuf>,
+    /// The sample log goes on after what it holds (a resumed run's) instead of beginning anew.
+    pub samples_append: bool,
     pub envelope_ns: u64,
     pub label: String,
     pub db: PathBuf,
     /// The load to run while measuring (`None`: idle).
     pub load: Option<crate::load::LoadSpec>,
+    /// The flags the load was shaped with, stored with a loaded run (`None`: idle).
+    pub load_flags: Option<LoadFlags>,
     pub settle: Duration,
     pub tmpdir: PathBuf,
     pub command_line: String,
@@ -214,9 +203,11 @@ impl RunConfig {
             histogram_buckets: opts.histogram_buckets,
             histfile: opts.histfile.clone(),
             samples: opts.samples.clone(),
+            samples_append: false,
             envelope_ns,
             label: opts.label.clone().unwrap_or_else(crate::sysinfo::kernel_release),
             db,
+            load_flags: (!load.is_none()).then(|| opts.load_flags.clone()),
             load: (!load.is_none()).then_some(load),
             settle: opts.settle,
             tmpdir,
@@ -246,6 +237,7 @@ impl RunConfig {
             breach: None,
             split: None,
             classify: None,
+            load_flags: self.load_flags.clone(),
             probe: self.probe_params.clone(),
         }
     }

@@ -112,11 +112,7 @@ pub fn run(a: StudyConfig) -> Result<i32> {
     // The network probes talk to --peer, or to an echo server of our own on loopback.
     let local = match &a.peer {
         Some(_) => None,
-        None => {
-            let server = crate::net::server::Server::bind(Transport::Udp, "127.0.0.1:0", None)?;
-            let policy = crate::model::Policy::Fifo.shown(crate::config::DEFAULT_PRIORITY);
-            Some(server.placed(&format!("{}, {policy}", crate::model::placement(None))))
-        }
+        None => Some(own_echo_server()?),
     };
     let peer = match (&a.peer, &local) {
         (Some(p), _) => crate::net::transport::address(Transport::Udp, Some(p)),
@@ -146,8 +142,16 @@ fn check_peer(peer: &str) -> Result<()> {
     }
 }
 
+/// The echo server of the study's own (and of a resumed run of one of its network cells): UDP on
+/// loopback, on a port of the moment, saying where it runs. [`enter_server`] sets its thread up.
+pub(super) fn own_echo_server() -> Result<crate::net::server::Server> {
+    let server = crate::net::server::Server::bind(Transport::Udp, "127.0.0.1:0", None)?;
+    let policy = crate::model::Policy::Fifo.shown(crate::config::DEFAULT_PRIORITY);
+    Ok(server.placed(&format!("{}, {policy}", crate::model::placement(None))))
+}
+
 /// The study's echo server thread: at the runs' real-time priority, like `pingpong --serve`.
-fn enter_server() -> Box<dyn std::any::Any> {
+pub(super) fn enter_server() -> Box<dyn std::any::Any> {
     let entered = crate::runner::rt::enter_thread(None, crate::model::Policy::Fifo, crate::config::DEFAULT_PRIORITY);
     Box::new(entered.guard)
 }

@@ -134,6 +134,7 @@ fn store_run(
         breach: None,
         split: None,
         classify: None,
+        load_flags: None,
         probe: own,
     };
     let head = RunHead {

@@ -511,6 +511,11 @@ pub struct ResumeArgs {
     /// No live display, only the final summary
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// A pingpong or response run's peer, given again (its echo server or target): needed
+    /// where rtbench did not start the peer itself [default: a study's own echo server, started
+    /// again]
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub peer: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
 }

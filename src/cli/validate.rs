@@ -57,7 +57,7 @@ pub fn validate(invocation: Invocation) -> Result<Task> {
         Command::Sysbench(a) => Task::Sysbench(a.config()?),
         Command::Monitor(a) => Task::Monitor(a.config()?),
         Command::Resume(a) => {
-            Task::Resume(ResumeConfig { run: a.run, duration: a.duration, quiet: a.quiet, db: db(a.db) })
+            Task::Resume(ResumeConfig { run: a.run, duration: a.duration, quiet: a.quiet, db: db(a.db), peer: a.peer })
         }
         Command::Kernels(a) => Task::Kernels(a.config()?),
         Command::Completions { shell } => Task::Completions(super::docs::completions(shell)),

@@ -18,6 +18,52 @@ pub struct ResumeConfig {
     pub duration: Option<Duration>,
     pub quiet: bool,
     pub db: PathBuf,
+    /// `--peer`: the peer of a network probe's run, given again.
+    pub peer: Option<String>,
+}
+
+/// Where the next part of a network probe's run finds its peer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Peer {
+    /// The probe has none.
+    NoPeer,
+    /// rtbench's own, started again for the part: the run's was a study's echo server.
+    Own,
+    /// The address given again (`--peer`).
+    Given(String),
+}
+
+/// Where the next part of run `h` finds its peer: rtbench's own again where the run's was
+/// (a study run without `--peer` served its network cells itself, on loopback), else the one
+/// given again; refused, naming what is missing, when a peer rtbench did not start is not given.
+pub fn peer(h: &RunHeader, given: Option<&str>) -> Result<Peer> {
+    let id = h.id;
+    let Some((_, key)) = crate::probe::info(&h.probe).and_then(|info| info.peer()) else {
+        return match given {
+            Some(_) => Err(invalid!("--peer: run {id} ({}) has no peer", h.probe)),
+            None => Ok(Peer::NoPeer),
+        };
+    };
+    let stored = resumable(h)?.probe.get(key).and_then(|v| v.as_str()).unwrap_or("?");
+    match (own_peer(&h.command_line), given) {
+        (true, None) => Ok(Peer::Own),
+        (true, Some(_)) => Err(invalid!(
+            "--peer: run {id} ({}) measured against the study's own echo server, which resume starts again: \
+             leave --peer out",
+            h.probe
+        )),
+        (false, Some(addr)) => Ok(Peer::Given(addr.to_string())),
+        (false, None) => Err(invalid!(
+            "run {id} ({}) measured against {stored}, a peer rtbench did not start: give it again with --peer HOST[:PORT]",
+            h.probe
+        )),
+    }
+}
+
+/// Whether a run's command line started its peer itself: a study without `--peer`.
+fn own_peer(command_line: &str) -> bool {
+    let mut words = command_line.split_whitespace().skip(1);
+    words.next() == Some("study") && !words.any(|w| w == "--peer" || w.starts_with("--peer="))
 }
 
 /// How much more of the run to measure.
@@ -86,14 +132,18 @@ impl RunConfig {
     /// The settings stored run `h` was made with, for `rest` more: its probe and its settings,
     /// threads and their CPUs, policy, memory locking, envelope, load, label, shield, breach
     /// tracing and split. Checked as a command line's are (a CPU gone, root needed).
-    pub fn resumed(h: &RunHeader, rest: Rest, quiet: bool, db: PathBuf) -> Result<RunConfig> {
+    /// `peer`: the address of a network probe's peer for this part.
+    pub fn resumed(h: &RunHeader, rest: Rest, quiet: bool, db: PathBuf, peer: Option<&str>) -> Result<RunConfig> {
         let m = resumable(h)?;
         let id = h.id;
         let info = crate::probe::info(&h.probe)
             .ok_or_else(|| invalid!("run {id}'s probe '{}' is not one this rtbench knows", h.probe))?;
         (info.supported)().map_err(|why| invalid!("run {id}: {} cannot run here: {why}", info.name))?;
-        let args =
+        let mut args =
             info.resumed_args(&m.probe).map_err(|why| invalid!("run {id} ({}) cannot be resumed: {why}", h.probe))?;
+        if let (Some((flag, _)), Some(addr)) = (info.peer(), peer) {
+            args.set(&flag, crate::probe::FlagValue::Text(addr.to_string()));
+        }
         let (duration, loops) = match rest {
             Rest::For(d) => (Some(d), None),
             Rest::Loops(n) => (None, Some(n)),
@@ -112,6 +162,7 @@ impl RunConfig {
             envelope_interval: Duration::from_nanos(m.envelope_interval_ns),
             load,
             settle,
+            load_flags: m.load_flags.clone().unwrap_or_default(),
             label: Some(h.label.clone()),
             db: Some(db),
             shield: m.shield.as_ref().map(|s| crate::units::format_cpu_list(&s.cpus)),
@@ -129,6 +180,60 @@ impl RunConfig {
         cfg.threads = m.cpus.iter().enumerate().map(|(index, &cpu)| ThreadPlan { index, cpu }).collect();
         Ok(cfg)
     }
+}
+
+/// What the next part of run `h` does differently from the run, said when it starts and stored
+/// with the run's warnings.
+pub fn notes(h: &RunHeader) -> Vec<String> {
+    let mut notes = Vec::new();
+    let Some(m) = h.params.measured() else { return notes };
+    if !h.load.is_idle() && m.load_flags.is_none() {
+        notes.push(format!(
+            "resumed with the load's default flags (--jobs, --kernel-tree, --fswalk-path, --hackbench-groups, \
+             --tmpdir): run {} was stored before rtbench kept them",
+            h.id
+        ));
+    }
+    notes
+}
+
+/// A peer given again at another address than the run's (`--peer`): the run keeps the one it
+/// was made with, and this note says where the part after gap `resumes + 1` measured.
+pub fn peer_note(h: &RunHeader, resumes: usize, cfg: &RunConfig, peer: &Peer) -> Option<String> {
+    let Peer::Given(_) = peer else { return None };
+    let (_, key) = cfg.info.peer()?;
+    let stored = h.params.measured()?.probe.get(key)?.as_str()?;
+    let now = cfg.probe_params.get(key)?.as_str()?;
+    (now != stored)
+        .then(|| format!("the part after gap {} measured against {now}, not the run's {stored}", resumes + 1))
+}
+
+/// Where the next part of run `h` logs its samples, when the run had a sample log (`--samples
+/// FILE`): after what FILE holds, the format allowing it; where FILE cannot take more (gone,
+/// not a log, logged with another step), in FILE.resumed-N (N: this resume's number), which
+/// the note returned says.
+pub fn sample_log(h: &RunHeader, resumes: usize, cfg: &mut RunConfig) -> Result<Option<String>> {
+    let Some(file) = h.params.measured().and_then(|m| m.samples_file.as_deref()) else { return Ok(None) };
+    let path = PathBuf::from(file);
+    let why = match crate::recorder::samplelog::scan(&path) {
+        Ok(index) if index.step_ns == cfg.probe.step_ns() => {
+            super::check_writable(&path)?;
+            cfg.samples = Some(path);
+            cfg.samples_append = true;
+            return Ok(None);
+        }
+        Ok(index) => crate::recorder::samplelog::LogError::Step { logged: index.step_ns, now: cfg.probe.step_ns() },
+        Err(e) => e,
+    };
+    let n = resumes + 1;
+    let other = PathBuf::from(format!("{file}.resumed-{n}"));
+    super::check_writable(&other)?;
+    cfg.samples = Some(other.clone());
+    Ok(Some(format!(
+        "the sample log '{file}' {}: the samples after gap {n} are logged in '{}'",
+        crate::analyze::log_reason(why),
+        other.display()
+    )))
 }
 
 /// The CPUs the threads ran on, as `-a` takes them; `none` when unpinned.
@@ -161,4 +266,79 @@ fn load_of(load: &LoadRecord) -> (String, Duration) {
     };
     let default = RunOptions::default().settle;
     (load.profile().to_string(), settle_s.map_or(default, Duration::from_secs_f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{LoadFlags, LoadPlan, Metric, RunParams, RunStatus, SystemSnapshot};
+    use crate::store::{RunHead, RunWriter, Store};
+
+    /// A run of `params` under the `cpu` load, stored and stopped: its header as read back.
+    fn stopped(store: &mut Store, params: MeasuredParams) -> RunHeader {
+        let load = LoadPlan { profile: "cpu".into(), generators: vec!["cpu".into()], settle_s: 3.0 };
+        let head = RunHead {
+            label: "l".into(),
+            probe: "timer".into(),
+            kind: RunKind::Probe,
+            metric: Metric::default(),
+            params: RunParams::Measured(params),
+            load: LoadRecord::Planned(load),
+            command_line: "rtbench timer --load cpu".into(),
+            rt_priority: true,
+            warnings: Vec::new(),
+            system: SystemSnapshot::default(),
+            envelope_ns: 1_000_000_000,
+        };
+        let id = RunWriter::begin(store, head).unwrap().finish(RunStatus::Interrupted, &[]).unwrap();
+        store.header(id).unwrap()
+    }
+
+    /// The load's flags go into the run's stored parameters and come back as the resumed
+    /// part's, which shape its load as the run's was. A run stored without them resumes with
+    /// the defaults, and says so.
+    #[test]
+    fn a_loaded_run_resumes_with_the_load_flags_it_was_stored_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = LoadFlags {
+            jobs: Some(3),
+            kernel_tree: Some("/src/linux".into()),
+            fswalk_path: "/usr".into(),
+            hackbench_groups: 7,
+            tmpdir: Some(dir.path().into()),
+        };
+        let opts = RunOptions { load: "cpu".into(), load_flags: flags.clone(), ..RunOptions::default() };
+        let timer = crate::probe::info("timer").unwrap();
+        let cfg = RunConfig::new(timer, &timer.defaults(), &opts).unwrap();
+        let db = dir.path().join("s.db");
+        let mut store = Store::open(&db).unwrap();
+        let h = stopped(&mut store, cfg.params());
+        let rest = Rest::For(Duration::from_secs(5));
+        let again = RunConfig::resumed(&h, rest, true, db.clone(), None).unwrap();
+        assert_eq!(again.load_flags.as_ref(), Some(&flags));
+        let o = &again.load.as_ref().unwrap().options;
+        assert_eq!(
+            (o.jobs, o.kernel_tree.as_deref(), o.fswalk_path.as_str(), o.hackbench_groups),
+            (3, Some("/src/linux"), "/usr", 7)
+        );
+        assert_eq!(again.tmpdir, dir.path());
+        assert!(notes(&h).is_empty());
+
+        let older = stopped(&mut store, MeasuredParams { load_flags: None, ..cfg.params() });
+        let again = RunConfig::resumed(&older, rest, true, db, None).unwrap();
+        assert_eq!(again.load_flags, Some(LoadFlags::default()));
+        let [note] = &notes(&older)[..] else { panic!("{:?}", notes(&older)) };
+        assert!(note.starts_with("resumed with the load's default flags (--jobs"), "{note}");
+        let idle = RunConfig::new(timer, &timer.defaults(), &RunOptions::default()).unwrap();
+        assert_eq!(idle.params().load_flags, None, "an idle run stores none");
+    }
+
+    #[test]
+    fn only_a_study_without_peer_started_its_peer_itself() {
+        assert!(own_peer("rtbench study -D 4s --load none"));
+        assert!(!own_peer("rtbench study -D 4s --peer 10.0.0.2"));
+        assert!(!own_peer("/usr/bin/rtbench study --peer=10.0.0.2:17700"));
+        assert!(!own_peer("rtbench pingpong 127.0.0.1:17700 -D 4s"));
+        assert!(!own_peer("rtbench response --logger 127.0.0.1"));
+    }
 }

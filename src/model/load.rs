@@ -1,6 +1,8 @@
 //! What is stored about a run's load: its name when idle or imported, its plan while it runs,
 //! and what it did once it stopped.
 
+use std::path::PathBuf;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +39,25 @@ pub struct LoadReport {
     /// Absent in reports of `rtbench load`, which does not settle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle_s: Option<f64>,
+}
+
+/// How to shape a system load, as given (`--jobs`, `--kernel-tree`, …), stored with a loaded
+/// run so that `rtbench resume` runs the same load again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LoadFlags {
+    /// `--jobs`: not given, twice the online CPUs.
+    pub jobs: Option<u64>,
+    pub kernel_tree: Option<PathBuf>,
+    pub fswalk_path: PathBuf,
+    pub hackbench_groups: u64,
+    pub tmpdir: Option<PathBuf>,
+}
+
+impl Default for LoadFlags {
+    fn default() -> Self {
+        LoadFlags { jobs: None, kernel_tree: None, fswalk_path: "/".into(), hackbench_groups: 30, tmpdir: None }
+    }
 }
 
 /// A load as planned when its run begins; a run that never ended keeps this.

@@ -22,7 +22,7 @@ pub use classes::{ClassInterval, ClassTotal, ClassifyRecord, NoiseClass, ThreadC
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
 pub use kind::{probe_part, RunKind, SysbenchOpParams, SysbenchTotalParams};
-pub use load::{Activity, GeneratorReport, LoadPlan, LoadRecord, LoadReport};
+pub use load::{Activity, GeneratorReport, LoadFlags, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
 pub use params::{
     placement, BreachRecord, ImportedParams, Lacked, MeasuredParams, Policy, RunParams, ShieldRecord, SplitRecord,

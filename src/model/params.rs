@@ -103,6 +103,10 @@ pub struct MeasuredParams {
     /// `noise --classify`: every gap by what ran in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classify: Option<super::ClassifyRecord>,
+    /// The load's flags as given, in a loaded run (absent in idle runs, and in runs stored
+    /// before rtbench kept them: those resume with the defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_flags: Option<super::LoadFlags>,
     /// The probe's own parameters and what it learnt while running, as the probe defines them.
     #[serde(flatten)]
     pub probe: Map<String, Value>,

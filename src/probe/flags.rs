@@ -160,7 +160,7 @@ impl ProbeArgs {
         }
     }
 
-    fn get(&self, flag: &Flag) -> Option<&Value> {
+    pub(super) fn get(&self, flag: &Flag) -> Option<&Value> {
         self.values.iter().find(|(n, _)| *n == flag.name).map(|(_, v)| v)
     }
 

@@ -7,6 +7,7 @@ mod gtod;
 pub mod noise;
 mod pingpong;
 mod response;
+mod resume;
 mod synthetic;
 pub mod timer;
 
@@ -22,6 +23,7 @@ use crate::net::transport::Transport;
 use crate::recorder::Recorder;
 
 pub use flags::{Flag, Kind, Preset, ProbeArgs, Value as FlagValue};
+pub use resume::{Resume, Stored};
 
 /// What one measuring thread gets from the runner.
 pub struct ThreadCtx<'a> {
@@ -136,43 +138,10 @@ pub struct ProbeInfo {
     pub resume: Resume,
 }
 
-/// Whether a probe's stopped run can be continued (`rtbench resume`), and how its stored
-/// settings read back as its flags.
-pub enum Resume {
-    /// Its settings, each stored as one whole number; the rest of its flags at their defaults.
-    Settings(&'static [Stored]),
-    /// Why not, in words that follow "it is not resumable: ".
-    Not(&'static str),
-}
-
-/// One setting as a probe's run stores it: under `key`, in units `per` times its flag's (1000
-/// for a flag in µs stored in ns).
-pub struct Stored {
-    pub flag: Flag,
-    pub key: &'static str,
-    pub per: u64,
-}
-
 impl ProbeInfo {
     /// The flags at their defaults.
     pub fn defaults(&self) -> ProbeArgs {
         ProbeArgs::defaults(self.flags)
-    }
-
-    /// The flags a stored run of this probe was made with, from its stored settings; why not
-    /// when the probe cannot be resumed or the settings lack one.
-    pub fn resumed_args(&self, stored: &Map<String, Value>) -> Result<ProbeArgs, String> {
-        let settings = match self.resume {
-            Resume::Settings(s) => s,
-            Resume::Not(why) => return Err(format!("it is not resumable: {why}")),
-        };
-        let mut args = self.defaults();
-        for s in settings {
-            let value =
-                stored.get(s.key).and_then(Value::as_u64).ok_or(format!("its stored '{}' is missing", s.key))?;
-            args.set(&s.flag, FlagValue::Number(value / s.per.max(1)));
-        }
-        Ok(args)
     }
 }
 
@@ -211,31 +180,6 @@ const SERVE_FOR: Flag =
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Each setting given a value other than its default is stored, read back, and builds the
-    /// same stored settings again.
-    #[test]
-    fn every_resumable_probe_reads_its_stored_settings_back() {
-        for info in REGISTRY {
-            let Resume::Settings(settings) = info.resume else { continue };
-            let mut args = info.defaults();
-            for (i, s) in settings.iter().enumerate() {
-                let default = args.number(&s.flag).unwrap_or(0);
-                args.set(&s.flag, FlagValue::Number(default + 7 + i as u64));
-            }
-            let shape = Shape { loops: Some(5) };
-            let stored = (info.build)(&args, &shape).unwrap().params;
-            let again = info.resumed_args(&stored).unwrap_or_else(|e| panic!("{}: {e}", info.name));
-            for s in settings {
-                assert_eq!(again.number(&s.flag), args.number(&s.flag), "{}: --{}", info.name, s.flag.name);
-            }
-            assert_eq!((info.build)(&again, &shape).unwrap().params, stored, "{}", info.name);
-        }
-        let pingpong = info("pingpong").unwrap();
-        assert!(pingpong.resumed_args(&Map::new()).unwrap_err().starts_with("it is not resumable: "));
-        let timer = info("timer").unwrap();
-        assert_eq!(timer.resumed_args(&Map::new()).unwrap_err(), "its stored 'interval_us' is missing");
-    }
 
     #[test]
     fn every_probe_declares_parsable_defaults_and_unique_flags() {

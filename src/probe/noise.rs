@@ -29,7 +29,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: None,
     study: Some(|_, _| {}),
-    resume: super::Resume::Settings(&[super::Stored { flag: THRESHOLD, key: "threshold_ns", per: 1000 }]),
+    resume: super::Resume::Settings(&[super::Stored::per(THRESHOLD, "threshold_ns", 1000)]),
 };
 
 /// Gaps longer than this count when `--threshold` is not given, in µs; the monitor's too.

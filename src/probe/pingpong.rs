@@ -28,7 +28,19 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: Some(serve),
     study: Some(|env, args| args.set(&ADDR, super::FlagValue::Text(env.peer.clone()))),
-    resume: super::Resume::Not("a session with its peer (its token, warm-up and transport) is not continued"),
+    // Its round-trip count is the run's loop count, which resume reads from the run; its
+    // session token is new, as every session's is.
+    resume: super::Resume::Peer {
+        settings: &[
+            super::Stored::new(TRANSPORT, "transport"),
+            super::Stored::new(SIZE, "size_bytes"),
+            super::Stored::switch_if(RTT, "sample", SAMPLE_RTT),
+            super::Stored::new(WARMUP, "warmup_round_trips"),
+            super::Stored::new(BUSY_POLL, "busy_poll"),
+        ],
+        flag: ADDR,
+        key: "peer",
+    },
 };
 
 /// The transport when `--transport` is not given.
@@ -63,6 +75,9 @@ const WARMUP: Flag = Flag::new("warmup", Kind::Count, "Round trips before measur
     .default_number(WARMUP_ROUND_TRIPS);
 const BUSY_POLL: Flag =
     Flag::new("busy-poll", Kind::Switch, "Spin on a non-blocking socket instead of sleeping in recv (UDP)");
+
+/// What a sample is with `--rtt`, as the run stores it.
+const SAMPLE_RTT: &str = "round trip";
 
 /// How long a client waits for the hello's answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -108,7 +123,7 @@ impl Params {
             transport,
             peer: transport::address(transport, args.text(&ADDR)),
             size_bytes: args.number(&SIZE).unwrap_or(SIZE_BYTES) as usize,
-            sample: if rtt { "round trip" } else { "one-way = RTT/2" },
+            sample: if rtt { SAMPLE_RTT } else { "one-way = RTT/2" },
             warmup_round_trips: args.number(&WARMUP).unwrap_or(WARMUP_ROUND_TRIPS),
             busy_poll: args.switch(&BUSY_POLL),
             rtt,

@@ -28,7 +28,11 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: Some(serve),
     study: Some(|env, args| args.set(&LOGGER, super::FlagValue::Text(env.peer.clone()))),
-    resume: super::Resume::Not("its session with the logger host is not continued"),
+    resume: super::Resume::Peer {
+        settings: &[super::Stored::new(PERIOD, "period_ns"), super::Stored::new(TIMEOUT, "timeout_ns")],
+        flag: LOGGER,
+        key: "target",
+    },
 };
 
 /// Time between triggers when `--period` is not given (the I-pipe study's logger: 1 ms).

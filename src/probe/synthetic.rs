@@ -24,9 +24,9 @@ pub const INFO: ProbeInfo = ProbeInfo {
     serve: None,
     study: None,
     resume: super::Resume::Settings(&[
-        super::Stored { flag: SEED, key: "seed", per: 1 },
-        super::Stored { flag: INTERVAL, key: "interval_us", per: 1 },
-        super::Stored { flag: MEDIAN, key: "median_ns", per: 1 },
+        super::Stored::new(SEED, "seed"),
+        super::Stored::new(INTERVAL, "interval_us"),
+        super::Stored::new(MEDIAN, "median_ns"),
     ]),
 };
 

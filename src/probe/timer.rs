@@ -23,8 +23,8 @@ pub const INFO: ProbeInfo = ProbeInfo {
     serve: None,
     study: Some(|_, _| {}),
     resume: super::Resume::Settings(&[
-        super::Stored { flag: INTERVAL, key: "interval_us", per: 1 },
-        super::Stored { flag: DISTANCE, key: "distance_us", per: 1 },
+        super::Stored::new(INTERVAL, "interval_us"),
+        super::Stored::new(DISTANCE, "distance_us"),
     ]),
 };
 

@@ -22,6 +22,8 @@ pub const BLOCK_SAMPLES: usize = 1 << 16;
 pub struct SampleLogWriter {
     out: BufWriter<File>,
     step_ns: u64,
+    /// Added to every time offset written (a resumed run's new part comes after its gap).
+    offset_ns: u64,
     payload: Vec<u8>,
     pub bytes: u64,
 }
@@ -37,7 +39,32 @@ impl SampleLogWriter {
         head.extend_from_slice(&crc.to_le_bytes());
         out.write_all(&head)?;
         out.flush()?;
-        Ok(SampleLogWriter { out, step_ns, payload: Vec::new(), bytes: FILE_HEADER_LEN })
+        Ok(SampleLogWriter { out, step_ns, offset_ns: 0, payload: Vec::new(), bytes: FILE_HEADER_LEN })
+    }
+
+    /// Opens `path`, a sample log of the same step, to add blocks after its complete ones: the
+    /// format has no trailer, so a log goes on where it stopped. A block torn at its end (a
+    /// run killed mid-write) is cut off first.
+    pub fn reopen(path: &Path, step_ns: u64) -> Result<Self, LogError> {
+        let index = scan(path)?;
+        if index.step_ns != step_ns {
+            return Err(LogError::Step { logged: index.step_ns, now: step_ns });
+        }
+        let file = std::fs::OpenOptions::new().append(true).open(path)?;
+        let bytes = match index.truncated_at {
+            Some(at) => {
+                file.set_len(at)?;
+                at
+            }
+            None => file.metadata()?.len(),
+        };
+        let out = BufWriter::with_capacity(1 << 20, file);
+        Ok(SampleLogWriter { out, step_ns, offset_ns: 0, payload: Vec::new(), bytes })
+    }
+
+    /// The samples to come are logged `ns` later than their time offsets say.
+    pub fn offset(&mut self, ns: u64) {
+        self.offset_ns = ns;
     }
 
     /// Appends one thread's samples as one or more blocks.
@@ -56,7 +83,7 @@ impl SampleLogWriter {
             head[0..4].copy_from_slice(BLOCK_MAGIC);
             head[4..8].copy_from_slice(&thread.to_le_bytes());
             head[8..12].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
-            head[12..20].copy_from_slice(&chunk[0].0.to_le_bytes());
+            head[12..20].copy_from_slice(&(chunk[0].0 + self.offset_ns).to_le_bytes());
             head[20..24].copy_from_slice(&(self.payload.len() as u32).to_le_bytes());
             let mut crc = crc32fast::Hasher::new();
             crc.update(&head);
@@ -98,6 +125,8 @@ pub enum LogError {
     NotALog,
     #[error("is corrupt: bad block at byte {0}")]
     Corrupt(u64),
+    #[error("was logged with a step of {logged} ns between samples, not {now} ns")]
+    Step { logged: u64, now: u64 },
     #[error("{0}")]
     Io(#[from] io::Error),
 }
@@ -220,6 +249,43 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every sample of a log, in file order: (thread, time offset, latency).
+    fn read_all(path: &Path) -> (Index, Vec<(u32, u64, u64)>) {
+        let index = scan(path).unwrap();
+        let mut all = Vec::new();
+        read_blocks(path, index.step_ns, &index.blocks, |th, t, lat| all.push((th, t, lat))).unwrap();
+        (index, all)
+    }
+
+    /// A log killed mid-block goes on after its last complete block: the torn one is cut off,
+    /// the new samples are read back after the old ones, later by the offset given.
+    #[test]
+    fn a_log_is_appended_to_after_its_complete_blocks_and_a_torn_one_is_cut_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.rtb");
+        let mut w = SampleLogWriter::create(&path, 1_000).unwrap();
+        w.append(0, &[(1_000, 7), (2_000, 9)]).unwrap();
+        w.flush().unwrap();
+        let whole = std::fs::metadata(&path).unwrap().len();
+        w.append(1, &[(3_000, 5)]).unwrap();
+        w.flush().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 3).unwrap();
+        assert_eq!(scan(&path).unwrap().truncated_at, Some(whole));
+
+        assert!(matches!(SampleLogWriter::reopen(&path, 2_000), Err(LogError::Step { logged: 1_000, now: 2_000 })));
+        let mut w = SampleLogWriter::reopen(&path, 1_000).unwrap();
+        assert_eq!(w.bytes, whole);
+        w.offset(1_000_000);
+        w.append(0, &[(1_000, 11), (2_000, 13)]).unwrap();
+        w.flush().unwrap();
+        let (index, all) = read_all(&path);
+        assert_eq!(index.truncated_at, None);
+        assert_eq!(all, [(0, 1_000, 7), (0, 2_000, 9), (0, 1_001_000, 11), (0, 1_002_000, 13)]);
+        std::fs::write(&path, b"not a log").unwrap();
+        assert!(matches!(SampleLogWriter::reopen(&path, 1_000), Err(LogError::NotALog)));
+    }
 
     #[test]
     fn zigzag_round_trips_extremes() {

@@ -84,7 +84,8 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     cfg.probe.prepare(cfg.threads.len())?;
     // From here on a Ctrl-C is a request to stop and save, even during the load's settling.
     let mut session = Session::start()?;
-    let setup = setup::set_up(cfg, &mut session)?;
+    let mut setup = setup::set_up(cfg, &mut session)?;
+    setup.warnings.extend(extras.notes);
     // Memory stays flat over a long run: the store holds the history, not the process.
     store.limit_page_cache(256);
     // Only a run stored in windows has segments, each a monitor's window.
@@ -184,7 +185,10 @@ fn flow<'s>(
     (started, start_ns): (Instant, u64),
 ) -> Flow<'s> {
     let log = match (samples, &cfg.samples) {
-        (Some(log), Some(path)) => Some(Fed::new(SampleLogSink { log, path: path.clone() })),
+        (Some(mut log), Some(path)) => {
+            log.offset(writer.shift_ns());
+            Some(Fed::new(SampleLogSink { log, path: path.clone() }))
+        }
         _ => None,
     };
     let store = Fed::new(StoreSink::new(writer, windows.segments));

@@ -21,6 +21,8 @@ pub struct Extras {
     pub sinks: Vec<Box<dyn Sink + Send>>,
     /// Continue this stored run (interrupted or aborted) instead of beginning one.
     pub resume: Option<i64>,
+    /// Warnings of the caller's, stored with the run's own (how a resumed part differs).
+    pub notes: Vec<String>,
 }
 
 /// How the store sink ends one segment and begins the next.

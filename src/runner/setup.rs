@@ -39,12 +39,10 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
     // go last, both when the session ends (in reverse) and when the next command replays the
     // journals of a killed run (the breach tracer's first). The classification's goes last.
     let classify_skipped = arm_classify(cfg, session);
-    let split_skipped = arm_split(cfg, session);
+    let split = arm_split(cfg, session);
     let breach_skipped = arm_tracer(cfg, session);
     let samples = match &cfg.samples {
-        Some(path) => Some(SampleLogWriter::create(path, cfg.probe.step_ns()).map_err(|e| {
-            crate::error::InputError::Unwritable { path: path.display().to_string(), reason: e.to_string() }
-        })?),
+        Some(path) => Some(open_log(path, cfg)?),
         None => None,
     };
     if let Some(spec) = &cfg.load {
@@ -55,7 +53,7 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
     }
     let grant = rt::acquire(session, cfg.policy, cfg.priority, cfg.mlock);
     let mut warnings = warnings(cfg, &grant, shield.as_ref(), breach_skipped.as_ref());
-    if let Some(why) = split_skipped.as_ref().and_then(|r| r.skipped.as_ref()) {
+    if let Some(why) = split.as_ref().and_then(|r| r.skipped.as_ref()) {
         let w = format!("--split: the run is not split: {why}");
         eprintln!("rtbench: WARNING: {w}");
         warnings.push(w);
@@ -68,13 +66,24 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
     let mut params = cfg.params();
     params.shield = shield;
     params.breach = breach_skipped;
-    params.split = split_skipped;
+    params.split = split;
     params.classify = classify_skipped;
     if !cfg.info.synthetic {
         params.lacked = grant.lacked(cfg.policy, cfg.mlock);
     }
     let system = snapshot(cfg, &grant);
     Ok(Setup { grant, warnings, params, system, samples, admit })
+}
+
+/// The sample log: begun, or gone on with (a resumed run's).
+fn open_log(path: &std::path::Path, cfg: &RunConfig) -> Result<SampleLogWriter> {
+    let step = cfg.probe.step_ns();
+    let opened = if cfg.samples_append {
+        SampleLogWriter::reopen(path, step).map_err(crate::analyze::log_reason)
+    } else {
+        SampleLogWriter::create(path, step).map_err(|e| e.to_string())
+    };
+    Ok(opened.map_err(|reason| crate::error::InputError::Unwritable { path: path.display().to_string(), reason })?)
 }
 
 /// Raises `--shield`, held by the session.
@@ -103,10 +112,11 @@ fn arm_tracer(cfg: &RunConfig, session: &mut Session) -> Option<BreachRecord> {
 }
 
 /// Arms `--split` on the measured CPUs, held by the session; where it cannot, the record says
-/// why the run is not split.
+/// why the run is not split. Stored from the run's start, the record says a killed run was
+/// split, and `rtbench resume` splits its next part too.
 fn arm_split(cfg: &RunConfig, session: &mut Session) -> Option<SplitRecord> {
-    let why = arm_or_why(session, cfg.split.then(|| SplitTracer::arm(&measured_cpus(cfg))))?;
-    Some(SplitRecord { skipped: Some(why), ..Default::default() })
+    let skipped = arm_or_why(session, cfg.split.then(|| SplitTracer::arm(&measured_cpus(cfg))));
+    cfg.split.then(|| SplitRecord { skipped, ..Default::default() })
 }
 
 /// Arms `--classify` on the measured CPUs, held by the session; where it cannot, the record

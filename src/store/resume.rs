@@ -80,7 +80,7 @@ impl Store {
         let now = crate::timefmt::now_rfc3339();
         let ns = |t: f64| ((t - start).max(0.0) * 1e9) as u64;
         let (from_ns, to_ns) = (ns(last), ns(parse_rfc3339(&now).unwrap_or(last)).max(ns(last)));
-        let prior = self.threads(id)?;
+        let prior = self.threads(id)?.into_iter().map(settled).collect();
         let kept = self.kept_raw(id)?;
         let last_index: Option<i64> = self.conn.query_row(
             "SELECT max(i) FROM (SELECT max(idx) AS i FROM envelope WHERE run_id = ?1
@@ -122,6 +122,16 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
+}
+
+/// A stored thread whose IRQ part is settled: the samples a kill left unpaired (their timer's
+/// expiry not yet read at the last checkpoint) count unmatched, as a run's end counts those it
+/// cannot pair. Nothing pairs them once the run goes on.
+fn settled(mut t: ThreadResult) -> ThreadResult {
+    if let Some(irq) = t.irq.as_mut() {
+        irq.unmatched = t.stats.count.saturating_sub(irq.stats.count);
+    }
+    t
 }
 
 /// The stored results with the new part's added, thread by thread: exact counts, extremes and

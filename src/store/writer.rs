@@ -12,7 +12,7 @@ use super::resume::{merged, Resumed};
 use super::{RawBatch, Store};
 use crate::model::{
     Breach, ClassInterval, CpuInterval, EnvPoint, LoadRecord, MeasuredParams, Metric, RunKind, RunParams, RunStatus,
-    SystemSnapshot, ThreadClasses, ThreadRan, ThreadResult, EMULATED_WARNING,
+    SplitRecord, SystemSnapshot, ThreadClasses, ThreadRan, ThreadResult, EMULATED_WARNING,
 };
 
 /// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
@@ -173,6 +173,12 @@ impl<'s> RunWriter<'s> {
         &self.head
     }
 
+    /// How much later than their time offsets the samples to come lie on the run's time axis:
+    /// a resumed run's new part comes after its gap.
+    pub fn shift_ns(&self) -> u64 {
+        self.resumed.as_ref().map_or(0, |r| r.shift_ns)
+    }
+
     /// The store, to read what the run holds so far.
     pub fn store(&self) -> &Store {
         self.store
@@ -185,7 +191,7 @@ impl<'s> RunWriter<'s> {
 
     /// Keeps the first [`RAW_IN_STORE`] raw samples of each thread for the next checkpoint.
     pub fn keep_raw(&mut self, thread: u32, chunk: &[(u64, u64)]) {
-        let shift = self.resumed.as_ref().map_or(0, |r| r.shift_ns);
+        let shift = self.shift_ns();
         let slot = self.slot(thread);
         let take = (RAW_IN_STORE.saturating_sub(slot.kept) as usize).min(chunk.len());
         slot.pending.extend(chunk[..take].iter().map(|&(t, latency)| (t + shift, latency)));
@@ -315,16 +321,21 @@ impl<'s> RunWriter<'s> {
 /// A resumed run's parameters: what its new part found (how its threads ran, what it traced),
 /// and what the run was asked (its duration, loop count, sample log, and the probe's own
 /// settings, which its new part was built from: a count it was given for the rest reads as
-/// the whole's).
+/// the whole's). The split's lost trace events are the whole run's: each part's added.
 fn as_asked(asked: &MeasuredParams, now: &MeasuredParams) -> MeasuredParams {
     let mut probe = now.probe.clone();
     probe.extend(
         asked.probe.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, v)| (k.clone(), v.clone())),
     );
+    let split = match (&asked.split, &now.split) {
+        (Some(a), Some(n)) => Some(SplitRecord { lost_events: a.lost_events + n.lost_events, ..n.clone() }),
+        _ => now.split.clone(),
+    };
     MeasuredParams {
         duration_s: asked.duration_s,
         loops: asked.loops,
         samples_file: asked.samples_file.clone(),
+        split,
         probe,
         ..now.clone()
     }
@@ -334,6 +345,25 @@ fn as_asked(asked: &MeasuredParams, now: &MeasuredParams) -> MeasuredParams {
 mod tests {
     use super::*;
     use crate::model::VmPlacement;
+
+    /// A timer part's parameters: asked for `duration_s`, its split having lost `lost` events.
+    fn part(duration_s: f64, lost: u64) -> MeasuredParams {
+        let json = serde_json::json!({"threads": 1, "cpus": [1], "policy": "fifo", "priority": 95, "mlock": true,
+            "loops": null, "duration_s": duration_s, "envelope_interval_ns": 1_000_000_000u64,
+            "samples_file": "s.rtb", "interval_us": 1000});
+        let mut p: MeasuredParams = serde_json::from_value(json).unwrap();
+        p.split = Some(SplitRecord { lost_events: lost, ..Default::default() });
+        p
+    }
+
+    /// A resumed part stores what the run was asked, and the split's lost events of every part.
+    #[test]
+    fn a_resumed_run_keeps_what_it_was_asked_and_counts_every_part_s_lost_events() {
+        let whole = as_asked(&part(60.0, 3), &MeasuredParams { samples_file: None, ..part(20.0, 4) });
+        assert_eq!((whole.duration_s, whole.samples_file.as_deref()), (Some(60.0), Some("s.rtb")));
+        assert_eq!(whole.split.map(|s| s.lost_events), Some(7));
+        assert_eq!(whole.probe["interval_us"], 1000);
+    }
 
     fn head(accelerator: Option<&str>) -> RunHead {
         let vm =

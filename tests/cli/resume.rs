@@ -19,6 +19,18 @@ fn signal(child: &mut Child, sig: &str) {
     child.wait().unwrap();
 }
 
+/// Resumes run `id` (the store's only one) in the background, its stderr piped; returns once
+/// the run is running again.
+fn resuming(lab: &Lab, id: &str) -> Child {
+    let child = lab.cmd(&["resume", id, "-q"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while lab.runs()[0]["status"] != "running" {
+        assert!(Instant::now() < until, "the resumed run never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
 /// The run's JSON export, checked against the committed schema.
 fn export(lab: &Lab, id: i64) -> serde_json::Value {
     let doc = lab.export_json(id);
@@ -100,12 +112,7 @@ fn a_run_stopped_twice_is_resumed_twice_to_its_duration_with_two_gaps() {
     let before = lab.export_json(id.parse().unwrap())["total"]["count"].as_u64().unwrap();
     assert!(before > 0, "the first part's checkpoints are stored");
 
-    let mut again = lab.cmd(&["resume", &id, "-q"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let until = Instant::now() + Duration::from_secs(30);
-    while lab.runs()[0]["status"] != "running" {
-        assert!(Instant::now() < until, "the resumed run never ran");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut again = resuming(&lab, &id);
     std::thread::sleep(Duration::from_secs(2));
     signal(&mut again, "-INT");
     let doc = export(&lab, id.parse().unwrap());
@@ -146,4 +153,207 @@ fn what_cannot_be_resumed_is_refused_in_one_line_and_the_store_is_unchanged() {
     assert_rejected(&lab.run(&["resume", "99"]), "no run with id 99");
     assert_rejected(&lab.run(&["resume", "1", "-D", "soon"]), "-D");
     assert_eq!(snapshot(), before);
+}
+
+/// A server that stops however the test ends: a failed assertion must not leave it serving.
+struct Serving(Srv);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.child.kill();
+        let _ = self.0.child.wait();
+    }
+}
+
+/// The run's envelope: the highest interval index, and the samples of the intervals after
+/// `after` (all of them with `None`).
+fn envelope(lab: &Lab, id: i64, after: Option<i64>) -> (i64, i64) {
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    c.query_row(
+        "SELECT max(idx), coalesce(sum(CASE WHEN idx > ?2 THEN count ELSE 0 END), 0) FROM envelope WHERE run_id = ?1",
+        rusqlite::params![id, after.unwrap_or(-1)],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .unwrap()
+}
+
+/// The run of `probe` that has stored a checkpoint with samples, if one has.
+fn checkpointed(lab: &Lab, probe: &str) -> Option<i64> {
+    let c = rusqlite::Connection::open(lab.db()).ok()?;
+    let sql = "SELECT r.id FROM runs r JOIN threads t ON t.run_id = r.id WHERE r.probe = ?1 AND t.count > 0";
+    c.query_row(sql, [probe], |r| r.get(0)).ok()
+}
+
+/// A resumed network run's checks: one gap, complete, `integrity_check` ok, and its counts add
+/// up: the new part's intervals hold exactly the samples added to the stored ones.
+fn resumed_adds_up(lab: &Lab, id: i64, before: &serde_json::Value, last_index: i64) -> serde_json::Value {
+    let doc = export(lab, id);
+    assert_eq!(doc["run"]["status"], "complete");
+    assert_eq!(doc["gaps"].as_array().map(Vec::len), Some(1), "{}", doc["gaps"]);
+    let (count, earlier) = (doc["total"]["count"].as_i64().unwrap(), before["total"]["count"].as_i64().unwrap());
+    assert!(earlier > 0 && count > earlier, "the stored part and the new one: {earlier} then {count}");
+    let (_, new_part) = envelope(lab, id, Some(last_index));
+    assert_eq!(new_part, count - earlier, "the new part's intervals hold the samples it added");
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    let check: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
+    doc
+}
+
+/// A study served its network cells from an echo server of its own on loopback: its pingpong
+/// cell, killed with the study mid-cell, resumes against a new one (on a new port), and
+/// `--peer` is refused for it.
+#[test]
+fn a_study_pingpong_cell_killed_mid_run_resumes_with_an_echo_server_of_its_own_again() {
+    let lab = Lab::new();
+    let report = lab.path("report");
+    let args = ["study", "-D", "4s", "--load", "none", "--no-split", "--no-classify", "--no-sysbench", "-q"];
+    let mut study = lab
+        .cmd(&[&args[..], &["--label", "s", "-o", report.to_str().unwrap()]].concat())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed at the cell's first checkpoint, about 1 s into its 4 s.
+    let until = Instant::now() + Duration::from_secs(60);
+    let id = loop {
+        if let Some(id) = checkpointed(&lab, "pingpong") {
+            break id;
+        }
+        assert!(Instant::now() < until, "the study's pingpong cell never stored a checkpoint");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    signal(&mut study, "-KILL");
+    let before = lab.export_json(id);
+    let (last_index, _) = envelope(&lab, id, None);
+    assert_rejected(&lab.run(&["resume", &id.to_string(), "--peer", "127.0.0.1"]), "leave --peer out");
+
+    let out = lab.run(&["resume", &id.to_string(), "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("its own echo server again on 127.0.0.1:"), "{}", text(&out.stderr));
+    let doc = resumed_adds_up(&lab, id, &before, last_index);
+    assert_eq!(doc["run"]["params"]["duration_s"], 4.0);
+    // What the study's own server says of itself: the new part's peer was rtbench's own.
+    assert_eq!(doc["run"]["params"]["peer_placement"], "unpinned, fifo/95");
+}
+
+/// A response run's target was started by hand, not by rtbench: resume refuses without it and
+/// continues with it given again (`--peer`). At 1 ms per period its triggers (answered and
+/// lost) are its measured time.
+#[test]
+fn a_response_run_killed_mid_run_needs_its_target_again_and_continues_with_it() {
+    let lab = Lab::new();
+    let addr = "127.0.0.1:17866";
+    let target = Serving(server(lab.cmd(&["response", "--target", addr])));
+    let (mut child, seen) = start(&lab, &["response", "--logger", addr, "-D", "4s", "-q", "--label", "r"], 0);
+    std::thread::sleep(Duration::from_millis(2000).saturating_sub(seen.elapsed()));
+    signal(&mut child, "-KILL");
+    let id = lab.last_run();
+    let before = lab.export_json(id);
+    let (last_index, _) = envelope(&lab, id, None);
+    let refused = lab.run(&["resume", &id.to_string(), "-q"]);
+    assert_rejected(&refused, &format!("run {id} (response) measured against {addr}, a peer rtbench did not start"));
+    assert!(text(&refused.stderr).contains("--peer HOST[:PORT]"), "it names what is missing");
+    assert_eq!(lab.export_json(id), before, "a refusal writes nothing");
+
+    // The target moved: the run keeps the one it was made with, and says where it went on.
+    drop(target);
+    let moved = "127.0.0.1:17867";
+    let target = Serving(server(lab.cmd(&["response", "--target", moved])));
+    lab.ok(&["resume", &id.to_string(), "-q", "--peer", moved]);
+    drop(target);
+    let doc = resumed_adds_up(&lab, id, &before, last_index);
+    let said = format!("the part after gap 1 measured against {moved}, not the run's {addr}");
+    assert!(doc["run"]["warnings"].to_string().contains(&said), "{}", doc["run"]["warnings"]);
+    let gap_s = doc["gaps"][0]["seconds"].as_f64().unwrap();
+    let t = &doc["threads"][0];
+    let measured_s = (t["count"].as_f64().unwrap() + t["overruns"].as_f64().unwrap()) / 1000.0;
+    assert!((2.9..=4.5).contains(&measured_s), "{measured_s} s of triggers, {gap_s} s not measured");
+    assert_eq!(doc["run"]["params"]["target"], addr);
+}
+
+/// A run with a sample log goes on logging into the same file (the format has no trailer):
+/// its new part's samples come after the gap on the run's time axis, as many as the store
+/// added. A log that cannot take more (here, not a log any more) is left alone: the next part
+/// goes to FILE.resumed-N, and the run's warnings say so.
+#[test]
+fn a_killed_run_with_a_sample_log_appends_its_next_part_to_the_same_log() {
+    use rtbench::recorder::samplelog::{read_blocks, scan};
+    let lab = Lab::new();
+    let log = lab.path("s.rtb");
+    let run = ["timer", "-t", "1", "-D", "6s", "-q", "--label", "log", "--samples", log.to_str().unwrap()];
+    let (mut child, seen) = start(&lab, &run, 0);
+    std::thread::sleep(Duration::from_millis(2000).saturating_sub(seen.elapsed()));
+    signal(&mut child, "-KILL");
+    let id = lab.last_run();
+    let before = lab.export_json(id)["total"]["count"].as_u64().unwrap();
+    // The next part, stopped by SIGINT about a second in: its last samples are logged and stored.
+    let mut again = resuming(&lab, &id.to_string());
+    std::thread::sleep(Duration::from_secs(1));
+    signal(&mut again, "-INT");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut again.stderr.take().unwrap(), &mut said).unwrap();
+    assert!(!said.contains("WARNING"), "{said}");
+
+    let doc = export(&lab, id);
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    let gap_end: i64 = c.query_row("SELECT end_ns FROM gaps WHERE run_id = ?1", [id], |r| r.get(0)).unwrap();
+    let index = scan(&log).expect("still a sample log");
+    assert_eq!(index.truncated_at, None);
+    let (mut first, mut next) = (0u64, 0u64);
+    read_blocks(&log, index.step_ns, &index.blocks, |_, t, _| if t >= gap_end as u64 { next += 1 } else { first += 1 })
+        .unwrap();
+    let added = doc["total"]["count"].as_u64().unwrap() - before;
+    assert!(first > 0 && added > 0, "both parts logged: {first}, then {added} stored");
+    assert_eq!(next, added, "the log holds the new part's samples, after the gap");
+    assert_eq!(doc["run"]["params"]["samples_file"], log.to_str().unwrap());
+
+    std::fs::write(&log, "not a log").unwrap();
+    let out = lab.run(&["resume", &id.to_string(), "-D", "1s", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let other = format!("{}.resumed-2", log.display());
+    let warnings = export(&lab, id)["run"]["warnings"].to_string();
+    let said = format!("the samples after gap 2 are logged in '{other}'");
+    assert!(warnings.contains("is not an rtbench sample log") && warnings.contains(&said), "{warnings}");
+    assert!(!scan(std::path::Path::new(&other)).unwrap().blocks.is_empty());
+    assert_eq!(std::fs::read(&log).unwrap(), b"not a log", "left alone");
+}
+
+/// A `--split` timer run killed mid-run resumes split: its IRQ part goes on, and the matched
+/// samples add up. At 2.5 ms per period the new part's samples are all kept raw with their IRQ
+/// part, so its matched samples are counted apart: the stored IRQ count grew by them. The
+/// samples the kill left unpaired count unmatched.
+#[test]
+fn a_killed_split_timer_run_resumes_split_and_its_matched_samples_add_up() {
+    let Some((_one, tracing_before)) = crate::breach::traced() else { return };
+    let lab = Lab::new();
+    let run = ["timer", "-t", "1", "-a", "1", "--split", "-i", "2500", "-D", "4s", "-q", "--label", "split"];
+    let (mut child, seen) = start(&lab, &run, 0);
+    std::thread::sleep(Duration::from_millis(2000).saturating_sub(seen.elapsed()));
+    signal(&mut child, "-KILL");
+    let id = lab.last_run();
+    let before = lab.export_json(id)["threads"][0]["irq"]["count"].as_u64().expect("the first part is split");
+    lab.ok(&["resume", &id.to_string(), "-q"]);
+
+    let doc = resumed_split(&lab, id);
+    let t = &doc["threads"][0];
+    let (count, matched) = (t["count"].as_u64().unwrap(), t["irq"]["count"].as_u64().unwrap());
+    assert_eq!(matched + t["irq"]["unmatched"].as_u64().unwrap(), count, "every sample is matched or unmatched");
+    let c = rusqlite::Connection::open(lab.db()).unwrap();
+    let gap_end: i64 = c.query_row("SELECT end_ns FROM gaps WHERE run_id = ?1", [id], |r| r.get(0)).unwrap();
+    // The new part's raw samples (all kept: it ended cleanly), each with its IRQ part if matched.
+    let sql = "SELECT count(*) FROM samples WHERE run_id = ?1 AND t_ns >= ?2 AND irq_ns IS NOT NULL";
+    let matched_after: i64 = c.query_row(sql, [id, gap_end], |r| r.get(0)).unwrap();
+    assert!(before > 0 && matched_after > 0, "both parts matched samples: {before}, then {matched_after}");
+    assert_eq!(matched, before + matched_after as u64, "the IRQ part adds the new part's matched samples");
+    assert_eq!(crate::breach::tracing_state(), tracing_before, "tracing is as it was");
+}
+
+/// A resumed split run's export: complete, one gap, still split.
+fn resumed_split(lab: &Lab, id: i64) -> serde_json::Value {
+    let doc = export(lab, id);
+    assert_eq!(doc["run"]["status"], "complete");
+    assert_eq!(doc["gaps"].as_array().map(Vec::len), Some(1));
+    assert_eq!(doc["run"]["params"]["split"]["skipped"], serde_json::Value::Null, "{}", doc["run"]["params"]);
+    doc
 }

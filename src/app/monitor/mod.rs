@@ -32,7 +32,7 @@ pub fn run(a: MonitorConfig) -> Result<i32> {
     if let Some(path) = &a.hlog {
         sinks.push(Box::new(hlog::HlogSink::create(path)?));
     }
-    let extras = Extras { window: Some(a.window), keep: Some(a.keep), sinks, resume: None };
+    let extras = Extras { window: Some(a.window), keep: Some(a.keep), sinks, ..Extras::default() };
     let (id, outcome) = crate::runner::run_with(&cfg, &mut store, extras)?;
     if let (Some(linger), Some(_), crate::runner::Outcome::Complete) = (a.linger, &endpoint, outcome) {
         std::thread::sleep(linger);

@@ -27,8 +27,10 @@ tmp=$(mktemp -d)
 hello_mine=
 if [ ! -e /tmp/hello ]; then cp "$1/hello" /tmp/hello; hello_mine=1; fi
 trap 'rm -rf "$tmp"; [ -z "$hello_mine" ] || rm -f /tmp/hello' EXIT
-# The file LMbench's stat, open, page-fault, mmap and reread benchmarks use: 16 MB, cached.
-dd if=/dev/zero of="$tmp/file" bs=1M count=16 status=none
+# The file LMbench's stat, open, page-fault, mmap and reread benchmarks use: 16 MB, cached,
+# written as LMbench's own suite writes it (lmdd: 8 KB blocks, fsync) and as rtbench writes its
+# own. How it is written decides its page-cache folios, and so how many pages one fault maps.
+dd if=/dev/zero of="$tmp/file" bs=8k count=2048 conv=fsync status=none
 cat "$tmp/file" >/dev/null
 mkdir "$tmp/fs"
 python3 - "$1" "$RTBENCH" "$cpu" "${ROUNDS:-3}" "${ONLY:-}" "$tmp" <<'PY'

@@ -129,6 +129,16 @@ impl Drop for Mapping {
     }
 }
 
+/// The minor page faults the calling thread has taken so far (getrusage RUSAGE_THREAD).
+pub fn thread_minor_faults() -> io::Result<u64> {
+    // SAFETY: a zeroed rusage is valid plain data for getrusage to fill.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        check(libc::getrusage(libc::RUSAGE_THREAD, &mut usage))?;
+        Ok(usage.ru_minflt as u64)
+    }
+}
+
 /// The size of a memory page.
 pub fn page_size() -> usize {
     // SAFETY: sysconf with a valid name.

@@ -30,8 +30,8 @@ pub fn ops() -> Vec<Op> {
         ),
         fs(
             "prot-fault",
-            "a write to a read-only page faulting again and again, less catching a signal (as LMbench)",
-            || Ok(Box::new(Prot { fault: sys::ProtFault::new()?, catch: super::procs::Catch::install()? })),
+            "a write to a file's page mapped read-only faulting again and again, less catching a signal (as LMbench)",
+            || Ok(Box::new(Prot::make()?)),
         ),
         fs("select-file", "select on 100 file descriptors of a regular file", || {
             let (dir, path) = scratch(0)?;
@@ -114,11 +114,22 @@ fn scratch(len: usize) -> io::Result<(tempfile::TempDir, PathBuf)> {
     Ok((dir, path))
 }
 
-/// Protection faults as LMbench counts them: `n` faults of one write, less `n` signals caught
-/// (each fault is delivered as a signal whose handler returns).
+/// Protection faults as LMbench counts them: `n` faults of one write to a file's page mapped
+/// shared and read-only, less `n` signals caught (each fault is delivered as a signal whose
+/// handler returns).
 struct Prot {
     fault: sys::ProtFault,
     catch: super::procs::Catch,
+    _file: (tempfile::TempDir, File),
+}
+
+impl Prot {
+    fn make() -> io::Result<Prot> {
+        let (dir, path) = scratch(sys::page_size())?;
+        let file = File::open(path)?;
+        let fault = sys::ProtFault::new(file.as_raw_fd())?;
+        Ok(Prot { fault, catch: super::procs::Catch::install()?, _file: (dir, file) })
+    }
 }
 
 impl Bench for Prot {
@@ -347,9 +358,14 @@ mod tests {
 
     #[test]
     fn a_protection_fault_round_takes_as_many_faults_as_asked_and_the_write_lands() {
-        let mut p =
-            Prot { fault: sys::ProtFault::new().unwrap(), catch: super::super::procs::Catch::install().unwrap() };
+        let mut p = Prot::make().unwrap();
+        // What LMbench writes to: a file's page mapped shared and read-only, not an anonymous one.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let line = maps.lines().find(|l| l.starts_with(&format!("{:x}-", p.fault.addr()))).unwrap();
+        assert!(line.contains("r--s") && line.ends_with("/data"), "{line}");
         assert_eq!(p.iterate(50).unwrap().units, 50);
+        assert_eq!(p.fault.written(), 50, "the write went through in the end");
         assert_eq!(p.iterate(1).unwrap().units, 1);
+        assert_eq!(p.fault.written(), 1, "the file's read-only page was mapped back, and faulted");
     }
 }

@@ -60,9 +60,8 @@ pub fn summary(run: &Run) -> String {
         return out;
     }
     for t in &run.threads {
-        let policy = h.params.ran_at(t.thread, h.rt_priority).map_or("?".to_string(), |(p, prio)| p.shown(prio));
         let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
-        let head = format!("T:{:>3} CPU:{:>3} P:{} ", t.thread, cpu, policy);
+        let head = format!("T:{:>3} CPU:{:>3} P:{} ", t.thread, cpu, policy(h, t.thread));
         out.push_str(&cyclictest_line(&head, &t.stats, &format!("Overruns:{}", t.stats.overruns)));
         // `--split`, as `rtla timerlat top` shows it: the IRQ part under the thread's line.
         if let Some(irq) = &t.irq {
@@ -73,12 +72,8 @@ pub fn summary(run: &Run) -> String {
     if let Some(source) = h.params.measured().and_then(|m| m.split.as_ref()?.source.as_ref()) {
         let _ = writeln!(out, "IRQ latency from {source}");
     }
-    if let Some(m) = h.params.measured() {
-        // Where the other end ran: a ping-pong's echo server says so when it is rtbench's.
-        if let Some(peer) = m.probe.get("peer_placement").and_then(|v| v.as_str()) {
-            let host = m.probe.get("peer_host").and_then(|v| v.as_str()).unwrap_or("?");
-            let _ = writeln!(out, "echo server ({host}): {peer}");
-        }
+    if let Some((peer, placed)) = peer_end(h) {
+        let _ = writeln!(out, "{peer}: {placed}");
     }
     out.push('\n');
     if h.probe == crate::probe::noise::INFO.name {
@@ -89,6 +84,36 @@ pub fn summary(run: &Run) -> String {
         let _ = writeln!(out, "WARNING: {w}");
     }
     out
+}
+
+/// The policy a measuring thread ran at, as the kernel held it ("fifo/95", "other").
+fn policy(h: &RunHeader, thread: u32) -> String {
+    h.params.ran_at(thread, h.rt_priority).map_or("?".to_string(), |(p, prio)| p.shown(prio))
+}
+
+/// Where the other end ran: a ping-pong's echo server says so when it is rtbench's
+/// ("echo server (host)", "pinned to CPU 1, fifo/95").
+fn peer_end(h: &RunHeader) -> Option<(String, String)> {
+    let m = h.params.measured()?;
+    let peer = m.probe.get("peer_placement").and_then(|v| v.as_str())?;
+    let host = m.probe.get("peer_host").and_then(|v| v.as_str()).unwrap_or("?");
+    Some((format!("echo server ({host})"), peer.to_string()))
+}
+
+/// Where each end of a run ran, as `show` says it: every measuring thread (its CPU, or
+/// unpinned, and its policy) and the peer that said where it ran.
+pub fn ends(run: &Run) -> Vec<(String, String)> {
+    let h = &run.header;
+    let mut ends: Vec<(String, String)> = run
+        .threads
+        .iter()
+        .map(|t| {
+            let placed = crate::model::placement(t.cpu.map(|c| c as usize));
+            (format!("thread {}", t.thread), format!("{placed}, {}", policy(h, t.thread)))
+        })
+        .collect();
+    ends.extend(peer_end(h));
+    ends
 }
 
 /// A noise run's gaps by what ran in them (`--classify`), a line per class as rtla osnoise

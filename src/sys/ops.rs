@@ -129,92 +129,122 @@ impl Drop for Mapping {
     }
 }
 
+/// The minor page faults the calling thread has taken so far (getrusage RUSAGE_THREAD).
+pub fn thread_minor_faults() -> io::Result<u64> {
+    // SAFETY: a zeroed rusage is valid plain data for getrusage to fill.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        check(libc::getrusage(libc::RUSAGE_THREAD, &mut usage))?;
+        Ok(usage.ru_minflt as u64)
+    }
+}
+
 /// The size of a memory page.
 pub fn page_size() -> usize {
     // SAFETY: sysconf with a valid name.
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
-/// The page the protection-fault handler makes writable again (0: none armed).
-static FAULT_PAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+thread_local! {
+    /// The page a protection-fault round on this thread writes to (0: no round running). A
+    /// thread local, so a fault elsewhere, or on another thread, is never taken for ours.
+    static ROUND_PAGE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 /// The faults still to take before the handler lets the write through.
 static FAULTS_LEFT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-extern "C" fn on_segv(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+/// A plain handler, as LMbench's: an SA_SIGINFO one would also have the kernel copy the
+/// signal's details out on every fault, which the plain catch subtracted from it does not.
+extern "C" fn on_segv(_: libc::c_int) {
     use std::sync::atomic::Ordering::Relaxed;
-    let page = FAULT_PAGE.load(Relaxed);
-    // SAFETY: the kernel passes a valid siginfo; mprotect and signal are async-signal-safe.
+    let page = ROUND_PAGE.with(|p| p.get());
+    // SAFETY: mmap and signal are plain system calls; the page is the round's own.
     unsafe {
-        let addr = (*info).si_addr() as usize;
-        if page != 0 && addr >= page && addr < page + page_size() {
-            // Returning re-runs the write, which faults again: LMbench's loop. The last fault
-            // of a round makes the page writable, and the write goes through.
-            if FAULTS_LEFT.fetch_sub(1, Relaxed) <= 1 {
-                libc::mprotect(page as *mut libc::c_void, page_size(), libc::PROT_READ | libc::PROT_WRITE);
-            }
-        } else {
+        if page == 0 {
             // Not ours: a real fault. The default action ends the process when it recurs.
             libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+        } else if FAULTS_LEFT.fetch_sub(1, Relaxed) <= 1 {
+            // Returning re-runs the write, which faults again: LMbench's loop. The last fault
+            // of a round puts a writable page in the file's place, and the write goes through.
+            libc::mmap(
+                page as *mut libc::c_void,
+                page_size(),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            );
         }
     }
 }
 
-/// One page of our own, and a SIGSEGV handler that counts protection faults on it (what
-/// LMbench's protection-fault latency times). Dropping it restores both.
+/// A page of a file mapped shared and read-only, as LMbench's protection-fault latency writes
+/// to, and a SIGSEGV handler that counts the faults. Dropping it restores both.
 pub struct ProtFault {
     page: *mut libc::c_void,
+    fd: RawFd,
 }
 
 impl ProtFault {
-    pub fn new() -> io::Result<ProtFault> {
-        let size = page_size();
-        // SAFETY: a fresh anonymous mapping chosen by the kernel; checked for MAP_FAILED.
-        let page = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                size,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if page == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        FAULT_PAGE.store(page as usize, std::sync::atomic::Ordering::Relaxed);
-        // SAFETY: a zeroed sigaction with an SA_SIGINFO handler and an empty mask.
+    /// Maps the first page of `fd` (a file opened for reading, at least a page long), which
+    /// must stay open while this lives.
+    pub fn new(fd: RawFd) -> io::Result<ProtFault> {
+        let mut p = ProtFault { page: std::ptr::null_mut(), fd };
+        p.page = p.map_file(std::ptr::null_mut(), 0)?;
+        // SAFETY: a zeroed sigaction with a plain handler and an empty mask.
         let rc = unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_segv as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
-            sa.sa_flags = libc::SA_SIGINFO;
+            sa.sa_sigaction = on_segv as extern "C" fn(libc::c_int) as usize;
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut())
         };
-        let p = ProtFault { page };
         check(rc)?;
         Ok(p)
     }
 
-    /// One write to the page made read-only, which faults `n` times over (the handler
-    /// returns and the write runs again) before the last fault's handler lets it through:
-    /// LMbench's protection-fault loop, plus two mprotect calls per round. Returns ns.
+    /// The file's first page, read-only, at `at` (null: where the kernel chooses) with `flags`.
+    fn map_file(&self, at: *mut libc::c_void, flags: libc::c_int) -> io::Result<*mut libc::c_void> {
+        // SAFETY: a shared read-only mapping of our fd; at a fixed address only over our own page.
+        let page = unsafe { libc::mmap(at, page_size(), libc::PROT_READ, libc::MAP_SHARED | flags, self.fd, 0) };
+        if page == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(page)
+    }
+
+    /// One write to the file's read-only page, which faults `n` times over (the handler returns
+    /// and the write runs again) before the last fault's handler lets it through: LMbench's
+    /// protection-fault loop, plus mapping the file's page back and one first touch of a
+    /// fresh page per round. Returns ns.
     pub fn round(&self, n: u64) -> io::Result<u64> {
         FAULTS_LEFT.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
         let t = super::now_ns();
-        // SAFETY: our own page, mapped for the life of self; the handler re-enables writes.
-        unsafe {
-            check(libc::mprotect(self.page, page_size(), libc::PROT_READ))?;
-            std::ptr::write_volatile(self.page.cast::<u8>(), n as u8);
-        }
+        self.map_file(self.page, libc::MAP_FIXED)?;
+        ROUND_PAGE.with(|p| p.set(self.page as usize));
+        // The handler runs on this thread, between these: keep the stores on either side.
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: our own page, mapped for the life of self; the handler makes it writable.
+        unsafe { std::ptr::write_volatile(self.page.cast::<u8>(), n as u8) };
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        ROUND_PAGE.with(|p| p.set(0));
         Ok(super::now_ns() - t)
+    }
+
+    /// Where the page is mapped.
+    pub fn addr(&self) -> usize {
+        self.page as usize
+    }
+
+    /// The first byte of the page: what the last round wrote.
+    pub fn written(&self) -> u8 {
+        // SAFETY: the page is mapped readable for the life of self.
+        unsafe { std::ptr::read_volatile(self.page.cast::<u8>()) }
     }
 }
 
 impl Drop for ProtFault {
     fn drop(&mut self) {
-        FAULT_PAGE.store(0, std::sync::atomic::Ordering::Relaxed);
-        // SAFETY: SIG_DFL is a valid disposition; unmapping exactly what mmap returned.
+        // SAFETY: SIG_DFL is a valid disposition; unmapping exactly the page we mapped.
         unsafe {
             libc::signal(libc::SIGSEGV, libc::SIG_DFL);
             libc::munmap(self.page, page_size());

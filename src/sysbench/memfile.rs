@@ -25,13 +25,13 @@ pub fn ops() -> Vec<Op> {
         fs("mmap", "map a 16 MB file and unmap it", || Ok(Box::new(Mapped::make(Touch::None)?))),
         fs(
             "page-fault",
-            "fault in one page of a cached file's fresh mapping, pages in random order (per page, as LMbench)",
+            "fault in one page of a cached file's fresh mapping, pages in random order, the file written 8 KB at a time (per page, as LMbench)",
             || Ok(Box::new(Faults::make()?)),
         ),
         fs(
             "prot-fault",
-            "a write to a read-only page faulting again and again, less catching a signal (as LMbench)",
-            || Ok(Box::new(Prot { fault: sys::ProtFault::new()?, catch: super::procs::Catch::install()? })),
+            "a write to a file's page mapped read-only faulting again and again, less catching a signal (as LMbench)",
+            || Ok(Box::new(Prot::make()?)),
         ),
         fs("select-file", "select on 100 file descriptors of a regular file", || {
             let (dir, path) = scratch(0)?;
@@ -92,22 +92,44 @@ pub fn ops() -> Vec<Op> {
     ]
 }
 
-/// A temporary directory with one file of `len` bytes, in the page cache.
+/// The block LMbench's suite writes its test file in (lmdd's default block size).
+const WRITE_BLOCK: usize = 8 * 1024;
+
+/// A temporary directory with one file of `len` bytes, in the page cache, written as LMbench's
+/// suite writes the file its page-fault and mmap benchmarks use: 8 KB at a time, then fsync.
+/// The page cache keeps a file in folios as large as the writes allowed, and a read fault maps
+/// a whole large folio at once (one 16 MB write here: 2 MB folios, 8 faults for 4096 pages)
+/// where small ones get the kernel's fault-around window (64 KB: 256 faults): the way the
+/// file was written decides what a page fault per page means.
 fn scratch(len: usize) -> io::Result<(tempfile::TempDir, PathBuf)> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("data");
     let mut f = File::create(&path)?;
-    f.write_all(&vec![0x33u8; len])?;
+    let block = [0x33u8; WRITE_BLOCK];
+    for at in (0..len).step_by(WRITE_BLOCK) {
+        f.write_all(&block[..WRITE_BLOCK.min(len - at)])?;
+    }
     f.sync_all()?;
     std::fs::read(&path)?;
     Ok((dir, path))
 }
 
-/// Protection faults as LMbench counts them: `n` faults of one write, less `n` signals caught
-/// (each fault is delivered as a signal whose handler returns).
+/// Protection faults as LMbench counts them: `n` faults of one write to a file's page mapped
+/// shared and read-only, less `n` signals caught (each fault is delivered as a signal whose
+/// handler returns).
 struct Prot {
     fault: sys::ProtFault,
     catch: super::procs::Catch,
+    _file: (tempfile::TempDir, File),
+}
+
+impl Prot {
+    fn make() -> io::Result<Prot> {
+        let (dir, path) = scratch(sys::page_size())?;
+        let file = File::open(path)?;
+        let fault = sys::ProtFault::new(file.as_raw_fd())?;
+        Ok(Prot { fault, catch: super::procs::Catch::install()?, _file: (dir, file) })
+    }
 }
 
 impl Bench for Prot {
@@ -317,10 +339,33 @@ mod tests {
     }
 
     #[test]
+    fn a_page_of_the_file_costs_the_faults_of_a_file_written_as_lmbench_writes_it() {
+        let f = Faults::make().unwrap();
+        f.rounds(1, true).unwrap(); // the file's pages are all in the page cache
+        let before = sys::thread_minor_faults().unwrap();
+        f.rounds(1, true).unwrap();
+        let faults = sys::thread_minor_faults().unwrap() - before;
+        // Small folios: each read fault maps the kernel's fault-around window (64 KB, the
+        // default of fault_around_bytes), aligned in the address space. One 16 MB write made
+        // 2 MB folios here instead: 8 faults.
+        let per_fault = (64 * 1024 / sys::page_size()) as u64;
+        let pages = f.order.len() as u64;
+        assert!(
+            (pages / per_fault..=pages / per_fault + 2).contains(&faults),
+            "{faults} faults for {pages} pages, one per {per_fault}-page window"
+        );
+    }
+
+    #[test]
     fn a_protection_fault_round_takes_as_many_faults_as_asked_and_the_write_lands() {
-        let mut p =
-            Prot { fault: sys::ProtFault::new().unwrap(), catch: super::super::procs::Catch::install().unwrap() };
+        let mut p = Prot::make().unwrap();
+        // What LMbench writes to: a file's page mapped shared and read-only, not an anonymous one.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let line = maps.lines().find(|l| l.starts_with(&format!("{:x}-", p.fault.addr()))).unwrap();
+        assert!(line.contains("r--s") && line.ends_with("/data"), "{line}");
         assert_eq!(p.iterate(50).unwrap().units, 50);
+        assert_eq!(p.fault.written(), 50, "the write went through in the end");
         assert_eq!(p.iterate(1).unwrap().units, 1);
+        assert_eq!(p.fault.written(), 1, "the file's read-only page was mapped back, and faulted");
     }
 }

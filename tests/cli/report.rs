@@ -533,3 +533,25 @@ fn a_study_gates_on_its_baseline_in_the_same_command() {
     assert_eq!(elements(parsed.root_element(), "failure").len(), 1, "{xml}");
     assert_eq!(count_attr(parsed.root_element(), "failures"), 1, "{xml}");
 }
+
+/// Issue 22: the run's section in the report says where both ends of a ping-pong ran (CPU,
+/// policy), as `show` does: sockperf's placement here, the client unpinned and both at
+/// SCHED_OTHER, the echo server pinned.
+#[test]
+fn a_ping_pong_run_in_the_report_says_where_both_ends_ran() {
+    let lab = Lab::new();
+    let sock = lab.path("ends.sock");
+    let s = sock.to_str().unwrap();
+    let mut srv = server(lab.cmd(&["pingpong", "--serve", s, "--transport", "unix", "-a", "0", "--policy", "other"]));
+    lab.ok(&["pingpong", s, "--transport", "unix", "-n", "300", "-a", "none", "--policy", "other", "-q"]);
+    let _ = srv.child.kill();
+    let _ = srv.child.wait();
+    let params = lab.export_json(lab.last_run())["run"]["params"].clone();
+    let host = params["peer_host"].as_str().unwrap();
+    let out = lab.path("rep");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let line = html.split(r#"<p class="note placement">"#).nth(1).expect("the run says where it ran");
+    let line = &line[..line.find("</p>").unwrap()];
+    assert_eq!(line, format!("where it ran: thread 0: unpinned, other · echo server ({host}): pinned to CPU 0, other"));
+}

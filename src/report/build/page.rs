@@ -153,6 +153,7 @@ fn run_section(r: &RunView, drawn: Drawn) -> String {
         esc(&load_name(&r.load())),
         tables::caveat(r)
     );
+    b.push_str(&placement_html(r));
     for kind in ["histogram", "split", "scatter", "tail"] {
         b.push_str(&drawn.html(&format!("run{id}-{kind}")));
     }
@@ -164,6 +165,17 @@ fn run_section(r: &RunView, drawn: Drawn) -> String {
     }
     b.push_str(&warnings_html(r));
     b
+}
+
+/// Where each end of the run ran, as `show` says it (issue 22: a ping-pong's echo server on
+/// the load's CPU doubled the median; the reader needs both ends' CPU and policy to see why).
+fn placement_html(r: &RunView) -> String {
+    let ends = crate::report::show::ends(&r.data);
+    if ends.is_empty() {
+        return String::new();
+    }
+    let ends: Vec<String> = ends.iter().map(|(end, placed)| format!("{}: {}", esc(end), esc(placed))).collect();
+    format!(r#"<p class="note placement">where it ran: {}</p>"#, ends.join(" · "))
 }
 
 /// The monitors' long-term plots, when there are any.

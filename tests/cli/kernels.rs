@@ -45,6 +45,14 @@ fn prerequisites() -> Option<(String, String)> {
     found
 }
 
+/// The tests that boot guests run one at a time: each finds "its" QEMU among the processes and
+/// checks that none is left, so another test's guest beside it would be taken for its own (CI
+/// saw the performance-mode test watch the side-by-side test's QEMU and never its own).
+fn one_guest_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static GUESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    GUESTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Our guests' QEMU processes: their 9p share is under a `rtbench-kernels-` directory.
 fn our_qemus() -> Vec<String> {
     let out = Command::new("ps").args(["-eo", "pid,args"]).output().unwrap();
@@ -69,6 +77,7 @@ fn scratch_dirs() -> Vec<PathBuf> {
 #[test]
 fn debians_standard_and_rt_kernels_side_by_side_in_tcg_guests() {
     let Some((standard, rt)) = prerequisites() else { return };
+    let _alone = one_guest_test_at_a_time();
     let release = |p: &str| p.trim_start_matches("linux-image-").to_string();
     let lab = Lab::new();
     let out = lab.path("report");
@@ -253,6 +262,7 @@ fn vcpu_threads() -> Vec<(String, String, String, String)> {
 #[test]
 fn performance_mode_pins_the_vcpu_at_fifo_and_puts_the_host_back() {
     let Some((standard, _)) = prerequisites() else { return };
+    let _alone = one_guest_test_at_a_time();
     let before = host_settings();
     let lab = Lab::new();
     let kernel = format!("deb:{standard}");

@@ -69,6 +69,10 @@ impl SplitFlow {
     /// and `latency_ns` late ran, once the reader has read past its wake-up (waiting a little
     /// for it); None when its expiry is not (or no longer) there.
     pub(super) fn irq_of(&self, i: usize, due_ns: u64, latency_ns: u64) -> Option<u64> {
+        // Paired already (its expiry consumed) when the breach's window was taken late.
+        if let Some(irq) = self.threads[i].1.matched(due_ns) {
+            return Some(irq);
+        }
         let tid = *self.threads[i].0.get()?;
         let since = Instant::now();
         while lock(&self.seen).caught_up_ns <= due_ns + latency_ns && since.elapsed() < BREACH_READ {

@@ -9,6 +9,7 @@ mod export;
 mod faults;
 mod findings;
 mod fleet;
+mod guests;
 mod helpers;
 mod import;
 mod kernels;

@@ -12,12 +12,17 @@ use crate::model::IrqSplit;
 /// wake-up, and an event is in the buffer microseconds after it fires; this covers a reader
 /// that started its pass just as the event was being written.
 pub const MARGIN_NS: u64 = 20_000_000;
+/// Matched samples remembered for a breach that asks after its own (due time, IRQ latency)
+/// once the pairing has consumed its expiry: seconds of them at the highest rates.
+const RECENT: usize = 1 << 14;
 
 /// One thread's samples waiting for their expiry, and the split of those resolved.
 #[derive(Debug, Default)]
 pub struct Pairing {
     pending: VecDeque<(u64, u64)>,
     pub split: IrqSplit,
+    /// The last matched samples: (due, IRQ latency), oldest first.
+    recent: VecDeque<(u64, u64)>,
 }
 
 /// Samples resolved, in order, each with its IRQ latency (None: unmatched).
@@ -53,6 +58,10 @@ impl Pairing {
                 Some(e) if e.due_ns == due => {
                     let irq = e.ran_ns.saturating_sub(due);
                     expiries.pop_front();
+                    if self.recent.len() == RECENT {
+                        self.recent.pop_front();
+                    }
+                    self.recent.push_back((due, irq));
                     Some(irq)
                 }
                 _ if caught_up_ns > due + latency + MARGIN_NS => None,
@@ -61,6 +70,11 @@ impl Pairing {
             self.pending.pop_front();
             self.settle(t, latency, irq, out);
         }
+    }
+
+    /// The IRQ latency of a sample already matched, due at `due_ns`, if it is still remembered.
+    pub fn matched(&self, due_ns: u64) -> Option<u64> {
+        self.recent.iter().rev().find(|(due, _)| *due == due_ns).map(|(_, irq)| *irq)
     }
 
     /// Ends the pairing: what is still pending is unmatched.
@@ -105,6 +119,20 @@ mod tests {
         assert_eq!(out.irq, [Some(4_000), Some(6_500), None], "read past its wake-up with no expiry: unmatched");
         assert_eq!(out.samples.len(), 3);
         assert_eq!((p.split.stats.count, p.split.unmatched), (2, 1));
+    }
+
+    /// A breach whose window is taken after its sample was paired still finds its split; an
+    /// unmatched sample has none to find.
+    #[test]
+    fn a_paired_sample_is_remembered_for_its_breach() {
+        let mut p = Pairing::default();
+        let mut out = Resolved::default();
+        p.push(&[(1_000_000, 9_000), (2_000_000, 7_000)]);
+        let mut ex: VecDeque<Expiry> = [expiry(1_000_000, 4_000)].into();
+        p.resolve(START, &mut ex, START + 2_000_000 + 7_000 + MARGIN_NS + 1, &mut out);
+        assert!(ex.is_empty(), "the expiry is consumed by the pairing");
+        assert_eq!(p.matched(START + 1_000_000), Some(4_000));
+        assert_eq!(p.matched(START + 2_000_000), None, "unmatched");
     }
 
     #[test]

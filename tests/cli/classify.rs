@@ -185,7 +185,8 @@ fn compare_of_runs_not_classified_has_no_noise_section() {
 /// a traced sample whose delay was mostly untraced is the hypervisor's or the hardware's.
 fn expected_unseen(doc: &serde_json::Value, threshold_ns: u64) -> Option<(u64, u64)> {
     let budget = doc["run"]["system"]["cpu_mhz"].as_f64().map(|m| (1e8 / m) as u64);
-    let breaches = doc["breaches"].as_array().expect("breaches traced");
+    // A quiet run may have no breach at all: the export then has none, and no warning is due.
+    let breaches = doc["breaches"].as_array().map_or(&[][..], |b| b.as_slice());
     let unseen_share = |b: &serde_json::Value| -> f64 {
         let causes = b["causes"].as_array().unwrap();
         causes.iter().filter(|c| c["kind"] == "untraced").map(|c| c["share"].as_f64().unwrap()).sum()

@@ -11,6 +11,18 @@ use crate::error::InputError;
 const RUN_COLUMNS: &str = "label, probe, params, load, command_line, tool_version, schema_version, start, end, status,
     rt_priority, warnings, system, envelope_ns, host, pid, pid_start, checkpoint, unit, better, kind";
 
+/// Every table of a run's own rows, and its columns after `run_id`: a merge copies them all.
+const RUN_TABLES: [(&str, &str); 8] = [
+    ("threads", "thread, cpu, count, overruns, min_ns, max_ns, sum_ns, sumsq_ns, histogram"),
+    ("envelope", "thread, idx, min_ns, max_ns, sum_ns, count"),
+    ("samples", "thread, seq, t_ns, latency_ns, irq_ns"),
+    ("irq", "thread, count, unmatched, min_ns, max_ns, sum_ns, sumsq_ns, histogram"),
+    ("cpu_activity", "cpu, idx, steal_ns, irq_ns, softirq_ns, interrupts, context_switches"),
+    ("gaps", "seq, start, end, start_ns, end_ns"),
+    ("noise_classes", "thread, idx, class, count, ns"),
+    ("breaches", "seq, latency_ns, verdict, breach"),
+];
+
 impl Store {
     /// Copies every run of `other` that this store does not have yet. Returns (added, skipped).
     pub fn merge(&mut self, other: &Path) -> Result<(usize, usize)> {
@@ -52,41 +64,12 @@ impl Store {
             let new = tx.last_insert_rowid();
             // A run still `running` elsewhere can never finish here.
             tx.execute("UPDATE main.runs SET status = 'aborted' WHERE id = ?1 AND status = 'running'", [new])?;
-            tx.execute(
-                "INSERT INTO main.threads SELECT ?2, thread, cpu, count, overruns, min_ns, max_ns, sum_ns, sumsq_ns, histogram
-                 FROM other.threads WHERE run_id = ?1",
-                params![old, new],
-            )?;
-            tx.execute(
-                "INSERT INTO main.envelope SELECT ?2, thread, idx, min_ns, max_ns, sum_ns, count FROM other.envelope WHERE run_id = ?1",
-                params![old, new],
-            )?;
-            tx.execute(
-                "INSERT INTO main.samples SELECT ?2, thread, seq, t_ns, latency_ns, irq_ns FROM other.samples WHERE run_id = ?1",
-                params![old, new],
-            )?;
-            tx.execute(
-                "INSERT INTO main.irq SELECT ?2, thread, count, unmatched, min_ns, max_ns, sum_ns, sumsq_ns, histogram
-                 FROM other.irq WHERE run_id = ?1",
-                params![old, new],
-            )?;
-            tx.execute(
-                "INSERT INTO main.cpu_activity SELECT ?2, cpu, idx, steal_ns, irq_ns, softirq_ns, interrupts, context_switches
-                 FROM other.cpu_activity WHERE run_id = ?1",
-                params![old, new],
-            )?;
-            tx.execute(
-                "INSERT INTO main.gaps SELECT ?2, seq, start, end, start_ns, end_ns FROM other.gaps WHERE run_id = ?1",
-                params![old, new],
-            )?;
-            tx.execute(
-                "INSERT INTO main.noise_classes SELECT ?2, thread, idx, class, count, ns FROM other.noise_classes WHERE run_id = ?1",
-                params![old, new],
-            )?;
-            tx.execute(
-                "INSERT INTO main.breaches SELECT ?2, seq, latency_ns, verdict, breach FROM other.breaches WHERE run_id = ?1",
-                params![old, new],
-            )?;
+            for (table, columns) in RUN_TABLES {
+                tx.execute(
+                    &format!("INSERT INTO main.{table} SELECT ?2, {columns} FROM other.{table} WHERE run_id = ?1"),
+                    params![old, new],
+                )?;
+            }
         }
         tx.commit()?;
         Ok((ids.len(), total as usize - ids.len()))

@@ -293,7 +293,9 @@ fn a_killed_run_with_a_sample_log_appends_its_next_part_to_the_same_log() {
     signal(&mut again, "-INT");
     let mut said = String::new();
     std::io::Read::read_to_string(&mut again.stderr.take().unwrap(), &mut said).unwrap();
-    assert!(!said.contains("WARNING"), "{said}");
+    // No warning about the log (its fallback file is named FILE.resumed-N); the hypervisor's
+    // steal warnings of this VM may come and go.
+    assert!(!said.lines().any(|l| l.contains("WARNING") && (l.contains("resumed-") || l.contains("log"))), "{said}");
 
     let doc = export(&lab, id);
     let c = rusqlite::Connection::open(lab.db()).unwrap();

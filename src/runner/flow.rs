@@ -75,29 +75,56 @@ pub(super) struct Flow<'s> {
     pub(super) counted: u64,
     /// `--split`: the samples wait here for their expiries on their way to the sinks.
     pub(super) split: Option<SplitFlow>,
+    /// Breaches of a split run waiting for their sample's split (thread's place, breach).
+    pub(super) held: Vec<(usize, crate::model::Breach)>,
     /// `noise --classify`: the gaps wait here for their trace, beside their way to the sinks.
     pub(super) classify: Option<ClassifyFlow>,
 }
 
 impl Flow<'_> {
-    /// The window of a pending breach, kept for the next checkpoint; its verdict is said.
+    /// The window of a pending breach, kept for the next checkpoint; its verdict is said. In a
+    /// split run it first waits, held, until the pairing has settled its sample.
     pub(super) fn take_breach(&mut self, tracer: &mut crate::trace::Tracer, cpu_of: &dyn Fn(u32) -> Option<usize>) {
-        if let Some(mut b) = tracer.service(self.start_ns, cpu_of) {
-            let i = self.totals.iter().position(|t| t.index as u32 == b.thread);
-            if let Some(irq) = self.split.as_ref().zip(i).and_then(|(s, i)| s.irq_of(i, b.mono_ns, b.latency_ns)) {
-                b.irq_ns = Some(irq);
-                b.verdict = format!("{}; {}", b.verdict, split_words(irq, b.latency_ns));
+        if let Some(b) = tracer.service(self.start_ns, cpu_of) {
+            match self.totals.iter().position(|t| t.index as u32 == b.thread).filter(|_| self.split.is_some()) {
+                Some(i) => self.held.push((i, b)),
+                None => self.keep_breach(b),
             }
-            eprintln!(
-                "rtbench: breach {} on thread {}: {} µs at {:.3} s: {}",
-                b.seq,
-                b.thread,
-                crate::units::fmt_ns_as_us(b.latency_ns as f64),
-                b.t_ns as f64 / 1e9,
-                b.verdict
-            );
-            self.breaches.push(b);
         }
+        self.release_breaches();
+    }
+
+    /// The held breaches whose samples the split has settled, with their IRQ part if matched.
+    fn release_breaches(&mut self) {
+        let Some(split) = self.split.as_ref() else { return };
+        let mut settled = Vec::new();
+        for (i, mut b) in std::mem::take(&mut self.held) {
+            match split.split_of(i, b.mono_ns) {
+                None => self.held.push((i, b)),
+                Some(irq) => {
+                    if let Some(irq) = irq {
+                        b.irq_ns = Some(irq);
+                        b.verdict = format!("{}; {}", b.verdict, split_words(irq, b.latency_ns));
+                    }
+                    settled.push(b);
+                }
+            }
+        }
+        for b in settled {
+            self.keep_breach(b);
+        }
+    }
+
+    fn keep_breach(&mut self, b: crate::model::Breach) {
+        eprintln!(
+            "rtbench: breach {} on thread {}: {} µs at {:.3} s: {}",
+            b.seq,
+            b.thread,
+            crate::units::fmt_ns_as_us(b.latency_ns as f64),
+            b.t_ns as f64 / 1e9,
+            b.verdict
+        );
+        self.breaches.push(b);
     }
 
     pub(super) fn watch_tick(&mut self) {
@@ -141,6 +168,7 @@ impl Flow<'_> {
         });
         split.resolve(i, self.start_ns, false);
         feed(sinks, thread, &split.out);
+        self.release_breaches();
     }
 
     /// The end of a split run: once the reader has read the last expiries, every sample still
@@ -152,6 +180,7 @@ impl Flow<'_> {
             split.resolve(i, self.start_ns, true);
             feed(&mut self.sinks, t.index as u32, &split.out);
         }
+        self.release_breaches();
     }
 
     /// The end of a classified run: once the reader has read the last events, every gap still

@@ -217,6 +217,7 @@ fn flow<'s>(
         collect_every,
         counted: 0,
         split: None,
+        held: Vec::new(),
         classify: None,
     }
 }

@@ -14,8 +14,6 @@ const LAST_READ: Duration = Duration::from_secs(1);
 /// How far behind the reader may be before the samples it has not read are unmatched: memory
 /// stays bounded over a long run whatever the reader does.
 const STALE: Duration = Duration::from_secs(5);
-/// How long a breach waits for the reader to have read its sample's expiry.
-const BREACH_READ: Duration = Duration::from_millis(100);
 
 pub(super) struct SplitFlow {
     seen: Arc<Mutex<Seen>>,
@@ -65,22 +63,10 @@ impl SplitFlow {
         }
     }
 
-    /// How late the timer interrupt of thread `i`'s sample due at `due_ns` (CLOCK_MONOTONIC)
-    /// and `latency_ns` late ran, once the reader has read past its wake-up (waiting a little
-    /// for it); None when its expiry is not (or no longer) there.
-    pub(super) fn irq_of(&self, i: usize, due_ns: u64, latency_ns: u64) -> Option<u64> {
-        // Paired already (its expiry consumed) when the breach's window was taken late.
-        if let Some(irq) = self.threads[i].1.matched(due_ns) {
-            return Some(irq);
-        }
-        let tid = *self.threads[i].0.get()?;
-        let since = Instant::now();
-        while lock(&self.seen).caught_up_ns <= due_ns + latency_ns && since.elapsed() < BREACH_READ {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        let seen = lock(&self.seen);
-        let e = seen.by_pid.get(&tid)?.iter().find(|e| e.due_ns == due_ns)?;
-        Some(e.ran_ns.saturating_sub(due_ns))
+    /// Thread `i`'s sample due at `due_ns` (CLOCK_MONOTONIC): None while the pairing has not
+    /// settled it, then its IRQ latency if it was matched.
+    pub(super) fn split_of(&self, i: usize, due_ns: u64) -> Option<Option<u64>> {
+        self.threads[i].1.split_of(due_ns)
     }
 
     pub(super) fn irq(&self, i: usize) -> IrqSplit {

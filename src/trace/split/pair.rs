@@ -23,6 +23,8 @@ pub struct Pairing {
     pub split: IrqSplit,
     /// The last matched samples: (due, IRQ latency), oldest first.
     recent: VecDeque<(u64, u64)>,
+    /// The due time of the last sample settled, matched or not; every one after `give_up`.
+    settled_to: u64,
 }
 
 /// Samples resolved, in order, each with its IRQ latency (None: unmatched).
@@ -68,17 +70,21 @@ impl Pairing {
                 _ => break,
             };
             self.pending.pop_front();
+            self.settled_to = due;
             self.settle(t, latency, irq, out);
         }
     }
 
-    /// The IRQ latency of a sample already matched, due at `due_ns`, if it is still remembered.
-    pub fn matched(&self, due_ns: u64) -> Option<u64> {
-        self.recent.iter().rev().find(|(due, _)| *due == due_ns).map(|(_, irq)| *irq)
+    /// The sample due at `due_ns`: None while it is not settled (not handed over yet, or
+    /// waiting for its expiry), then its IRQ latency if it was matched (and is still remembered).
+    pub fn split_of(&self, due_ns: u64) -> Option<Option<u64>> {
+        (self.settled_to >= due_ns)
+            .then(|| self.recent.iter().rev().find(|(due, _)| *due == due_ns).map(|(_, irq)| *irq))
     }
 
     /// Ends the pairing: what is still pending is unmatched.
     pub fn give_up(&mut self, out: &mut Resolved) {
+        self.settled_to = u64::MAX;
         while let Some((t, latency)) = self.pending.pop_front() {
             self.settle(t, latency, None, out);
         }
@@ -121,18 +127,24 @@ mod tests {
         assert_eq!((p.split.stats.count, p.split.unmatched), (2, 1));
     }
 
-    /// A breach whose window is taken after its sample was paired still finds its split; an
-    /// unmatched sample has none to find.
+    /// A breach waits until its sample is settled, then finds its split, however late its
+    /// window was taken; an unmatched sample has none to find.
     #[test]
-    fn a_paired_sample_is_remembered_for_its_breach() {
+    fn a_breach_learns_its_sample_s_split_once_the_pairing_has_settled_it() {
         let mut p = Pairing::default();
         let mut out = Resolved::default();
         p.push(&[(1_000_000, 9_000), (2_000_000, 7_000)]);
         let mut ex: VecDeque<Expiry> = [expiry(1_000_000, 4_000)].into();
         p.resolve(START, &mut ex, START + 2_000_000 + 7_000 + MARGIN_NS + 1, &mut out);
         assert!(ex.is_empty(), "the expiry is consumed by the pairing");
-        assert_eq!(p.matched(START + 1_000_000), Some(4_000));
-        assert_eq!(p.matched(START + 2_000_000), None, "unmatched");
+        assert_eq!(p.split_of(START + 1_000_000), Some(Some(4_000)));
+        assert_eq!(p.split_of(START + 2_000_000), Some(None), "settled, unmatched");
+        assert_eq!(p.split_of(START + 3_000_000), None, "not handed over yet: the breach waits");
+        p.push(&[(3_000_000, 5_000)]);
+        p.resolve(START, &mut ex, START + 3_000_000, &mut out);
+        assert_eq!(p.split_of(START + 3_000_000), None, "waiting for its expiry");
+        p.give_up(&mut out);
+        assert_eq!(p.split_of(START + 3_000_000), Some(None), "the end settles it");
     }
 
     #[test]

@@ -207,23 +207,30 @@ pub fn default_cpu() -> usize {
 mod tests {
     use super::*;
 
-    /// A bench whose every iteration takes a known time.
-    struct Sleepy(Duration);
+    /// A bench whose every iteration takes at least a known time (longer when the machine
+    /// takes the CPU away), remembering how long its last repetition took.
+    struct Spinning(Duration, Duration);
 
-    impl Bench for Sleepy {
+    impl Bench for Spinning {
         fn iterate(&mut self, n: u64) -> io::Result<Timed> {
             let t = Instant::now();
-            for _ in 0..n {
-                std::thread::sleep(self.0);
+            while t.elapsed() < self.0 * n as u32 {
+                std::hint::spin_loop();
             }
+            self.1 = t.elapsed();
             Ok(Timed { ns: since(t), units: n })
         }
     }
 
     #[test]
     fn iterations_are_sized_to_the_minimum_time_and_values_come_per_operation() {
-        let n = size(&mut Sleepy(Duration::from_micros(200)), Duration::from_millis(5)).unwrap();
-        assert!((10..=60).contains(&n), "about 25 sleeps of 200 µs or more fill 5 ms: {n}");
+        let mut bench = Spinning(Duration::from_micros(200), Duration::ZERO);
+        let n = size(&mut bench, Duration::from_millis(5)).unwrap();
+        assert!(bench.1 >= Duration::from_millis(5), "the sized repetition fills 5 ms: {:?}", bench.1);
+        // A step short of 5 ms had fewer than 25 iterations of at least 200 µs, and a step at
+        // most doubles one that came within 1.2×: never 50; fewer when a stall stretched a step
+        // (no magnitude of this machine assumed).
+        assert!((1..50).contains(&n), "a step past 5 ms grows from fewer than 25 iterations: {n}");
         let op = Op { name: "x", group: Group::Processes, bandwidth: false, help: "", make: || unreachable!() };
         assert_eq!(op.value(Timed { ns: 1_000, units: 8 }), 125_000, "125 ns per operation, in ps");
         let bw = Op { bandwidth: true, ..op };

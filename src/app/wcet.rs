@@ -84,10 +84,7 @@ pub fn brief(run: &Run, envelope: &[(u32, EnvPoint)]) -> String {
         .levels
         .iter()
         .filter(|l| l.name == "1e-9" || l.name == "once per day")
-        .map(|l| {
-            let hi = l.hi_ns.map_or("unbounded".to_string(), us);
-            format!("{}: {} µs (95 %: {} to {hi} µs)", l.name, us(l.ns), us(l.lo_ns))
-        })
+        .map(|l| level_text(l, e.observed_max_ns))
         .collect();
     match e.verdict {
         Verdict::TooFew => format!("\nworst case: too few samples in the tail for an estimate (rtbench wcet {id})\n"),
@@ -98,6 +95,16 @@ pub fn brief(run: &Run, envelope: &[(u32, EnvPoint)]) -> String {
             picked.join("; ")
         ),
     }
+}
+
+/// One level for `show`, or, where the fit puts it beyond any plausible latency, that it does.
+fn level_text(l: &evt::Level, observed_max_ns: u64) -> String {
+    if l.bounds_nothing(observed_max_ns) {
+        let max = us(observed_max_ns as f64);
+        return format!("{}: beyond {}× the observed max of {max} µs (the fit bounds nothing)", l.name, evt::BEYOND);
+    }
+    let hi = l.hi_ns.map_or("unbounded".to_string(), us);
+    format!("{}: {} µs (95 %: {} to {hi} µs)", l.name, us(l.ns), us(l.lo_ns))
 }
 
 /// The estimate as text: the thresholds tried, the fit, the levels and the verdict.
@@ -206,4 +213,22 @@ fn checks(e: &Estimate) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(ns: f64, hi_ns: Option<f64>) -> evt::Level {
+        evt::Level { name: "1e-9".into(), probability: 1e-9, ns, lo_ns: ns / 2.0, hi_ns }
+    }
+
+    #[test]
+    fn a_level_far_past_the_observed_max_is_said_to_bound_nothing_not_printed_as_years() {
+        let near = level_text(&level(4_000_000.0, None), 2_000_000);
+        assert_eq!(near, format!("1e-9: {} µs (95 %: {} to unbounded µs)", us(4e6), us(2e6)));
+        let far = level_text(&level(7.3e17, None), 11_314_589);
+        assert!(far.starts_with(&format!("1e-9: beyond 1000× the observed max of {} µs", us(11_314_589.0))), "{far}");
+        assert!(!level_text(&level(1.0, Some(2.0)), 0).contains("beyond"), "no max, nothing to compare with");
+    }
 }

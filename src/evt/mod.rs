@@ -97,6 +97,17 @@ pub struct Level {
     pub hi_ns: Option<f64>,
 }
 
+/// Past this multiple of the observed max a level bounds nothing a reader can use: a heavy tail
+/// fitted on a VM's stalls extrapolates to years.
+pub const BEYOND: f64 = 1000.0;
+
+impl Level {
+    /// Whether the level lies beyond [`BEYOND`]× the observed max.
+    pub fn bounds_nothing(&self, observed_max_ns: u64) -> bool {
+        observed_max_ns > 0 && self.ns > BEYOND * observed_max_ns as f64
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {

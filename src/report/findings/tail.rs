@@ -8,8 +8,6 @@ use crate::report::select::RunView;
 
 /// The probability of the level stated.
 const LEVEL: &str = "1e-9";
-/// A level more than this many times the observed max is stated as no bound at all.
-const BEYOND: f64 = 1000.0;
 /// A level rarer than this many times the run's samples is an extrapolation.
 const EXTRAPOLATED: f64 = 1000.0;
 
@@ -40,10 +38,11 @@ fn sentence(r: &RunView) -> Option<Finding> {
             e.samples
         ),
         // A level beyond 1000× what was seen bounds nothing a reader can use.
-        Some(l) if l.ns > BEYOND * e.observed_max_ns as f64 => {
+        Some(l) if l.bounds_nothing(e.observed_max_ns) => {
             numbers.push(Number::us("level", l.ns));
             format!(
-                "{head}: the fitted tail is so heavy that the 1e-9 level lies beyond {BEYOND:.0}× the observed max of {observed} µs: no useful bound.",
+                "{head}: the fitted tail is so heavy that the 1e-9 level lies beyond {:.0}× the observed max of {observed} µs: no useful bound.",
+                evt::BEYOND
             )
         }
         Some(l) => {

@@ -22,7 +22,11 @@ pub fn ops() -> Vec<Op> {
         fs("delete-0k", "delete an empty file", || Files::make(0, Phase::Delete)),
         fs("create-10k", "create a file and write 10 KB into it", || Files::make(10 * 1024, Phase::Create)),
         fs("delete-10k", "delete a 10 KB file", || Files::make(10 * 1024, Phase::Delete)),
-        fs("mmap", "map a 16 MB file and unmap it", || Ok(Box::new(Mapped::make(Touch::None)?))),
+        fs(
+            "mmap",
+            "map a cached 16 MB file shared and writable, write a byte every 16 KB of its first tenth, unmap it (per mapping, as LMbench)",
+            || Ok(Box::new(Mapped::make(Touch::Tenth)?)),
+        ),
         fs(
             "page-fault",
             "fault in one page of a cached file's fresh mapping, pages in random order, the file written 8 KB at a time (per page, as LMbench)",
@@ -230,10 +234,20 @@ impl Bench for Files {
 
 #[derive(Clone, Copy, PartialEq)]
 enum Touch {
-    /// Map and unmap only.
-    None,
+    /// A write to one byte every `TENTH_STRIDE` of the mapping's first tenth: LMbench's
+    /// lat_mmap, whose point is to price a mapping that is used, not only made and broken.
+    Tenth,
     /// Every word: a bandwidth.
     Words,
+}
+
+/// The stride of the mmap operation's writes: LMbench's lat_mmap writes one byte every 16 KB.
+const TENTH_STRIDE: usize = 16 * 1024;
+
+/// The offsets the mmap operation writes to in a mapping of `len` bytes: one every
+/// `TENTH_STRIDE` from the start, up to a tenth of the mapping (103 writes for 16 MB).
+fn tenth_offsets(len: usize) -> impl Iterator<Item = usize> {
+    (0..len / 10).step_by(TENTH_STRIDE)
 }
 
 /// A cached file mapped per iteration, and touched as asked.
@@ -246,7 +260,31 @@ struct Mapped {
 impl Mapped {
     fn make(touch: Touch) -> io::Result<Mapped> {
         let (dir, path) = scratch(SIZE)?;
-        Ok(Mapped { _dir: dir, file: File::open(path)?, touch })
+        let file = File::options().read(true).write(touch == Touch::Tenth).open(path)?;
+        Ok(Mapped { _dir: dir, file, touch })
+    }
+
+    /// One mapping made, touched as asked and unmapped; the units it counts for.
+    fn once(&self) -> io::Result<u64> {
+        let fd = self.file.as_raw_fd();
+        match self.touch {
+            Touch::Tenth => {
+                let mut m = sys::Mapping::file_rw(fd, SIZE)?;
+                for at in tenth_offsets(SIZE) {
+                    m.write(at, SIZE as u8)?;
+                }
+                Ok(1)
+            }
+            Touch::Words => {
+                let m = sys::Mapping::file(fd, SIZE)?;
+                let sum = m
+                    .bytes()
+                    .chunks_exact(8)
+                    .fold(0u64, |a, w| a.wrapping_add(u64::from_ne_bytes(w.try_into().expect("8 bytes"))));
+                std::hint::black_box(sum);
+                Ok(SIZE as u64)
+            }
+        }
     }
 }
 
@@ -255,18 +293,7 @@ impl Bench for Mapped {
         let mut units = 0;
         let t = Instant::now();
         for _ in 0..n {
-            let m = sys::Mapping::file(self.file.as_raw_fd(), SIZE)?;
-            units += match self.touch {
-                Touch::None => 1,
-                Touch::Words => {
-                    let sum = m
-                        .bytes()
-                        .chunks_exact(8)
-                        .fold(0u64, |a, w| a.wrapping_add(u64::from_ne_bytes(w.try_into().expect("8 bytes"))));
-                    std::hint::black_box(sum);
-                    SIZE as u64
-                }
-            };
+            units += self.once()?;
         }
         Ok(Timed { ns: since(t), units })
     }
@@ -327,6 +354,19 @@ fn per_page(read: u64, remap: u64, n: u64, pages: usize) -> Timed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_mmap_writes_a_byte_every_16_kb_of_the_first_tenth_and_counts_once() {
+        let at: Vec<usize> = tenth_offsets(16 << 20).collect();
+        // A tenth of 16 MB is 1,677,721 bytes: offsets 0, 16 KB, … 102 × 16 KB.
+        assert_eq!((at.len(), at[1], *at.last().unwrap()), (103, 16_384, 102 * 16_384));
+        assert_eq!(tenth_offsets(160 * 1024).count(), 1, "a 160 KB mapping: its first 16 KB only");
+        let mut m = Mapped::make(Touch::Tenth).unwrap();
+        assert_eq!(m.iterate(3).unwrap().units, 3, "per mapping, not per write");
+        let mut back = vec![0u8; 16_384 + 1];
+        m.file.read_exact(&mut back).unwrap();
+        assert_eq!((back[0], back[1], back[16_384]), (SIZE as u8, 0x33, SIZE as u8), "the writes reached the file");
+    }
 
     #[test]
     fn page_faults_are_per_page_with_the_mapping_taken_off() {

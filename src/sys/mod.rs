@@ -24,6 +24,8 @@ mod signal;
 mod term;
 #[allow(unsafe_code)]
 mod time;
+#[allow(unsafe_code)]
+mod words;
 
 use std::io;
 
@@ -37,6 +39,7 @@ pub use proc::*;
 pub use sched::*;
 pub use signal::*;
 pub use term::*;
+pub use words::*;
 pub use time::*;
 
 /// 0 is success; anything else is the error in errno.

@@ -39,8 +39,8 @@ pub use proc::*;
 pub use sched::*;
 pub use signal::*;
 pub use term::*;
-pub use words::*;
 pub use time::*;
+pub use words::*;
 
 /// 0 is success; anything else is the error in errno.
 fn check(rc: libc::c_int) -> io::Result<()> {

@@ -54,6 +54,9 @@ mkdir -p "$stage/debian"
 printf 'Source: rtbench\n\nPackage: rtbench\nArchitecture: any\n' >"$stage/debian/control"
 depends=$(cd "$stage" && dpkg-shlibdeps -O root/usr/bin/rtbench 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+# sysbench's process helper, embedded in the binary and so unseen by dpkg-shlibdeps, is linked
+# with libtirpc as LMbench's programs are (build.rs).
+depends="$depends, libtirpc3"
 
 install -d "$root/DEBIAN"
 cat >"$root/DEBIAN/control" <<EOF

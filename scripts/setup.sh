@@ -15,6 +15,7 @@ command -v chromium >/dev/null || need+=(chromium)    # the report test renders 
 command -v ip >/dev/null || need+=(iproute2)          # the two-host tests use network namespaces
 command -v make >/dev/null || need+=(make)            # the compile load
 command -v cc >/dev/null || need+=(gcc)
+[ -e /usr/include/tirpc/rpc/rpc.h ] || need+=(libtirpc-dev)  # sysbench's fork helper links it, as LMbench
 command -v cyclictest >/dev/null || need+=(rt-tests)   # the import test reads real cyclictest output
 command -v prometheus >/dev/null || need+=(prometheus) # the fleet test scrapes two monitors with it
 command -v curl >/dev/null || need+=(curl)             # and queries it inside a network namespace

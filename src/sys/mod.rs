@@ -24,6 +24,8 @@ mod signal;
 mod term;
 #[allow(unsafe_code)]
 mod time;
+#[allow(unsafe_code)]
+mod words;
 
 use std::io;
 
@@ -38,6 +40,7 @@ pub use sched::*;
 pub use signal::*;
 pub use term::*;
 pub use time::*;
+pub use words::*;
 
 /// 0 is success; anything else is the error in errno.
 fn check(rc: libc::c_int) -> io::Result<()> {

@@ -100,20 +100,43 @@ pub fn select_read(fds: &[RawFd]) -> io::Result<usize> {
     }
 }
 
-/// A shared read-only mapping of a file; unmapped on drop.
+/// A shared mapping of a file, read-only or also writable; unmapped on drop.
 pub struct Mapping {
     ptr: *mut libc::c_void,
     len: usize,
+    writable: bool,
 }
 
 impl Mapping {
+    /// `len` bytes of `fd` (open for reading), shared and read-only.
     pub fn file(fd: RawFd, len: usize) -> io::Result<Mapping> {
+        Mapping::map(fd, len, false)
+    }
+
+    /// `len` bytes of `fd` (open for reading and writing), shared, readable and writable: a
+    /// write lands in the file's page-cache page, as LMbench's mapping benchmark writes.
+    pub fn file_rw(fd: RawFd, len: usize) -> io::Result<Mapping> {
+        Mapping::map(fd, len, true)
+    }
+
+    fn map(fd: RawFd, len: usize, writable: bool) -> io::Result<Mapping> {
+        let prot = if writable { libc::PROT_READ | libc::PROT_WRITE } else { libc::PROT_READ };
         // SAFETY: a fresh mapping chosen by the kernel; checked for MAP_FAILED.
-        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Mapping { ptr, len })
+        Ok(Mapping { ptr, len, writable })
+    }
+
+    /// Stores `v` at byte `at` (a write the compiler keeps: it is the fault being timed).
+    pub fn write(&mut self, at: usize, v: u8) -> io::Result<()> {
+        if !self.writable || at >= self.len {
+            return Err(io::Error::other("a write outside a writable mapping"));
+        }
+        // SAFETY: `at` is inside the mapping, which is writable for as long as self lives.
+        unsafe { std::ptr::write_volatile(self.ptr.cast::<u8>().add(at), v) };
+        Ok(())
     }
 
     pub fn bytes(&self) -> &[u8] {

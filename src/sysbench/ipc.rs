@@ -44,7 +44,11 @@ pub fn ops() -> Vec<Op> {
             let (m, t) = (mine.into_raw_fd(), theirs.into_raw_fd());
             Echo::start((t, t), (m, m))
         }),
-        lat("tcp-connect", "TCP connection set-up and close on loopback", TcpConnect::make),
+        lat(
+            "tcp-setup",
+            "TCP connection set-up and close on loopback, to a listener that keeps up. Not LMbench's lat_connect ('TCP/IP connection cost'): its server process falls behind its client, its 100-deep listen queue overflows and each dropped SYN is sent again after 1 s; on a 2-CPU VM those retries made its figure milliseconds",
+            TcpConnect::make,
+        ),
         bw("bw-pipe", "a stream of 64 KB writes through a pipe from another process", || {
             let (r, w) = pipe()?;
             Stream::start(r, w)
@@ -356,7 +360,7 @@ mod tests {
     const NO_DESCRIPTOR_LEFT: &str = "sysbench::ipc::tests::a_tcp_connect_bench_ends_with_no_descriptor_left";
 
     /// Run by the test below in a process of its own, with few descriptors: takes them all,
-    /// then ends a tcp-connect bench.
+    /// then ends a tcp-setup bench.
     #[test]
     #[ignore = "run by the_acceptor_ends_when_no_connection_can_reach_it, in a process of its own"]
     fn a_tcp_connect_bench_ends_with_no_descriptor_left() {

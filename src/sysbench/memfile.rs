@@ -3,7 +3,7 @@
 //! and reading and writing memory.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -22,7 +22,11 @@ pub fn ops() -> Vec<Op> {
         fs("delete-0k", "delete an empty file", || Files::make(0, Phase::Delete)),
         fs("create-10k", "create a file and write 10 KB into it", || Files::make(10 * 1024, Phase::Create)),
         fs("delete-10k", "delete a 10 KB file", || Files::make(10 * 1024, Phase::Delete)),
-        fs("mmap", "map a 16 MB file and unmap it", || Ok(Box::new(Mapped::make(Touch::None)?))),
+        fs(
+            "mmap",
+            "map a cached 16 MB file shared and writable, write a byte every 16 KB of its first tenth, unmap it (per mapping, as LMbench)",
+            || Ok(Box::new(Mapped::make()?)),
+        ),
         fs(
             "page-fault",
             "fault in one page of a cached file's fresh mapping, pages in random order, the file written 8 KB at a time (per page, as LMbench)",
@@ -42,18 +46,33 @@ pub fn ops() -> Vec<Op> {
                 sys::select_read(&fds).map(drop)
             })))
         }),
-        bw("bw-file-reread", "read a cached 16 MB file again, 64 KB at a time", || {
+        bw("bw-file-reread", "read a cached 16 MB file again from its start, 64 KB at a time, summing each 64 KB a word at a time (as LMbench's io_only)", || {
             let (dir, path) = scratch(SIZE)?;
+            let mut f = File::open(&path)?;
             let mut buf = vec![0u8; 64 * 1024];
             Ok(Box::new(Moves(move || {
                 let _keep = &dir;
-                let mut f = File::open(&path)?;
-                while f.read(&mut buf)? > 0 {}
-                Ok(SIZE as u64)
+                f.seek(io::SeekFrom::Start(0))?;
+                let mut got = 0;
+                loop {
+                    let k = f.read(&mut buf)?;
+                    if k == 0 {
+                        return Ok(got);
+                    }
+                    std::hint::black_box(sys::sum_u64_of(&buf[..k]));
+                    got += k as u64;
+                }
             })))
         }),
-        bw("bw-mmap-reread", "read every word of a cached 16 MB file through a mapping", || {
-            Ok(Box::new(Mapped::make(Touch::Words)?))
+        bw("bw-mmap-reread", "read every 8-byte word of a cached 16 MB file mapped once (as LMbench's mmap_only)", || {
+            let (dir, path) = scratch(SIZE)?;
+            let file = File::open(path)?;
+            let m = sys::Mapping::file(file.as_raw_fd(), SIZE)?;
+            Ok(Box::new(Moves(move || {
+                let _keep = (&dir, &file);
+                std::hint::black_box(sys::sum_u64_of(m.bytes()));
+                Ok(SIZE as u64)
+            })))
         }),
         bw("bw-bcopy-libc", "copy 16 MB with the library's copy", || {
             let (src, mut dst) = (vec![1u8; SIZE], vec![0u8; SIZE]);
@@ -63,29 +82,24 @@ pub fn ops() -> Vec<Op> {
                 Ok(SIZE as u64)
             })))
         }),
-        bw("bw-bcopy-hand", "copy 16 MB a word at a time", || {
-            let (src, mut dst) = (vec![1u64; SIZE / 8], vec![0u64; SIZE / 8]);
+        bw("bw-bcopy-hand", "copy 16 MB a 4-byte word at a time, one load and one store each (as LMbench)", || {
+            let (src, mut dst) = (vec![1u32; SIZE / 4], vec![0u32; SIZE / 4]);
             Ok(Box::new(Moves(move || {
-                for (d, s) in dst.iter_mut().zip(&src) {
-                    *d = std::hint::black_box(*s);
-                }
+                sys::copy_u32(&mut dst, &src);
                 Ok(SIZE as u64)
             })))
         }),
-        bw("bw-mem-read", "read 16 MB a word at a time", || {
-            let src = vec![1u64; SIZE / 8];
+        bw("bw-mem-read", "read 16 MB a 4-byte word at a time, one load each added to a sum (as LMbench)", || {
+            let src = vec![1u32; SIZE / 4];
             Ok(Box::new(Moves(move || {
-                std::hint::black_box(src.iter().fold(0u64, |a, &w| a.wrapping_add(w)));
+                std::hint::black_box(sys::sum_u32(&src));
                 Ok(SIZE as u64)
             })))
         }),
-        bw("bw-mem-write", "write 16 MB a word at a time", || {
-            let mut dst = vec![0u64; SIZE / 8];
+        bw("bw-mem-write", "write 16 MB a 4-byte word at a time, one store each (as LMbench)", || {
+            let mut dst = vec![0u32; SIZE / 4];
             Ok(Box::new(Moves(move || {
-                for (i, d) in dst.iter_mut().enumerate() {
-                    *d = i as u64;
-                }
-                std::hint::black_box(&dst);
+                sys::fill_u32(&mut dst, 1);
                 Ok(SIZE as u64)
             })))
         }),
@@ -228,47 +242,41 @@ impl Bench for Files {
     }
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Touch {
-    /// Map and unmap only.
-    None,
-    /// Every word: a bandwidth.
-    Words,
+/// The stride of the mmap operation's writes: LMbench's lat_mmap writes one byte every 16 KB.
+const TENTH_STRIDE: usize = 16 * 1024;
+
+/// The offsets the mmap operation writes to in a mapping of `len` bytes: one every
+/// `TENTH_STRIDE` from the start, up to a tenth of the mapping (103 writes for 16 MB).
+fn tenth_offsets(len: usize) -> impl Iterator<Item = usize> {
+    (0..len / 10).step_by(TENTH_STRIDE)
 }
 
-/// A cached file mapped per iteration, and touched as asked.
+/// LMbench's lat_mmap per iteration: a cached file mapped shared and writable, a byte written
+/// every `TENTH_STRIDE` of the mapping's first tenth, and unmapped. Its point is to price a
+/// mapping that is used, not only made and broken.
 struct Mapped {
     _dir: tempfile::TempDir,
     file: File,
-    touch: Touch,
 }
 
 impl Mapped {
-    fn make(touch: Touch) -> io::Result<Mapped> {
+    fn make() -> io::Result<Mapped> {
         let (dir, path) = scratch(SIZE)?;
-        Ok(Mapped { _dir: dir, file: File::open(path)?, touch })
+        let file = File::options().read(true).write(true).open(path)?;
+        Ok(Mapped { _dir: dir, file })
     }
 }
 
 impl Bench for Mapped {
     fn iterate(&mut self, n: u64) -> io::Result<Timed> {
-        let mut units = 0;
         let t = Instant::now();
         for _ in 0..n {
-            let m = sys::Mapping::file(self.file.as_raw_fd(), SIZE)?;
-            units += match self.touch {
-                Touch::None => 1,
-                Touch::Words => {
-                    let sum = m
-                        .bytes()
-                        .chunks_exact(8)
-                        .fold(0u64, |a, w| a.wrapping_add(u64::from_ne_bytes(w.try_into().expect("8 bytes"))));
-                    std::hint::black_box(sum);
-                    SIZE as u64
-                }
-            };
+            let mut m = sys::Mapping::file_rw(self.file.as_raw_fd(), SIZE)?;
+            for at in tenth_offsets(SIZE) {
+                m.write(at, SIZE as u8)?;
+            }
         }
-        Ok(Timed { ns: since(t), units })
+        Ok(Timed { ns: since(t), units: n })
     }
 }
 
@@ -327,6 +335,19 @@ fn per_page(read: u64, remap: u64, n: u64, pages: usize) -> Timed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_mmap_writes_a_byte_every_16_kb_of_the_first_tenth_and_counts_once() {
+        let at: Vec<usize> = tenth_offsets(16 << 20).collect();
+        // A tenth of 16 MB is 1,677,721 bytes: offsets 0, 16 KB, … 102 × 16 KB.
+        assert_eq!((at.len(), at[1], *at.last().unwrap()), (103, 16_384, 102 * 16_384));
+        assert_eq!(tenth_offsets(160 * 1024).count(), 1, "a 160 KB mapping: its first 16 KB only");
+        let mut m = Mapped::make().unwrap();
+        assert_eq!(m.iterate(3).unwrap().units, 3, "per mapping, not per write");
+        let mut back = vec![0u8; 16_384 + 1];
+        m.file.read_exact(&mut back).unwrap();
+        assert_eq!((back[0], back[1], back[16_384]), (SIZE as u8, 0x33, SIZE as u8), "the writes reached the file");
+    }
 
     #[test]
     fn page_faults_are_per_page_with_the_mapping_taken_off() {

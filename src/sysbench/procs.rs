@@ -88,15 +88,21 @@ pub fn ops() -> Vec<Op> {
         op("sig-catch", "run a signal's handler: sending this process a signal less sending it signal 0", || {
             Ok(Box::new(Catch::install()?))
         }),
-        op("fork-exit", "fork a process that exits at once, and wait (from a small helper process)", || {
-            Spawner::make(How::Exit)
-        }),
-        op("fork-exec", "fork, exec a tiny program that exits, and wait (from a small helper process)", || {
-            Spawner::make(How::Exec)
-        }),
-        op("fork-sh", "fork, exec sh -c running a tiny program, and wait (from a small helper process)", || {
-            Spawner::make(How::Shell)
-        }),
+        op(
+            "fork-exit",
+            "fork a process that calls exit at once, and wait (from a small helper with LMbench's process image)",
+            || Spawner::make(How::Exit),
+        ),
+        op(
+            "fork-exec",
+            "fork, exec a tiny program that exits, and wait (from a small helper with LMbench's process image)",
+            || Spawner::make(How::Exec),
+        ),
+        op(
+            "fork-sh",
+            "fork, exec sh -c running a tiny program, and wait (from a small helper with LMbench's process image)",
+            || Spawner::make(How::Shell),
+        ),
     ]
 }
 

@@ -1,7 +1,8 @@
 //! Making processes, as LMbench's lat_proc does: from a small helper process (helper/spawn.c,
 //! compiled with rtbench) that rtbench starts once per operation, so fork copies a small
-//! address space, not rtbench's, and exec runs a tiny program. The helper times its own loop
-//! and answers with nanoseconds.
+//! address space, not rtbench's, and exec runs a tiny program. The helper is linked as
+//! LMbench's programs are (libm, libtirpc), so what it forks, exits and execs is LMbench's
+//! process image. It times its own loop and answers with nanoseconds.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -11,6 +12,11 @@ use super::{Bench, Timed};
 
 /// The helper's executable, built by build.rs (empty when no C compiler was found).
 const HELPER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rtbench-spawn"));
+
+/// "lmbench" when build.rs linked the helper as LMbench links its programs, "libc" when it
+/// could not (no libtirpc to link) and the fork rows price a smaller process.
+#[cfg(test)]
+const IMAGE: &str = env!("RTBENCH_SPAWN_IMAGE");
 
 /// How each process is made.
 #[derive(Clone, Copy)]
@@ -44,6 +50,11 @@ pub struct Spawner {
 
 impl Spawner {
     pub fn make(how: How) -> io::Result<Box<dyn Bench>> {
+        Ok(Box::new(Spawner::start(how)?))
+    }
+
+    /// The helper started, waiting for requests.
+    fn start(how: How) -> io::Result<Spawner> {
         if HELPER.is_empty() {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -57,7 +68,7 @@ impl Spawner {
         let mut child = spawn(&path)?;
         let input = child.stdin.take();
         let output = BufReader::new(child.stdout.take().ok_or_else(|| io::Error::other("no helper output"))?);
-        Ok(Box::new(Spawner { how, child, input, output, _dir: dir }))
+        Ok(Spawner { how, child, input, output, _dir: dir })
     }
 }
 
@@ -108,5 +119,20 @@ mod tests {
             assert_eq!(t.units, 3, "{}", how.word());
             assert!(t.ns > 0, "{}: a real time came back", how.word());
         }
+    }
+
+    #[test]
+    fn the_helper_forks_from_lmbench_s_process_image() {
+        if IMAGE != "lmbench" {
+            eprintln!("skipped: rtbench was built without libtirpc, so the helper is libc only");
+            return;
+        }
+        let mut s = Spawner::start(How::Exit).unwrap();
+        s.iterate(1).unwrap(); // its answer says the loader has mapped everything
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", s.child.id())).unwrap();
+        for lib in ["libc.so", "libm.so", "libtirpc.so"] {
+            assert!(maps.contains(lib), "the helper maps {lib}, as LMbench's lat_proc does");
+        }
+        assert!(maps.lines().count() >= 50, "LMbench's image has about 70 mappings, libc alone 25");
     }
 }

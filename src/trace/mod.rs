@@ -5,6 +5,7 @@
 //! `--breach-max` windows.
 
 mod attribute;
+mod bpfasm;
 pub mod classify;
 mod context;
 mod instance;

@@ -6,6 +6,7 @@
 
 mod attribute;
 mod bpfasm;
+mod btf;
 pub mod classify;
 mod context;
 mod instance;

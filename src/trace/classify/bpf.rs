@@ -1,0 +1,290 @@
+//! The classification's events from small BPF programs on the raw tracepoints the ftrace
+//! instance would trace (IRQ handlers, softirqs, switches, the x86 vectors), built here as
+//! bytecode: on this VM an ftrace event on the interrupt path costs the interrupted thread
+//! ~2–4 µs (a cold ring buffer on a freshly woken virtual CPU), a program almost nothing.
+//!
+//! Each program returns at once on a CPU that is not measured; on a measured one it queues a
+//! record (time, CPU, event, the task current, the tracepoint's first argument, and at a switch
+//! the next task's pid, priority and name) for the reader, which pops the queue off the measured
+//! CPUs every few milliseconds and turns each record into the event the ftrace path would have
+//! read, into the same [`Timeline`]. The next task is read in the program, at offsets the
+//! kernel's BTF gives ([`crate::trace::btf`]): reading it from /proc afterwards would miss the
+//! short-lived tasks (a burst that ended before the reader looked) and cost a file per pid.
+//! IRQ names come from /proc/interrupts in the reader: the program stays small.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::sync::Mutex;
+
+use super::timeline::Timeline;
+use crate::trace::bpfasm::*;
+use crate::trace::parse::Event;
+use crate::trace::stream::{lock, Reader};
+
+/// The tracepoints, a record's event number being the index; the first five are needed, the
+/// vectors taken where the kernel has them (as the ftrace instance does).
+const TRACEPOINTS: [&str; 15] = [
+    "irq_handler_entry",
+    "irq_handler_exit",
+    "softirq_entry",
+    "softirq_exit",
+    "sched_switch",
+    "local_timer_entry",
+    "local_timer_exit",
+    "reschedule_entry",
+    "reschedule_exit",
+    "call_function_entry",
+    "call_function_exit",
+    "call_function_single_entry",
+    "call_function_single_exit",
+    "irq_work_entry",
+    "irq_work_exit",
+];
+const NEEDED: usize = 5;
+const SWITCH: usize = 4;
+/// `sched_switch(preempt, prev, next, ...)`: `next` is the third argument.
+const NEXT_ARG: i16 = 16;
+/// Records waiting for the reader: a busy CPU makes tens of thousands of events a second, the
+/// reader takes them every 10 ms.
+const QUEUED: u32 = 65_536;
+const QUEUE: u32 = 22;
+const ARRAY: u32 = 2;
+
+/// A record: ts, cpu, event, pid, arg, next pid, next prio (u64 + six u32), comm, next comm.
+const RECORD: usize = 64;
+/// The record on the program's stack.
+const AT: i16 = -64;
+
+const SOFTIRQS: [&str; 10] =
+    ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
+
+/// The programs and maps, attached; all of it goes with the fds.
+pub struct Programs {
+    queue: OwnedFd,
+    lost: OwnedFd,
+    _links: Vec<OwnedFd>,
+}
+
+impl Programs {
+    /// Loads and attaches a program per tracepoint, following `cpus`.
+    pub fn attach(cpus: &[usize]) -> Result<Programs, String> {
+        use crate::sys::{bpf_attach_raw_tp, bpf_map, bpf_raw_tp_program};
+        let mask = cpus.iter().try_fold(0u64, |m, &c| (c < 64).then(|| m | 1 << c));
+        let mask = mask.ok_or("the BPF programs follow CPUs 0-63 only")?;
+        let task = crate::trace::btf::task_offsets()?;
+        let queue = bpf_map(QUEUE, 0, RECORD as u32, QUEUED).map_err(|e| format!("cannot make the queue: {e}"))?;
+        let lost = bpf_map(ARRAY, 4, 8, 1).map_err(|e| format!("cannot make a map: {e}"))?;
+        let mut links = Vec::new();
+        for (kind, name) in TRACEPOINTS.iter().enumerate() {
+            let code = program(kind, mask, (kind == SWITCH).then_some(task), &queue, &lost);
+            let prog = bpf_raw_tp_program(&code).map_err(|e| format!("the {name} program does not load: {e}"))?;
+            let tp = std::ffi::CString::new(*name).expect("no NUL");
+            match bpf_attach_raw_tp(&tp, &prog) {
+                Ok(link) => links.push(link),
+                Err(e) if kind < NEEDED => return Err(format!("cannot attach to {name}: {e}")),
+                Err(_) => {}
+            }
+        }
+        Ok(Programs { queue, lost, _links: links })
+    }
+
+    /// Pops every queued record into `timeline`, in time order; Err when a map cannot be read.
+    fn drain(&self, timeline: &Mutex<Timeline>, irqs: &mut IrqNames) -> std::io::Result<()> {
+        let mut rec = [0u8; RECORD];
+        let mut batch = Vec::new();
+        while crate::sys::bpf_pop(&self.queue, &mut rec)? {
+            batch.push(Record::from(&rec));
+        }
+        // A program interrupted between its clock read and its push queues after the
+        // interrupt's own records.
+        batch.sort_by_key(|r| r.ts);
+        let mut lost = [0u8; 8];
+        crate::sys::bpf_lookup(&self.lost, &0u32.to_ne_bytes(), &mut lost)?;
+        let mut t = lock(timeline);
+        for r in &batch {
+            let detail = r.detail(irqs);
+            let name = TRACEPOINTS.get(r.kind as usize).copied().unwrap_or("?");
+            let e = Event { comm: &r.comm, pid: r.pid, cpu: r.cpu, ts_ns: r.ts, name, detail: &detail };
+            t.event(&e);
+        }
+        t.lost_events = u64::from_ne_bytes(lost);
+        Ok(())
+    }
+}
+
+/// Attaches the programs and reads them into a timeline of `cpus` from a thread named `name`,
+/// off those CPUs.
+pub fn start(name: &str, cpus: &[usize]) -> Result<Reader<Timeline>, String> {
+    let programs = Programs::attach(cpus)?;
+    let mut irqs = IrqNames::default();
+    // The programs go when the reader ends.
+    Reader::spawn(name, Timeline::new(cpus), cpus, move |t| programs.drain(t, &mut irqs).is_ok())
+}
+
+/// A record as the reader takes it.
+#[derive(Debug, PartialEq)]
+struct Record {
+    ts: u64,
+    cpu: u32,
+    kind: u32,
+    pid: i32,
+    arg: u32,
+    next_pid: i32,
+    next_prio: i32,
+    comm: String,
+    next_comm: String,
+}
+
+impl From<&[u8; RECORD]> for Record {
+    fn from(b: &[u8; RECORD]) -> Record {
+        let w = |i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let name = |i: usize| {
+            let s = &b[i..i + 16];
+            String::from_utf8_lossy(&s[..s.iter().position(|c| *c == 0).unwrap_or(16)]).into_owned()
+        };
+        Record {
+            ts: u64::from_ne_bytes(b[0..8].try_into().expect("8 bytes")),
+            cpu: w(8),
+            kind: w(12),
+            pid: w(16) as i32,
+            arg: w(20),
+            next_pid: w(24) as i32,
+            next_prio: w(28) as i32,
+            comm: name(32),
+            next_comm: name(48),
+        }
+    }
+}
+
+impl Record {
+    /// The event's fields as the ftrace instance prints them, for the same parser.
+    fn detail(&self, irqs: &mut IrqNames) -> String {
+        match self.kind {
+            0 | 1 => format!("irq={} name={}", self.arg, irqs.name(self.arg)),
+            2 | 3 => format!("vec={} [action={}]", self.arg, SOFTIRQS.get(self.arg as usize).unwrap_or(&"?")),
+            4 => format!(
+                "prev_comm={} prev_pid={} ==> next_comm={} next_pid={} next_prio={}",
+                self.comm, self.pid, self.next_comm, self.next_pid, self.next_prio
+            ),
+            _ => format!("vector={}", self.arg),
+        }
+    }
+}
+
+/// IRQ names by number, from /proc/interrupts, read again when an IRQ it did not list fires.
+#[derive(Default)]
+struct IrqNames {
+    names: HashMap<u32, String>,
+    read_for: Vec<u32>,
+}
+
+impl IrqNames {
+    fn name(&mut self, irq: u32) -> &str {
+        if !self.names.contains_key(&irq) && !self.read_for.contains(&irq) {
+            self.read_for.push(irq);
+            self.names.extend(parse_interrupts(&std::fs::read_to_string("/proc/interrupts").unwrap_or_default()));
+        }
+        self.names.get(&irq).map_or("?", |s| s.as_str())
+    }
+}
+
+/// `  36:  0  12  PCI-MSIX-0000:00:04.0  0-edge  virtio1-req.0`: IRQ 36 is "virtio1-req.0" (the
+/// handler's name, the last column; a shared line lists several, the last kept).
+fn parse_interrupts(text: &str) -> impl Iterator<Item = (u32, String)> + '_ {
+    text.lines().filter_map(|l| {
+        let (n, rest) = l.trim_start().split_once(':')?;
+        Some((n.parse().ok()?, rest.split_whitespace().last()?.to_string()))
+    })
+}
+
+/// The program of event `kind`: on a CPU of `mask`, the record queued, a full queue counted in
+/// `lost`. `task`: at a switch, `task_struct`'s (pid, prio, comm) offsets to read `next` at.
+fn program(kind: usize, mask: u64, task: Option<[u32; 3]>, queue: &OwnedFd, lost: &OwnedFd) -> Vec<u64> {
+    let at = |off: i16| AT + off;
+    let mut a = Asm::default();
+    // r6: the arguments; r7: this CPU, if it is measured.
+    a.mov(6, 1).call(SMP_PROCESSOR_ID).exit_on(JGT_K, 0, 63).mov(7, 0);
+    a.load64(1, mask).op(ALU64 | RSH | X, 1, 7, 0, 0).op(ALU64 | AND, 1, 0, 0, 1).exit_if(1, true, 0);
+    for off in (0..RECORD as i16).step_by(8) {
+        a.op(ST_DW, FP, 0, at(off), 0);
+    }
+    a.op(STX_W, FP, 7, at(8), 0).op(ST_W, FP, 0, at(12), kind as i32);
+    a.call(KTIME_GET_NS).op(STX_DW, FP, 0, at(0), 0);
+    a.call(CURRENT_PID_TGID).op(STX_W, FP, 0, at(16), 0);
+    a.op(LDX_DW, 1, 6, 0, 0).op(STX_W, FP, 1, at(20), 0);
+    a.stack(1, i32::from(at(32))).mov_k(2, 16).call(CURRENT_COMM);
+    if let Some([pid, prio, comm]) = task {
+        a.op(LDX_DW, 8, 6, NEXT_ARG, 0);
+        a.read_kernel_n(i32::from(at(24)), 4, 8, pid as i32);
+        a.read_kernel_n(i32::from(at(28)), 4, 8, prio as i32);
+        a.read_kernel_n(i32::from(at(48)), 16, 8, comm as i32);
+    }
+    a.map(1, queue).stack(2, i32::from(AT)).mov_k(3, 0).call(MAP_PUSH).exit_if(0, true, 0);
+    a.op(ST_W, FP, 0, AT - 4, 0).map(1, lost).stack(2, i32::from(AT - 4)).call(MAP_LOOKUP).exit_if(0, true, 0);
+    // lock *(u64 *)(r0 + 0) += 1
+    a.mov_k(1, 1).op(ATOMIC_DW, 0, 1, 0, 0);
+    a.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_as_the_ftrace_instance_prints_their_events() {
+        let mut b = [0u8; RECORD];
+        b[0..8].copy_from_slice(&10_000_000_123u64.to_ne_bytes());
+        for (at, v) in [(8, 1u32), (12, 4), (16, 500), (20, 0), (24, 77), (28, 0)] {
+            b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        }
+        b[32..41].copy_from_slice(b"rtbench-0");
+        b[48..55].copy_from_slice(b"python3");
+        let r = Record::from(&b);
+        assert_eq!((r.ts, r.cpu, r.pid, r.comm.as_str()), (10_000_000_123, 1, 500, "rtbench-0"));
+        let mut irqs = IrqNames::default();
+        let d = r.detail(&mut irqs);
+        let field = crate::trace::parse::field;
+        assert_eq!(
+            (field(&d, "next_comm"), field(&d, "next_pid"), field(&d, "next_prio")),
+            (Some("python3"), Some("77"), Some("0"))
+        );
+        let softirq = Record { kind: 2, arg: 1, ..r };
+        assert_eq!(field(&softirq.detail(&mut irqs), "action"), Some("TIMER"));
+    }
+
+    #[test]
+    fn irq_names_are_the_last_column_of_proc_interrupts() {
+        let text = "           CPU0       CPU1\n  0:         48          0   IO-APIC   2-edge      timer\n 36:          0       1234  PCI-MSIX-0000:00:04.0   0-edge      virtio1-req.0\nLOC:     100   200   Local timer interrupts\n";
+        let names: HashMap<u32, String> = parse_interrupts(text).collect();
+        assert_eq!(names.get(&36).map(String::as_str), Some("virtio1-req.0"));
+        assert_eq!(names.get(&0).map(String::as_str), Some("timer"));
+        assert_eq!(names.len(), 2, "the named vectors are not IRQ numbers");
+    }
+
+    /// The programs as the kernel runs them: a switch on this CPU is queued with both tasks.
+    #[test]
+    fn a_switch_on_a_followed_cpu_comes_back_with_the_next_task() {
+        if !crate::sys::is_root() {
+            eprintln!("skipped: loading BPF programs needs root");
+            return;
+        }
+        let cpus = crate::sysinfo::online_cpus();
+        let programs = match Programs::attach(&cpus) {
+            Ok(p) => p,
+            Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
+            Err(why) => panic!("the programs load and attach: {why}"),
+        };
+        // Sleeping switches this thread out and back in.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let timeline = Mutex::new(Timeline::new(&cpus));
+        let (mut rec, mut seen) = ([0u8; RECORD], Vec::new());
+        while crate::sys::bpf_pop(&programs.queue, &mut rec).unwrap() {
+            seen.push(Record::from(&rec));
+        }
+        let me = crate::sys::gettid();
+        let back_in =
+            seen.iter().find(|r| r.kind == SWITCH as u32 && r.next_pid == me).expect("a switch to this thread");
+        assert!(back_in.next_comm.len() > 0 && back_in.next_prio >= 100, "{back_in:?}");
+        programs.drain(&timeline, &mut IrqNames::default()).unwrap();
+    }
+}

@@ -289,7 +289,7 @@ mod tests {
         let me = crate::sys::gettid();
         let back_in =
             seen.iter().find(|r| r.kind == SWITCH as u32 && r.next_pid == me).expect("a switch to this thread");
-        assert!(back_in.next_comm.len() > 0 && back_in.next_prio >= 100, "{back_in:?}");
+        assert!(!back_in.next_comm.is_empty() && back_in.next_prio >= 100, "{back_in:?}");
         programs.drain(&timeline, &mut IrqNames::default()).unwrap();
     }
 

@@ -11,6 +11,7 @@
 
 mod bpf;
 mod gap;
+mod record;
 mod timeline;
 
 use std::sync::{Arc, Mutex};

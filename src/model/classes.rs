@@ -116,6 +116,10 @@ pub struct ClassifyRecord {
     pub threads: Vec<ThreadClasses>,
     /// Why the gaps were not classified, when they were not.
     pub skipped: Option<String>,
+    /// Where the events came from: BPF programs on the tracepoints, or an ftrace instance (and
+    /// why BPF could not load). Runs made before BPF was used do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 impl ClassifyRecord {

@@ -125,6 +125,7 @@ fn noise_classes(h: &RunHeader) -> String {
     if let Some(why) = &c.skipped {
         return format!("noise by class: unknown ({why})\n\n");
     }
+    let from = c.source.as_ref().map_or(String::new(), |s| format!("noise classified from {s}\n"));
     let total: u64 = NoiseClass::ALL.iter().map(|k| c.class(*k).1).sum::<u64>().max(1);
     let secs = h.params.duration_s().filter(|s| *s > 0.0);
     let mut out = format!(
@@ -157,6 +158,7 @@ fn noise_classes(h: &RunHeader) -> String {
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
+    out.push_str(&from);
     out.push('\n');
     out
 }

@@ -108,8 +108,10 @@ impl ClassifyFlow {
     }
 
     /// What the classification came to, every thread's gaps by class, the most noise first.
-    pub(super) fn record(&self, lost_events: u64) -> ClassifyRecord {
-        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads: self.threads(), skipped: None }
+    /// `(lost_events, source)`: the tracer's.
+    pub(super) fn record(&self, (lost_events, source): (u64, String)) -> ClassifyRecord {
+        let threads = self.threads();
+        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None, source: Some(source) }
     }
 
     /// Every thread's gaps so far by class and name, the most noise first.

@@ -234,8 +234,9 @@ fn end_tracers(cfg: &RunConfig, session: &Session, run: &mut Flow, params: &mut 
         params.split = Some(record);
     }
     run.end_classify();
-    if let (Some(c), Some(lost)) = (&run.classify, session.with(|t: &mut ClassifyTracer| t.lost_events())) {
-        params.classify = Some(c.record(lost));
+    let traced = session.with(|t: &mut ClassifyTracer| (t.lost_events(), t.source()));
+    if let (Some(c), Some(traced)) = (&run.classify, traced) {
+        params.classify = Some(c.record(traced));
     }
 }
 

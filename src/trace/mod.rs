@@ -5,6 +5,8 @@
 //! `--breach-max` windows.
 
 mod attribute;
+mod bpfasm;
+mod btf;
 pub mod classify;
 mod context;
 mod instance;

@@ -66,6 +66,8 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let line = shown.lines().find(|l| l.starts_with("thread ")).expect("a thread line");
     assert!(line.contains("python3 (pid"), "{shown}");
     assert!(shown.lines().any(|l| l.starts_with("HW/hypervisor")), "{shown}");
+    // Where the events came from is said: BPF here, an ftrace instance where BPF cannot load.
+    assert!(shown.lines().any(|l| l.starts_with("noise classified from BPF")), "{shown}");
     let out = lab.path("report");
     lab.ok(&["report", "-o", out.to_str().unwrap()]);
     let svg = std::fs::read_to_string(out.join("figures").join("noise-classes.svg")).expect("the noise-by-class bar");
@@ -94,17 +96,21 @@ fn assert_intervals_add_up(doc: &serde_json::Value, totals: &[serde_json::Value]
 }
 
 #[test]
-fn a_killed_classified_run_leaves_its_instance_to_the_next_command_which_removes_it() {
+fn a_killed_classified_run_leaves_nothing_the_next_command_must_remove_but_the_breach_s_instance() {
     let Some((_one, before)) = traced() else { return };
     let lab = Lab::new();
     let state = lab.path("state");
-    let pid = probe_ended_by(&lab, &state, "-KILL", &["noise", "-a", "1", "--classify"]);
+    // The classification's BPF programs and maps are fds: the kernel frees them with the process.
+    let run = ["noise", "-a", "1", "--classify", "--breach", "100000"];
+    let pid = probe_ended_by(&lab, &state, "-KILL", &run);
     let dir = Path::new(TRACEFS).join("instances").join(format!("rtbench-classify-{pid}"));
-    assert!(dir.is_dir(), "a killed run cannot remove its instance: {}", dir.display());
-    assert!(state.join(format!("classify-trace-{pid}.json")).is_file(), "its journal says so");
+    assert!(!dir.exists(), "the classification traced with BPF, not an instance: {}", dir.display());
+    assert!(!state.join(format!("classify-trace-{pid}.json")).exists(), "and has no journal");
+    assert!(state.join(format!("trace-{pid}.json")).is_file(), "the breach tracer's instance has one");
     let out = lab.cmd(&["runs"]).env("RTBENCH_STATE_DIR", &state).output().unwrap();
-    assert!(text(&out.stderr).contains("removed the trace instance"), "{}", text(&out.stderr));
-    assert!(!dir.exists(), "the next command removed it");
+    let said = text(&out.stderr);
+    assert_eq!(said.matches("removed the trace instance").count(), 1, "{said}");
+    assert!(!state.join(format!("trace-{pid}.json")).exists(), "the next command removed it");
     assert_eq!(tracing_state(), before, "SIGKILL and one more command: tracing is as it was");
 }
 

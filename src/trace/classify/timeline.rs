@@ -77,7 +77,8 @@ impl Timeline {
         }
     }
 
-    fn event(&mut self, e: &parse::Event) {
+    /// Takes in one event (read from the trace or built from a BPF record).
+    pub(super) fn event(&mut self, e: &parse::Event) {
         let target = (e.name == "sched_wakeup")
             .then(|| parse::field(e.detail, "target_cpu").and_then(|c| c.parse().ok()))
             .flatten();

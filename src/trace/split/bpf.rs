@@ -11,6 +11,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 
 use super::expiry::Seen;
+use crate::trace::bpfasm::*;
 use crate::trace::stream::{lock, Reader};
 
 /// `struct hrtimer` starts with a `timerqueue_node` (an `rb_node` of three pointers and its
@@ -73,89 +74,6 @@ pub fn start(name: &str, cpus: &[usize]) -> Result<Reader<Seen>, String> {
     Reader::spawn(name, Seen::default(), cpus, move |seen| programs.drain(seen).is_ok())
 }
 
-// ---- bytecode -------------------------------------------------------------------------------
-
-const ALU64: u8 = 0x07;
-const MOV: u8 = 0xb0;
-const ADD: u8 = 0x00;
-const RSH: u8 = 0x70;
-const X: u8 = 0x08;
-const LDX_DW: u8 = 0x79;
-const STX_DW: u8 = 0x7b;
-const ST_W: u8 = 0x62;
-const LD_DW: u8 = 0x18;
-const JEQ_K: u8 = 0x15;
-const JNE_K: u8 = 0x55;
-const CALL: u8 = 0x85;
-const EXIT: u8 = 0x95;
-const ATOMIC_DW: u8 = 0xdb;
-const PSEUDO_MAP_FD: u8 = 1;
-const FP: u8 = 10;
-
-const MAP_LOOKUP: i32 = 1;
-const MAP_UPDATE: i32 = 2;
-const MAP_DELETE: i32 = 3;
-const CURRENT_PID_TGID: i32 = 14;
-const MAP_PUSH: i32 = 87;
-const PROBE_READ_KERNEL: i32 = 113;
-
-/// One instruction: opcode, registers, offset, immediate.
-fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
-    u64::from(code) | u64::from(dst | src << 4) << 8 | u64::from(off as u16) << 16 | u64::from(imm as u32) << 32
-}
-
-/// A program being written; jumps to its end are patched once its length is known.
-#[derive(Default)]
-struct Asm {
-    code: Vec<u64>,
-    to_exit: Vec<usize>,
-}
-
-impl Asm {
-    fn op(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) -> &mut Asm {
-        self.code.push(insn(code, dst, src, off, imm));
-        self
-    }
-    fn mov(&mut self, dst: u8, src: u8) -> &mut Asm {
-        self.op(ALU64 | MOV | X, dst, src, 0, 0)
-    }
-    fn mov_k(&mut self, dst: u8, imm: i32) -> &mut Asm {
-        self.op(ALU64 | MOV, dst, 0, 0, imm)
-    }
-    fn add_k(&mut self, dst: u8, imm: i32) -> &mut Asm {
-        self.op(ALU64 | ADD, dst, 0, 0, imm)
-    }
-    /// `dst = fp + off`: a pointer to the stack.
-    fn stack(&mut self, dst: u8, off: i32) -> &mut Asm {
-        self.mov(dst, FP).add_k(dst, off)
-    }
-    fn map(&mut self, dst: u8, map: &OwnedFd) -> &mut Asm {
-        use std::os::fd::AsRawFd;
-        self.op(LD_DW, dst, PSEUDO_MAP_FD, 0, map.as_raw_fd()).op(0, 0, 0, 0, 0)
-    }
-    fn call(&mut self, helper: i32) -> &mut Asm {
-        self.op(CALL, 0, 0, 0, helper)
-    }
-    /// Ends the program when `reg` == `imm` (`eq`) or != `imm`.
-    fn exit_if(&mut self, reg: u8, eq: bool, imm: i32) -> &mut Asm {
-        self.to_exit.push(self.code.len());
-        self.op(if eq { JEQ_K } else { JNE_K }, reg, 0, 0, imm)
-    }
-    /// `fp[dst_off..+8]` = kernel memory at `src + off` (r1-r5 clobbered).
-    fn read_kernel(&mut self, dst_off: i32, src: u8, off: i32) -> &mut Asm {
-        self.stack(1, dst_off).mov_k(2, 8).mov(3, src).add_k(3, off).call(PROBE_READ_KERNEL)
-    }
-    fn finish(mut self) -> Vec<u64> {
-        let end = self.code.len();
-        for at in std::mem::take(&mut self.to_exit) {
-            let off = (end - at - 1) as i16;
-            self.code[at] = (self.code[at] & !(0xffff << 16)) | u64::from(off as u16) << 16;
-        }
-        self.mov_k(0, 0).op(EXIT, 0, 0, 0, 0);
-        self.code
-    }
-}
-
 /// `hrtimer_start(hrtimer, ...)`: in a thread of `tgid`, `armed[hrtimer] = (pid_tgid, due)`.
 fn on_start(tgid: u32, armed: &OwnedFd) -> Vec<u64> {
     let mut a = Asm::default();
@@ -188,16 +106,6 @@ fn on_expire(armed: &OwnedFd, queue: &OwnedFd, lost: &OwnedFd) -> Vec<u64> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn instructions_are_encoded_as_the_kernel_reads_them() {
-        // r1 = r10 (mov64 reg): 0xbf, dst 1, src 10.
-        assert_eq!(insn(ALU64 | MOV | X, 1, FP, 0, 0), 0x0000_0000_0000_a1bf);
-        // if r0 == 0 goto +3
-        assert_eq!(insn(JEQ_K, 0, 0, 3, 0), 0x0000_0000_0003_0015);
-        // *(u32 *)(r10 - 36) = 0: a negative offset in two's complement.
-        assert_eq!(insn(ST_W, FP, 0, -36, 7), 0x0000_0007_ffdc_0a62);
-    }
-
     /// The programs as the kernel runs them: this thread's own sleep comes back as an expiry,
     /// due when it asked, handled no earlier.
     #[test]
@@ -218,17 +126,5 @@ mod tests {
         let e = mine.back().unwrap();
         assert!(e.due_ns >= asked && e.ran_ns >= e.due_ns, "{e:?} (asked for {asked})");
         assert_eq!(seen.lost_events, 0);
-    }
-
-    #[test]
-    fn every_early_exit_lands_on_the_program_s_end() {
-        let mut a = Asm::default();
-        a.mov_k(0, 1).exit_if(0, true, 0).mov_k(0, 2).exit_if(0, false, 5).mov_k(0, 3);
-        let code = a.finish();
-        assert_eq!(code.len(), 7);
-        let off = |i: usize| (code[i] >> 16) as u16 as i16 as usize;
-        assert_eq!(1 + 1 + off(1), 5, "the first exit jumps to `r0 = 0; exit`");
-        assert_eq!(3 + 1 + off(3), 5);
-        assert_eq!(code[6] & 0xff, u64::from(EXIT));
     }
 }

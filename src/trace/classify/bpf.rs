@@ -1,0 +1,221 @@
+//! The classification's events from small BPF programs on the raw tracepoints the ftrace
+//! instance would trace (IRQ handlers, softirqs, switches, the x86 vectors), built here as
+//! bytecode: on this VM an ftrace event on the interrupt path costs the interrupted thread
+//! ~2–4 µs (a cold ring buffer on a freshly woken virtual CPU), a program almost nothing.
+//!
+//! Each program returns at once on a CPU that is not measured; on a measured one it queues a
+//! record (time, CPU, event, the task current, the tracepoint's first argument, and at a switch
+//! the next task's pid, priority and name) for the reader, which pops the queue off the measured
+//! CPUs every few milliseconds and turns each record into the event the ftrace path would have
+//! read, into the same [`Timeline`]. The next task is read in the program, at offsets the
+//! kernel's BTF gives ([`crate::trace::btf`]): reading it from /proc afterwards would miss the
+//! short-lived tasks (a burst that ended before the reader looked) and cost a file per pid.
+//! IRQ names come from /proc/interrupts in the reader ([`super::record`]): the program stays small.
+
+use std::os::fd::OwnedFd;
+use std::sync::Mutex;
+
+use super::record::{IrqNames, Record, RECORD};
+use super::timeline::Timeline;
+use crate::trace::bpfasm::*;
+use crate::trace::parse::Event;
+use crate::trace::stream::{lock, Reader};
+
+/// The tracepoints, a record's event number being the index; the first five are needed, the
+/// vectors taken where the kernel has them (as the ftrace instance does).
+const TRACEPOINTS: [&str; 15] = [
+    "irq_handler_entry",
+    "irq_handler_exit",
+    "softirq_entry",
+    "softirq_exit",
+    "sched_switch",
+    "local_timer_entry",
+    "local_timer_exit",
+    "reschedule_entry",
+    "reschedule_exit",
+    "call_function_entry",
+    "call_function_exit",
+    "call_function_single_entry",
+    "call_function_single_exit",
+    "irq_work_entry",
+    "irq_work_exit",
+];
+const NEEDED: usize = 5;
+const SWITCH: usize = 4;
+/// `sched_switch(preempt, prev, next, ...)`: `next` is the third argument.
+const NEXT_ARG: i16 = 16;
+/// Records waiting for the reader: a busy CPU makes tens of thousands of events a second, the
+/// reader takes them every 10 ms.
+const QUEUED: u32 = 65_536;
+const QUEUE: u32 = 22;
+const ARRAY: u32 = 2;
+
+/// The record on the program's stack.
+const AT: i16 = -64;
+
+/// The programs and maps, attached; all of it goes with the fds.
+pub struct Programs {
+    queue: OwnedFd,
+    lost: OwnedFd,
+    _links: Vec<OwnedFd>,
+    /// When the last program was attached: records before it are dropped.
+    since_ns: u64,
+}
+
+impl Programs {
+    /// Loads and attaches a program per tracepoint, following `cpus`.
+    pub fn attach(cpus: &[usize]) -> Result<Programs, String> {
+        use crate::sys::{bpf_attach_raw_tp, bpf_map, bpf_raw_tp_program};
+        let mask = cpus.iter().try_fold(0u64, |m, &c| (c < 64).then(|| m | 1 << c));
+        let mask = mask.ok_or("the BPF programs follow CPUs 0-63 only")?;
+        let task = crate::trace::btf::task_offsets()?;
+        let queue = bpf_map(QUEUE, 0, RECORD as u32, QUEUED).map_err(|e| format!("cannot make the queue: {e}"))?;
+        let lost = bpf_map(ARRAY, 4, 8, 1).map_err(|e| format!("cannot make a map: {e}"))?;
+        let mut links = Vec::new();
+        for (kind, name) in TRACEPOINTS.iter().enumerate() {
+            let code = program(kind, mask, (kind == SWITCH).then_some(task), &queue, &lost);
+            let prog = bpf_raw_tp_program(&code).map_err(|e| format!("the {name} program does not load: {e}"))?;
+            let tp = std::ffi::CString::new(*name).expect("no NUL");
+            match bpf_attach_raw_tp(&tp, &prog) {
+                Ok(link) => links.push(link),
+                Err(e) if kind < NEEDED => return Err(format!("cannot attach to {name}: {e}")),
+                Err(_) => {}
+            }
+        }
+        // Attaching patches the kernel's text, which interrupts every CPU: an entry program
+        // attached before its exit's sees an interrupt whose end it never sees, and a CPU left
+        // "in" that interrupt would have every gap put down to it. Only what follows counts.
+        Ok(Programs { queue, lost, _links: links, since_ns: crate::sys::now_ns() })
+    }
+
+    /// Pops every queued record into `timeline`, in time order; Err when a map cannot be read.
+    fn drain(&self, timeline: &Mutex<Timeline>, irqs: &mut IrqNames) -> std::io::Result<()> {
+        let mut rec = [0u8; RECORD];
+        let mut batch = Vec::new();
+        while crate::sys::bpf_pop(&self.queue, &mut rec)? {
+            batch.extend(Some(Record::from(&rec)).filter(|r| r.ts >= self.since_ns));
+        }
+        // A program interrupted between its clock read and its push queues after the
+        // interrupt's own records.
+        batch.sort_by_key(|r| r.ts);
+        let mut lost = [0u8; 8];
+        crate::sys::bpf_lookup(&self.lost, &0u32.to_ne_bytes(), &mut lost)?;
+        let mut t = lock(timeline);
+        for r in &batch {
+            let detail = r.detail(irqs);
+            let name = TRACEPOINTS.get(r.kind as usize).copied().unwrap_or("?");
+            let e = Event { comm: &r.comm, pid: r.pid, cpu: r.cpu, ts_ns: r.ts, name, detail: &detail };
+            t.event(&e);
+        }
+        t.lost_events = u64::from_ne_bytes(lost);
+        Ok(())
+    }
+}
+
+/// Attaches the programs and reads them into a timeline of `cpus` from a thread named `name`,
+/// off those CPUs.
+pub fn start(name: &str, cpus: &[usize]) -> Result<Reader<Timeline>, String> {
+    let programs = Programs::attach(cpus)?;
+    let mut irqs = IrqNames::default();
+    // The programs go when the reader ends.
+    Reader::spawn(name, Timeline::new(cpus), cpus, move |t| programs.drain(t, &mut irqs).is_ok())
+}
+/// The program of event `kind`: on a CPU of `mask`, the record queued, a full queue counted in
+/// `lost`. `task`: at a switch, `task_struct`'s (pid, prio, comm) offsets to read `next` at.
+fn program(kind: usize, mask: u64, task: Option<[u32; 3]>, queue: &OwnedFd, lost: &OwnedFd) -> Vec<u64> {
+    let at = |off: i16| AT + off;
+    let mut a = Asm::default();
+    // r6: the arguments; r7: this CPU, if it is measured.
+    a.mov(6, 1).call(SMP_PROCESSOR_ID).exit_on(JGT_K, 0, 63).mov(7, 0);
+    a.load64(1, mask).op(ALU64 | RSH | X, 1, 7, 0, 0).op(ALU64 | AND, 1, 0, 0, 1).exit_if(1, true, 0);
+    for off in (0..RECORD as i16).step_by(8) {
+        a.op(ST_DW, FP, 0, at(off), 0);
+    }
+    a.op(STX_W, FP, 7, at(8), 0).op(ST_W, FP, 0, at(12), kind as i32);
+    a.call(KTIME_GET_NS).op(STX_DW, FP, 0, at(0), 0);
+    a.call(CURRENT_PID_TGID).op(STX_W, FP, 0, at(16), 0);
+    a.op(LDX_DW, 1, 6, 0, 0).op(STX_W, FP, 1, at(20), 0);
+    a.stack(1, i32::from(at(32))).mov_k(2, 16).call(CURRENT_COMM);
+    if let Some([pid, prio, comm]) = task {
+        a.op(LDX_DW, 8, 6, NEXT_ARG, 0);
+        a.read_kernel_n(i32::from(at(24)), 4, 8, pid as i32);
+        a.read_kernel_n(i32::from(at(28)), 4, 8, prio as i32);
+        a.read_kernel_n(i32::from(at(48)), 16, 8, comm as i32);
+    }
+    a.map(1, queue).stack(2, i32::from(AT)).mov_k(3, 0).call(MAP_PUSH).exit_if(0, true, 0);
+    a.op(ST_W, FP, 0, AT - 4, 0).map(1, lost).stack(2, i32::from(AT - 4)).call(MAP_LOOKUP).exit_if(0, true, 0);
+    // lock *(u64 *)(r0 + 0) += 1
+    a.mov_k(1, 1).op(ATOMIC_DW, 0, 1, 0, 0);
+    a.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The programs as the kernel runs them: a switch on this CPU is queued with both tasks.
+    #[test]
+    fn a_switch_on_a_followed_cpu_comes_back_with_the_next_task() {
+        if !crate::sys::is_root() {
+            eprintln!("skipped: loading BPF programs needs root");
+            return;
+        }
+        let cpus = crate::sysinfo::online_cpus();
+        let programs = match Programs::attach(&cpus) {
+            Ok(p) => p,
+            Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
+            Err(why) => panic!("the programs load and attach: {why}"),
+        };
+        // Sleeping switches this thread out and back in.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let timeline = Mutex::new(Timeline::new(&cpus));
+        let (mut rec, mut seen) = ([0u8; RECORD], Vec::new());
+        while crate::sys::bpf_pop(&programs.queue, &mut rec).unwrap() {
+            seen.push(Record::from(&rec));
+        }
+        let me = crate::sys::gettid();
+        let back_in =
+            seen.iter().find(|r| r.kind == SWITCH as u32 && r.next_pid == me).expect("a switch to this thread");
+        assert!(!back_in.next_comm.is_empty() && back_in.next_prio >= 100, "{back_in:?}");
+        programs.drain(&timeline, &mut IrqNames::default()).unwrap();
+    }
+
+    /// Attaching interrupts every CPU (text patching): no CPU is left "in" an interrupt whose
+    /// entry was seen before its exit's program was attached.
+    #[test]
+    fn no_cpu_is_left_in_an_interrupt_by_the_attaching() {
+        if !crate::sys::is_root() {
+            eprintln!("skipped: loading BPF programs needs root");
+            return;
+        }
+        let cpus = crate::sysinfo::online_cpus();
+        // A busy CPU takes the patching's interrupts (an idle one polls and needs none): a
+        // normal-priority spinner, bounded in time, on the last CPU.
+        let busy = *cpus.last().unwrap();
+        let spinner = std::thread::spawn(move || {
+            let _ = crate::sys::set_affinity(&[busy]);
+            let until = std::time::Instant::now() + std::time::Duration::from_millis(600);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let reader = match start("rtbench-test", &cpus) {
+            Ok(r) => r,
+            Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
+            Err(why) => panic!("the programs load and attach: {why}"),
+        };
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let state = reader.state();
+        drop(reader);
+        spinner.join().unwrap();
+        let t = lock(&state);
+        for c in &cpus {
+            let stretches = t.stretches(*c as u32).unwrap();
+            let span = stretches.back().map_or(0, |l| l.to) - stretches.front().map_or(0, |f| f.from);
+            let irq = crate::model::CauseKind::Irq;
+            let in_irq: u64 = stretches.iter().filter(|s| s.key.kind == irq).map(|s| s.to - s.from).sum();
+            assert!(in_irq * 2 < span, "CPU {c} in interrupts for {in_irq} of {span} ns: {stretches:?}");
+        }
+    }
+}

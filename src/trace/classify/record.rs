@@ -1,0 +1,121 @@
+//! The classification's BPF records as the reader takes them, and the text the ftrace instance
+//! would have printed for their events, so the same parser and timeline read both.
+
+use std::collections::HashMap;
+
+/// A record: ts, cpu, event, pid, arg, next pid, next prio (u64 + six u32), comm, next comm.
+pub const RECORD: usize = 64;
+
+const SOFTIRQS: [&str; 10] =
+    ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
+/// A record as the reader takes it.
+#[derive(Debug, PartialEq)]
+pub struct Record {
+    pub ts: u64,
+    pub cpu: u32,
+    pub kind: u32,
+    pub pid: i32,
+    pub arg: u32,
+    pub next_pid: i32,
+    pub next_prio: i32,
+    pub comm: String,
+    pub next_comm: String,
+}
+
+impl From<&[u8; RECORD]> for Record {
+    fn from(b: &[u8; RECORD]) -> Record {
+        let w = |i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let name = |i: usize| {
+            let s = &b[i..i + 16];
+            String::from_utf8_lossy(&s[..s.iter().position(|c| *c == 0).unwrap_or(16)]).into_owned()
+        };
+        Record {
+            ts: u64::from_ne_bytes(b[0..8].try_into().expect("8 bytes")),
+            cpu: w(8),
+            kind: w(12),
+            pid: w(16) as i32,
+            arg: w(20),
+            next_pid: w(24) as i32,
+            next_prio: w(28) as i32,
+            comm: name(32),
+            next_comm: name(48),
+        }
+    }
+}
+
+impl Record {
+    /// The event's fields as the ftrace instance prints them, for the same parser.
+    pub fn detail(&self, irqs: &mut IrqNames) -> String {
+        match self.kind {
+            0 | 1 => format!("irq={} name={}", self.arg, irqs.name(self.arg)),
+            2 | 3 => format!("vec={} [action={}]", self.arg, SOFTIRQS.get(self.arg as usize).unwrap_or(&"?")),
+            4 => format!(
+                "prev_comm={} prev_pid={} ==> next_comm={} next_pid={} next_prio={}",
+                self.comm, self.pid, self.next_comm, self.next_pid, self.next_prio
+            ),
+            _ => format!("vector={}", self.arg),
+        }
+    }
+}
+
+/// IRQ names by number, from /proc/interrupts, read again when an IRQ it did not list fires.
+#[derive(Default)]
+pub struct IrqNames {
+    names: HashMap<u32, String>,
+    read_for: Vec<u32>,
+}
+
+impl IrqNames {
+    fn name(&mut self, irq: u32) -> &str {
+        if !self.names.contains_key(&irq) && !self.read_for.contains(&irq) {
+            self.read_for.push(irq);
+            self.names.extend(parse_interrupts(&std::fs::read_to_string("/proc/interrupts").unwrap_or_default()));
+        }
+        self.names.get(&irq).map_or("?", |s| s.as_str())
+    }
+}
+
+/// `  36:  0  12  PCI-MSIX-0000:00:04.0  0-edge  virtio1-req.0`: IRQ 36 is "virtio1-req.0" (the
+/// handler's name, the last column; a shared line lists several, the last kept).
+fn parse_interrupts(text: &str) -> impl Iterator<Item = (u32, String)> + '_ {
+    text.lines().filter_map(|l| {
+        let (n, rest) = l.trim_start().split_once(':')?;
+        Some((n.parse().ok()?, rest.split_whitespace().last()?.to_string()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_as_the_ftrace_instance_prints_their_events() {
+        let mut b = [0u8; RECORD];
+        b[0..8].copy_from_slice(&10_000_000_123u64.to_ne_bytes());
+        for (at, v) in [(8, 1u32), (12, 4), (16, 500), (20, 0), (24, 77), (28, 0)] {
+            b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        }
+        b[32..41].copy_from_slice(b"rtbench-0");
+        b[48..55].copy_from_slice(b"python3");
+        let r = Record::from(&b);
+        assert_eq!((r.ts, r.cpu, r.pid, r.comm.as_str()), (10_000_000_123, 1, 500, "rtbench-0"));
+        let mut irqs = IrqNames::default();
+        let d = r.detail(&mut irqs);
+        let field = crate::trace::parse::field;
+        assert_eq!(
+            (field(&d, "next_comm"), field(&d, "next_pid"), field(&d, "next_prio")),
+            (Some("python3"), Some("77"), Some("0"))
+        );
+        let softirq = Record { kind: 2, arg: 1, ..r };
+        assert_eq!(field(&softirq.detail(&mut irqs), "action"), Some("TIMER"));
+    }
+
+    #[test]
+    fn irq_names_are_the_last_column_of_proc_interrupts() {
+        let text = "           CPU0       CPU1\n  0:         48          0   IO-APIC   2-edge      timer\n 36:          0       1234  PCI-MSIX-0000:00:04.0   0-edge      virtio1-req.0\nLOC:     100   200   Local timer interrupts\n";
+        let names: HashMap<u32, String> = parse_interrupts(text).collect();
+        assert_eq!(names.get(&36).map(String::as_str), Some("virtio1-req.0"));
+        assert_eq!(names.get(&0).map(String::as_str), Some("timer"));
+        assert_eq!(names.len(), 2, "the named vectors are not IRQ numbers");
+    }
+}

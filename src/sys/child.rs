@@ -43,10 +43,10 @@ pub fn fork_task(task: ChildTask, close: &[RawFd]) -> io::Result<u32> {
 }
 
 /// What a ring process does with its working set between passes: reads every word, one load
-/// each, as LMbench's ring processes sum theirs (`sum_u64`). The parent times the same to take
+/// each, as LMbench's ring processes sum theirs (`sum`). The parent times the same to take
 /// the ring's own cost off.
 pub fn touch(work: &[u64]) -> u64 {
-    super::sum_u64(work)
+    super::sum(work)
 }
 
 /// The task's body, in the child; its exit status.

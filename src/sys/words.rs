@@ -9,44 +9,45 @@
 /// the next's: one chain through every word ran at half LMbench's rate here.
 const STEP: usize = 128;
 
-/// The sum of `words`, each loaded by itself (LMbench's memory read: 4-byte ints).
-pub fn sum_u32(words: &[u32]) -> u32 {
-    let mut sum = 0u32;
-    let mut chunks = words.chunks_exact(STEP);
-    for chunk in &mut chunks {
-        let chunk: &[u32; STEP] = chunk.try_into().expect("a whole step");
-        let mut pass = 0u32;
-        for w in chunk {
-            // SAFETY: a reference is valid for reads.
-            pass = pass.wrapping_add(unsafe { std::ptr::read_volatile(w) });
-        }
-        sum = sum.wrapping_add(pass);
-    }
-    for w in chunks.remainder() {
-        // SAFETY: a reference is valid for reads.
-        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(w) });
-    }
-    sum
+/// A machine word LMbench's loops add: its ints and longs.
+pub trait Word: Copy {
+    const ZERO: Self;
+    fn add(self, other: Self) -> Self;
 }
 
-/// The sum of `words`, each loaded by itself (LMbench's bread: 8-byte longs).
-pub fn sum_u64(words: &[u64]) -> u64 {
-    let mut sum = 0u64;
+impl Word for u32 {
+    const ZERO: u32 = 0;
+    fn add(self, other: u32) -> u32 {
+        self.wrapping_add(other)
+    }
+}
+
+impl Word for u64 {
+    const ZERO: u64 = 0;
+    fn add(self, other: u64) -> u64 {
+        self.wrapping_add(other)
+    }
+}
+
+/// The sum of `words`, each loaded by itself, wrapping as C's does (LMbench's memory read:
+/// 4-byte ints; its bread: 8-byte longs).
+pub fn sum<W: Word>(words: &[W]) -> W {
+    let mut total = W::ZERO;
     let mut chunks = words.chunks_exact(STEP);
     for chunk in &mut chunks {
-        let chunk: &[u64; STEP] = chunk.try_into().expect("a whole step");
-        let mut pass = 0u64;
+        let chunk: &[W; STEP] = chunk.try_into().expect("a whole step");
+        let mut pass = W::ZERO;
         for w in chunk {
             // SAFETY: a reference is valid for reads.
-            pass = pass.wrapping_add(unsafe { std::ptr::read_volatile(w) });
+            pass = pass.add(unsafe { std::ptr::read_volatile(w) });
         }
-        sum = sum.wrapping_add(pass);
+        total = total.add(pass);
     }
     for w in chunks.remainder() {
         // SAFETY: a reference is valid for reads.
-        sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(w) });
+        total = total.add(unsafe { std::ptr::read_volatile(w) });
     }
-    sum
+    total
 }
 
 /// The sum of the whole 8-byte words of `bytes` (a mapping, a read buffer), each loaded by
@@ -54,7 +55,7 @@ pub fn sum_u64(words: &[u64]) -> u64 {
 pub fn sum_u64_of(bytes: &[u8]) -> u64 {
     // SAFETY: any bytes are valid u64s; align_to only reinterprets the aligned middle.
     let (_, words, _) = unsafe { bytes.align_to::<u64>() };
-    sum_u64(words)
+    sum(words)
 }
 
 /// Stores `v` in every word, one store each (LMbench's memory write).
@@ -100,10 +101,10 @@ mod tests {
     #[test]
     fn word_walks_compute_what_they_say() {
         let src: Vec<u32> = (1..=100).collect(); // less than a step: the remainder alone
-        assert_eq!(sum_u32(&src), 5050);
-        assert_eq!(sum_u64(&[u64::MAX, 2]), 1, "wrapping, as C's");
-        assert_eq!(sum_u64(&(1..=300).collect::<Vec<u64>>()), 45_150, "2 whole steps of 128 and 44 more");
-        assert_eq!(sum_u32(&vec![3u32; 1000]), 3000);
+        assert_eq!(sum(&src), 5050);
+        assert_eq!(sum(&[u64::MAX, 2]), 1, "wrapping, as C's");
+        assert_eq!(sum(&(1..=300).collect::<Vec<u64>>()), 45_150, "2 whole steps of 128 and 44 more");
+        assert_eq!(sum(&vec![3u32; 1000]), 3000);
         let mut dst = vec![0u32; 100];
         copy_u32(&mut dst, &src);
         assert_eq!(dst, src);

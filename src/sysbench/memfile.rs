@@ -92,7 +92,7 @@ pub fn ops() -> Vec<Op> {
         bw("bw-mem-read", "read 16 MB a 4-byte word at a time, one load each added to a sum (as LMbench)", || {
             let src = vec![1u32; SIZE / 4];
             Ok(Box::new(Moves(move || {
-                std::hint::black_box(sys::sum_u32(&src));
+                std::hint::black_box(sys::sum(&src));
                 Ok(SIZE as u64)
             })))
         }),

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # What `--split` costs the measurement: `timer` with and without `--split`, interleaved rounds,
-# idle machine. The split's BPF programs run on the measured CPU in the kernel (two per
-# sample: the thread arming its timer, and the timer's expiry on the way to waking it), and the
-# runner pairs every sample off that CPU; this shows what that adds to the thread latency.
+# idle machine. The split's BPF program runs on the measured CPU in the kernel (once per
+# sample: the timer's expiry on the way to waking the thread), and the runner pairs every
+# sample off that CPU; this shows what that adds to the thread latency.
 #
 #   bench/split-overhead.sh [ROUNDS] [SECONDS]        (defaults: 5 rounds of 10 s per variant)
 #   AA=1 bench/split-overhead.sh ...                  the tool against itself: both variants plain,
 #                                                     so the ratios show this machine's noise
+#   CPU=0 PRIO=99 bench/split-overhead.sh ...         another CPU or priority, for a shared machine
+#                                                     whose CPU 1 others hold with FIFO 95 loads
 #
 # Needs root (tracing, FIFO priority), python3 and a release build (`cargo build --release`; set
 # RTBENCH for another binary). Each round runs both variants, alternating which goes first, one
@@ -16,6 +18,8 @@
 set -euo pipefail
 
 ROUNDS=${1:-5}
+CPU=${CPU:-1}
+PRIO=${PRIO:-95}
 SECS=${2:-10}
 here=$(cd "$(dirname "$0")/.." && pwd)
 RTBENCH=${RTBENCH:-$here/target/release/rtbench}
@@ -29,12 +33,13 @@ db=$tmp/rtbench.db
 run() { # variant round
     local extra=()
     [ "$1" = split ] && [ "${AA:-0}" != 1 ] && extra=(--split)
-    "$RTBENCH" timer -t 1 -a 1 -p 95 -i 1000 -D "${SECS}s" -q --db "$db" "${extra[@]}" >"$tmp/$1.$2.out" 2>&1
+    "$RTBENCH" timer -t 1 -a "$CPU" -p "$PRIO" -i 1000 -D "${SECS}s" -q --db "$db" "${extra[@]}" >"$tmp/$1.$2.out" 2>&1
     "$RTBENCH" export "$("$RTBENCH" runs --db "$db" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')" \
         --db "$db" --format json >"$tmp/$1.$2.json"
 }
 
-echo "settings: timer -t 1 -a 1 -p 95 -i 1000, ${SECS} s per run, ${ROUNDS} rounds; with and without --split"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "settings: timer -t 1 -a $CPU -p $PRIO -i 1000, ${SECS} s per run, ${ROUNDS} rounds; with and without --split"
 for r in $(seq 1 "$ROUNDS"); do
     echo "round $r/$ROUNDS ..."
     if [ $((r % 2)) -eq 1 ]; then run plain "$r"; run split "$r"; else run split "$r"; run plain "$r"; fi
@@ -57,4 +62,5 @@ for r, p, s in rows:
 med = lambda i, k: statistics.median(x[i][k] for x in rows)
 print(f"  med {med(1,0):>10.2f} {med(1,1):>9.2f} {med(2,0):>11.2f} {med(2,1):>10.2f}")
 print(f"\nratio split/plain  avg: {med(2,0)/med(1,0):.3f}  p99: {med(2,1)/med(1,1):.3f}")
+print(f"load average at the end: {open('/proc/loadavg').read().split()[:3]}")
 PY

@@ -11,6 +11,7 @@ pub const AND: u8 = 0x50;
 pub const RSH: u8 = 0x70;
 pub const X: u8 = 0x08;
 pub const LDX_DW: u8 = 0x79;
+pub const LDX_W: u8 = 0x61;
 pub const STX_DW: u8 = 0x7b;
 pub const STX_W: u8 = 0x63;
 pub const ST_W: u8 = 0x62;
@@ -18,6 +19,7 @@ pub const ST_DW: u8 = 0x7a;
 pub const LD_DW: u8 = 0x18;
 pub const JEQ_K: u8 = 0x15;
 pub const JNE_K: u8 = 0x55;
+pub const JNE_X: u8 = 0x5d;
 pub const JGT_K: u8 = 0x25;
 pub const CALL: u8 = 0x85;
 pub const EXIT: u8 = 0x95;
@@ -26,8 +28,6 @@ const PSEUDO_MAP_FD: u8 = 1;
 pub const FP: u8 = 10;
 
 pub const MAP_LOOKUP: i32 = 1;
-pub const MAP_UPDATE: i32 = 2;
-pub const MAP_DELETE: i32 = 3;
 pub const KTIME_GET_NS: i32 = 5;
 pub const SMP_PROCESSOR_ID: i32 = 8;
 pub const CURRENT_PID_TGID: i32 = 14;
@@ -84,6 +84,11 @@ impl Asm {
     pub fn exit_on(&mut self, code: u8, reg: u8, imm: i32) -> &mut Asm {
         self.to_exit.push(self.code.len());
         self.op(code, reg, 0, 0, imm)
+    }
+    /// Ends the program when `reg` != `src`.
+    pub fn exit_if_ne(&mut self, reg: u8, src: u8) -> &mut Asm {
+        self.to_exit.push(self.code.len());
+        self.op(JNE_X, reg, src, 0, 0)
     }
     /// `fp[dst_off..+8]` = kernel memory at `src + off` (r1-r5 clobbered).
     pub fn read_kernel(&mut self, dst_off: i32, src: u8, off: i32) -> &mut Asm {

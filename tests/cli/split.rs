@@ -101,7 +101,7 @@ fn a_killed_split_run_leaves_nothing_of_its_own_and_the_next_command_removes_the
     run_ended_by(&lab, &state, "-INT", &["--split"]);
     assert_eq!(tracing_state(), before, "SIGINT: tracing is as it was");
 
-    // The split's BPF programs and maps are fds: the kernel frees them with the process.
+    // The split's BPF program and maps are fds: the kernel frees them with the process.
     let pid = run_ended_by(&lab, &state, "-KILL", &["--split", "--breach", "100000"]);
     let split = Path::new(TRACEFS).join("instances").join(format!("rtbench-split-{pid}"));
     assert!(!split.exists(), "the split traced with BPF, not an instance: {}", split.display());

@@ -1,56 +1,53 @@
-//! The split's expiries from two small BPF programs on the raw tracepoints `hrtimer_start` and
+//! The split's expiries from one small BPF program on the raw tracepoint
 //! `hrtimer_expire_entry`, built here as bytecode: measured here, an ftrace event on the
 //! timer-interrupt path costs the woken thread ~2 µs (a cold ring buffer on a freshly woken
 //! virtual CPU), the program almost nothing.
 //!
-//! `hrtimer_start` in one of rtbench's threads keeps (thread, `_softexpires`) under the hrtimer's
-//! address; `hrtimer_expire_entry` of a kept address queues (thread, due, now) for the reader,
-//! which pops the queue off the measured CPUs every few milliseconds ([`Reader`]).
+//! The expiring hrtimer says all the split needs: a sleep's timer runs `hrtimer_wakeup` and is
+//! the first member of a `struct hrtimer_sleeper`, whose `task` is the sleeping thread; its
+//! `_softexpires` is the time the thread asked for (offsets from the kernel's BTF,
+//! [`btf`](super::btf)). So nothing is kept between a timer's start and its expiry, and no
+//! program runs on `hrtimer_start`, which every timer started anywhere on the machine paid for.
+//! Every other timer's expiry costs one read. Expiries of rtbench's threads are queued
+//! (thread, due, now) for the reader, which pops the queue off the measured CPUs every few
+//! milliseconds ([`Reader`]).
 
 use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 
+use super::btf::{kernel_symbol, Layout};
 use super::expiry::Seen;
 use crate::trace::bpfasm::*;
 use crate::trace::stream::{lock, Reader};
 
-/// `struct hrtimer` starts with a `timerqueue_node` (an `rb_node` of three pointers and its
-/// `expires`), then `_softexpires`: the time the sleeper asked for, on 64-bit kernels since
-/// hrtimers have had a soft expiry.
-const SOFTEXPIRES: i32 = 32;
-/// Timers started and not yet expired (an address re-armed replaces itself; LRU: a timer
-/// cancelled and never reused ages out).
-const ARMED: u32 = 4096;
 /// Expiries waiting for the reader: at 10 kHz on every thread a poll is far below this.
 const QUEUED: u32 = 65_536;
 
-const LRU_HASH: u32 = 9;
 const ARRAY: u32 = 2;
 const QUEUE: u32 = 22;
 
-/// A record in the queue: thread (pid_tgid), due, now.
+/// A record in the queue: thread (its pid in the low half), due, now.
 const RECORD: usize = 24;
 
-/// The programs and maps, attached; all of it goes with the fds.
-/// (The timers' map is the kernel's alone: the programs hold it.)
+/// The program and its maps, attached; all of it goes with the fds.
 pub struct Programs {
     queue: OwnedFd,
     lost: OwnedFd,
-    _links: [OwnedFd; 2],
+    _link: OwnedFd,
 }
 
 impl Programs {
-    /// Loads and attaches both programs for the threads of process `tgid`.
-    pub fn attach(tgid: u32) -> std::io::Result<Programs> {
+    /// Loads and attaches the program for the threads of process `tgid`.
+    pub fn attach(tgid: u32) -> Result<Programs, String> {
         use crate::sys::{bpf_attach_raw_tp, bpf_map, bpf_raw_tp_program};
-        let armed = bpf_map(LRU_HASH, 8, 16, ARMED)?;
-        let queue = bpf_map(QUEUE, 0, RECORD as u32, QUEUED)?;
-        let lost = bpf_map(ARRAY, 4, 8, 1)?;
-        let start = bpf_raw_tp_program(&on_start(tgid, &armed))?;
-        let expire = bpf_raw_tp_program(&on_expire(&armed, &queue, &lost))?;
-        let links =
-            [bpf_attach_raw_tp(c"hrtimer_start", &start)?, bpf_attach_raw_tp(c"hrtimer_expire_entry", &expire)?];
-        Ok(Programs { queue, lost, _links: links })
+        let layout = Layout::of_this_kernel()?;
+        let wakeup = kernel_symbol("hrtimer_wakeup").ok_or("the kernel hides hrtimer_wakeup's address")?;
+        let io = |e: std::io::Error| e.to_string();
+        let queue = bpf_map(QUEUE, 0, RECORD as u32, QUEUED).map_err(io)?;
+        let lost = bpf_map(ARRAY, 4, 8, 1).map_err(io)?;
+        let expire = bpf_raw_tp_program(&on_expire(&layout, wakeup, tgid, &queue, &lost)).map_err(io)?;
+        let link = bpf_attach_raw_tp(c"hrtimer_expire_entry", &expire).map_err(io)?;
+        Ok(Programs { queue, lost, _link: link })
     }
 
     /// Pops every queued expiry into `seen`; Err when the map cannot be read.
@@ -67,36 +64,31 @@ impl Programs {
     }
 }
 
-/// Attaches the programs and reads them from a thread named `name`, off `cpus`.
+/// Attaches the program and reads it from a thread named `name`, off `cpus`.
 pub fn start(name: &str, cpus: &[usize]) -> Result<Reader<Seen>, String> {
-    let programs = Programs::attach(std::process::id()).map_err(|e| format!("cannot load the BPF programs: {e}"))?;
-    // The programs go when the reader ends.
+    let programs = Programs::attach(std::process::id()).map_err(|e| format!("cannot load the BPF program: {e}"))?;
+    // The program goes when the reader ends.
     Reader::spawn(name, Seen::default(), cpus, move |seen| programs.drain(seen).is_ok())
 }
 
-/// `hrtimer_start(hrtimer, ...)`: in a thread of `tgid`, `armed[hrtimer] = (pid_tgid, due)`.
-fn on_start(tgid: u32, armed: &OwnedFd) -> Vec<u64> {
+/// `hrtimer_expire_entry(hrtimer, now)`: for a sleep's timer (its function `hrtimer_wakeup`)
+/// whose sleeper is a thread of `tgid`, (pid, due, *now) queued; a full queue counted in `lost`.
+/// Every other timer costs one read. The record's first word holds the task's `pid` in its low
+/// half (little-endian; the reader takes no more of it).
+fn on_expire(l: &Layout, wakeup: u64, tgid: u32, queue: &OwnedFd, lost: &OwnedFd) -> Vec<u64> {
     let mut a = Asm::default();
-    a.mov(6, 1).call(CURRENT_PID_TGID).mov(7, 0).op(ALU64 | RSH, 7, 0, 0, 32).exit_if(7, false, tgid as i32);
-    // Value at fp-16: pid_tgid, due; key at fp-24: the hrtimer.
-    a.op(STX_DW, FP, 0, -16, 0).op(LDX_DW, 7, 6, 0, 0).op(STX_DW, FP, 7, -24, 0);
-    a.read_kernel(-8, 7, SOFTEXPIRES);
-    a.map(1, armed).stack(2, -24).stack(3, -16).mov_k(4, 0).call(MAP_UPDATE);
-    a.finish()
-}
-
-/// `hrtimer_expire_entry(hrtimer, now)`: an armed hrtimer's (pid_tgid, due, *now) queued and
-/// forgotten; a full queue counted in `lost`.
-fn on_expire(armed: &OwnedFd, queue: &OwnedFd, lost: &OwnedFd) -> Vec<u64> {
-    let mut a = Asm::default();
-    // Key at fp-8; the record at fp-32: pid_tgid, due, now.
-    a.mov(6, 1).op(LDX_DW, 7, 6, 0, 0).op(LDX_DW, 8, 6, 8, 0).op(STX_DW, FP, 7, -8, 0);
-    a.map(1, armed).stack(2, -8).call(MAP_LOOKUP).exit_if(0, true, 0);
-    a.op(LDX_DW, 1, 0, 0, 0).op(STX_DW, FP, 1, -32, 0).op(LDX_DW, 1, 0, 8, 0).op(STX_DW, FP, 1, -24, 0);
-    a.map(1, armed).stack(2, -8).call(MAP_DELETE);
-    a.read_kernel(-16, 8, 0);
-    a.map(1, queue).stack(2, -32).mov_k(3, 0).call(MAP_PUSH).exit_if(0, true, 0);
-    a.op(ST_W, FP, 0, -36, 0).map(1, lost).stack(2, -36).call(MAP_LOOKUP).exit_if(0, true, 0);
+    // r7: the hrtimer, r8: &now. The record at fp-24: pid, due, now.
+    a.mov(6, 1).op(LDX_DW, 7, 6, 0, 0).op(LDX_DW, 8, 6, 8, 0);
+    a.read_kernel(-8, 7, l.function).exit_if(0, false, 0);
+    a.op(LDX_DW, 1, FP, -8, 0).load64(2, wakeup).exit_if_ne(1, 2);
+    a.read_kernel(-8, 7, l.task).exit_if(0, false, 0).op(LDX_DW, 9, FP, -8, 0);
+    a.read_kernel(-8, 9, l.tgid).exit_if(0, false, 0);
+    a.op(LDX_W, 1, FP, -8, 0).exit_if(1, false, tgid as i32);
+    a.read_kernel(-24, 9, l.pid).exit_if(0, false, 0);
+    a.read_kernel(-16, 7, l.softexpires).exit_if(0, false, 0);
+    a.read_kernel(-8, 8, 0).exit_if(0, false, 0);
+    a.map(1, queue).stack(2, -24).mov_k(3, 0).call(MAP_PUSH).exit_if(0, true, 0);
+    a.op(ST_W, FP, 0, -28, 0).map(1, lost).stack(2, -28).call(MAP_LOOKUP).exit_if(0, true, 0);
     // lock *(u64 *)(r0 + 0) += 1
     a.mov_k(1, 1).op(ATOMIC_DW, 0, 1, 0, 0);
     a.finish()
@@ -106,6 +98,26 @@ fn on_expire(armed: &OwnedFd, queue: &OwnedFd, lost: &OwnedFd) -> Vec<u64> {
 mod tests {
     use super::*;
 
+    /// Another process's sleeps expire on the same tracepoint: they are not queued.
+    #[test]
+    fn another_process_s_sleep_is_not_queued() {
+        if !crate::sys::is_root() {
+            eprintln!("skipped: loading BPF programs needs root");
+            return;
+        }
+        let programs = Programs::attach(std::process::id()).expect("the program loads and attaches");
+        let mut child = std::process::Command::new("sleep").arg("0.005").spawn().expect("sleep starts");
+        let status = child.wait();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let seen = Mutex::new(Seen::default());
+        programs.drain(&seen).unwrap();
+        assert!(status.is_ok_and(|s| s.success()), "sleep ran");
+        let seen = lock(&seen);
+        assert!(seen.by_pid.contains_key(&crate::sys::gettid()), "this thread's sleep is there");
+        let theirs = child.id() as i32;
+        assert!(!seen.by_pid.contains_key(&theirs), "the child's sleep is not: {:?}", seen.by_pid.keys());
+    }
+
     /// The programs as the kernel runs them: this thread's own sleep comes back as an expiry,
     /// due when it asked, handled no earlier.
     #[test]
@@ -114,7 +126,7 @@ mod tests {
             eprintln!("skipped: loading BPF programs needs root");
             return;
         }
-        let programs = Programs::attach(std::process::id()).expect("the programs load and attach");
+        let programs = Programs::attach(std::process::id()).expect("the program loads and attaches");
         let seen = Mutex::new(Seen::default());
         let me = crate::sys::gettid();
         lock(&seen).follow(&[me]);

@@ -2,15 +2,16 @@
 //! how much later the thread ran (scheduling latency), as `rtla timerlat` reports them, but
 //! from two tracepoints every kernel has, not the timerlat tracer.
 //!
-//! Two small BPF programs on the raw tracepoints `hrtimer_start` and `hrtimer_expire_entry`
-//! ([`bpf`]) keep the expiries of rtbench's threads' sleeps. Where BPF cannot load, an ftrace
-//! instance of rtbench's own (beside the breach tracer's) traces the same two events on the
-//! measured CPUs instead, at a cost: each traced expiry delays the woken thread by ~2 µs here.
+//! A small BPF program on the raw tracepoint `hrtimer_expire_entry` ([`bpf`]) keeps the
+//! expiries of rtbench's threads' sleeps, finding the sleeper from the timer itself. Where BPF
+//! cannot load, an ftrace instance of rtbench's own (beside the breach tracer's) traces
+//! `hrtimer_start` and `hrtimer_expire_entry` on the measured CPUs instead, at a cost: each traced expiry delays the woken thread by ~2 µs here.
 //! Either way a reader thread off those CPUs polls without blocking: a blocked reader would be
 //! woken from the measured CPUs by an interrupt per event, the very kind of interference the
 //! run measures. The runner pairs the samples with the expiries ([`pair`]).
 
 mod bpf;
+mod btf;
 mod expiry;
 pub mod pair;
 

@@ -98,6 +98,14 @@ impl Asm {
     pub fn read_kernel_n(&mut self, dst_off: i32, size: i32, src: u8, off: i32) -> &mut Asm {
         self.stack(1, dst_off).mov_k(2, size).mov(3, src).add_k(3, off).call(PROBE_READ_KERNEL)
     }
+    /// Pushes the record at `fp + at` onto `queue`; when the queue is full, adds one to
+    /// `lost[0]` (its key written at `fp + at - 4`). The queue's reader counts what it missed.
+    pub fn push_or_count_lost(&mut self, queue: &OwnedFd, lost: &OwnedFd, at: i16) -> &mut Asm {
+        self.map(1, queue).stack(2, i32::from(at)).mov_k(3, 0).call(MAP_PUSH).exit_if(0, true, 0);
+        self.op(ST_W, FP, 0, at - 4, 0).map(1, lost).stack(2, i32::from(at - 4)).call(MAP_LOOKUP).exit_if(0, true, 0);
+        // lock *(u64 *)(r0 + 0) += 1
+        self.mov_k(1, 1).op(ATOMIC_DW, 0, 1, 0, 0)
+    }
     pub fn finish(mut self) -> Vec<u64> {
         let end = self.code.len();
         for at in std::mem::take(&mut self.to_exit) {

@@ -142,10 +142,7 @@ fn program(kind: usize, mask: u64, task: Option<[u32; 3]>, queue: &OwnedFd, lost
         a.read_kernel_n(i32::from(at(28)), 4, 8, prio as i32);
         a.read_kernel_n(i32::from(at(48)), 16, 8, comm as i32);
     }
-    a.map(1, queue).stack(2, i32::from(AT)).mov_k(3, 0).call(MAP_PUSH).exit_if(0, true, 0);
-    a.op(ST_W, FP, 0, AT - 4, 0).map(1, lost).stack(2, i32::from(AT - 4)).call(MAP_LOOKUP).exit_if(0, true, 0);
-    // lock *(u64 *)(r0 + 0) += 1
-    a.mov_k(1, 1).op(ATOMIC_DW, 0, 1, 0, 0);
+    a.push_or_count_lost(queue, lost, AT);
     a.finish()
 }
 

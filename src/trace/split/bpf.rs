@@ -87,10 +87,7 @@ fn on_expire(l: &Layout, wakeup: u64, tgid: u32, queue: &OwnedFd, lost: &OwnedFd
     a.read_kernel(-24, 9, l.pid).exit_if(0, false, 0);
     a.read_kernel(-16, 7, l.softexpires).exit_if(0, false, 0);
     a.read_kernel(-8, 8, 0).exit_if(0, false, 0);
-    a.map(1, queue).stack(2, -24).mov_k(3, 0).call(MAP_PUSH).exit_if(0, true, 0);
-    a.op(ST_W, FP, 0, -28, 0).map(1, lost).stack(2, -28).call(MAP_LOOKUP).exit_if(0, true, 0);
-    // lock *(u64 *)(r0 + 0) += 1
-    a.mov_k(1, 1).op(ATOMIC_DW, 0, 1, 0, 0);
+    a.push_or_count_lost(queue, lost, -24);
     a.finish()
 }
 

@@ -57,6 +57,16 @@ pub fn irq_affinities() -> Vec<(u32, String)> {
 /// CPU numbers above this are no CPU (Linux's NR_CPUS tops out at 8192).
 const MAX_CPU: usize = 8191;
 
+/// IRQ numbers and names in /proc/interrupts text: `  36:  0  12  PCI-MSIX-0000:00:04.0  0-edge
+/// virtio1-req.0` is IRQ 36 "virtio1-req.0" (the handler's name, the last column; a shared line
+/// lists several, the last kept). Rows of named vectors (`LOC:`, `RES:`) are not IRQs.
+pub fn irq_names(text: &str) -> impl Iterator<Item = (u32, String)> + '_ {
+    text.lines().filter_map(|l| {
+        let (n, rest) = l.trim_start().split_once(':')?;
+        Some((n.parse().ok()?, rest.split_whitespace().last().unwrap_or("").to_string()))
+    })
+}
+
 /// Parses a CPU list such as "0-3,6,8-9". Numbers past any kernel's CPUs are no list: a range
 /// to a trillion must not allocate a trillion entries (found by fuzzing). The inverse of
 /// [`crate::units::format_cpu_list`].

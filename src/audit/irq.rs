@@ -9,17 +9,8 @@ pub fn checks(cpus: &[usize]) -> Vec<Finding> {
 
 /// An IRQ's name: the last column of its /proc/interrupts row.
 fn names() -> Vec<(String, String)> {
-    read("/proc/interrupts")
-        .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let (irq, rest) = l.trim_start().split_once(':')?;
-            irq.chars()
-                .all(|c| c.is_ascii_digit())
-                .then(|| (irq.to_string(), rest.split_whitespace().last().unwrap_or("").to_string()))
-        })
-        .collect()
+    let text = read("/proc/interrupts").unwrap_or_default();
+    crate::sysinfo::irq_names(&text).map(|(irq, name)| (irq.to_string(), name)).collect()
 }
 
 fn affinity(cpus: &[usize]) -> Finding {

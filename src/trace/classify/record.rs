@@ -69,19 +69,11 @@ impl IrqNames {
     fn name(&mut self, irq: u32) -> &str {
         if !self.names.contains_key(&irq) && !self.read_for.contains(&irq) {
             self.read_for.push(irq);
-            self.names.extend(parse_interrupts(&std::fs::read_to_string("/proc/interrupts").unwrap_or_default()));
+            self.names
+                .extend(crate::sysinfo::irq_names(&std::fs::read_to_string("/proc/interrupts").unwrap_or_default()));
         }
         self.names.get(&irq).map_or("?", |s| s.as_str())
     }
-}
-
-/// `  36:  0  12  PCI-MSIX-0000:00:04.0  0-edge  virtio1-req.0`: IRQ 36 is "virtio1-req.0" (the
-/// handler's name, the last column; a shared line lists several, the last kept).
-fn parse_interrupts(text: &str) -> impl Iterator<Item = (u32, String)> + '_ {
-    text.lines().filter_map(|l| {
-        let (n, rest) = l.trim_start().split_once(':')?;
-        Some((n.parse().ok()?, rest.split_whitespace().last()?.to_string()))
-    })
 }
 
 #[cfg(test)]
@@ -113,7 +105,7 @@ mod tests {
     #[test]
     fn irq_names_are_the_last_column_of_proc_interrupts() {
         let text = "           CPU0       CPU1\n  0:         48          0   IO-APIC   2-edge      timer\n 36:          0       1234  PCI-MSIX-0000:00:04.0   0-edge      virtio1-req.0\nLOC:     100   200   Local timer interrupts\n";
-        let names: HashMap<u32, String> = parse_interrupts(text).collect();
+        let names: HashMap<u32, String> = crate::sysinfo::irq_names(text).collect();
         assert_eq!(names.get(&36).map(String::as_str), Some("virtio1-req.0"));
         assert_eq!(names.get(&0).map(String::as_str), Some("timer"));
         assert_eq!(names.len(), 2, "the named vectors are not IRQ numbers");

@@ -14,7 +14,10 @@
 # RTBENCH for another binary). Each round runs both variants, alternating which goes first, one
 # thread on CPU 1 at FIFO 95 every 1 ms like bench/vs-cyclictest.sh, and prints each variant's
 # mean and p99 of the thread latency (JSON export) and the split's matched fraction; then the
-# medians and the ratios split / plain.
+# medians and the ratios split / plain. Then, with bpftool (scripts/setup.sh --bench), one more
+# split run with the kernel's BPF statistics on (kernel.bpf_stats_enabled, put back after): the
+# program's own run time per second, which bounds what it adds to each sample without this
+# machine's noise in the way.
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -63,4 +66,32 @@ med = lambda i, k: statistics.median(x[i][k] for x in rows)
 print(f"  med {med(1,0):>10.2f} {med(1,1):>9.2f} {med(2,0):>11.2f} {med(2,1):>10.2f}")
 print(f"\nratio split/plain  avg: {med(2,0)/med(1,0):.3f}  p99: {med(2,1)/med(1,1):.3f}")
 print(f"load average at the end: {open('/proc/loadavg').read().split()[:3]}")
+PY
+
+# The program's own cost, as the kernel times it: its run time over the middle of a split run,
+# per second and per sample (1 kHz, one thread). Every expiry on the machine runs it; only
+# rtbench's take the long way, so this is an upper bound on its part of a sample's latency.
+[ "${AA:-0}" = 1 ] && exit 0
+command -v bpftool >/dev/null || { echo "(no bpftool: the program's own run time not measured; scripts/setup.sh --bench)"; exit 0; }
+was=$(cat /proc/sys/kernel/bpf_stats_enabled)
+trap 'echo "$was" >/proc/sys/kernel/bpf_stats_enabled; rm -rf "$tmp"' EXIT
+echo 1 >/proc/sys/kernel/bpf_stats_enabled
+"$RTBENCH" timer -t 1 -a "$CPU" -p "$PRIO" -i 1000 -D 12s -q --db "$db" --split >"$tmp/cost.out" 2>&1 &
+sleep 3
+bpftool prog show name rtbench_split --json >"$tmp/cost.0.json"
+sleep 6
+bpftool prog show name rtbench_split --json >"$tmp/cost.1.json"
+wait
+echo "$was" >/proc/sys/kernel/bpf_stats_enabled
+python3 - "$tmp" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+def one(i):
+    d = json.load(open(f"{tmp}/cost.{i}.json"))
+    d = d[0] if isinstance(d, list) else d
+    return d["run_cnt"], d["run_time_ns"]
+(c0, t0), (c1, t1) = one(0), one(1)
+runs, ns = (c1 - c0) / 6, (t1 - t0) / 6
+print(f"\nthe split's program (kernel BPF statistics, 6 s of a split run): {runs:.0f} runs/s, "
+      f"{ns / max(runs, 1):.0f} ns per run, {ns / 1000:.0f} ns of run time per sample (1000 samples/s)")
 PY

@@ -31,6 +31,7 @@ command -v depmod >/dev/null || need+=(kmod)
 if [ "${1:-}" = "--bench" ]; then
   command -v stress-ng >/dev/null || need+=(stress-ng)
   command -v sockperf >/dev/null || need+=(sockperf)
+  command -v bpftool >/dev/null || need+=(bpftool)     # the split bench reads its program's run time
   command -v bc >/dev/null || need+=(bc)
   command -v /usr/bin/time >/dev/null || need+=(time)
   python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)

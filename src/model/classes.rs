@@ -94,6 +94,56 @@ pub struct ThreadClasses {
     pub thread: u32,
     /// By class, then the most noise first.
     pub totals: Vec<ClassTotal>,
+    /// The thread's longest gaps (at most [`LongGap::KEPT`]), each with what ran in it, the
+    /// longest first. Runs made before they were kept have none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub longest: Vec<LongGap>,
+}
+
+/// One gap and what ran in it, as osnoise's trace names the worst of its noise.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LongGap {
+    /// When it began, since the start of the run.
+    pub t_ns: u64,
+    pub ns: u64,
+    pub class: NoiseClass,
+    /// What ran, as in [`ClassTotal::name`].
+    pub name: String,
+    pub detail: Option<String>,
+}
+
+impl LongGap {
+    /// How many of a thread's longest gaps are kept.
+    pub const KEPT: usize = 16;
+
+    /// Keeps `gap` in `longest` (the longest first) if it is among the [`LongGap::KEPT`] longest.
+    pub fn keep(longest: &mut Vec<LongGap>, gap: LongGap) {
+        let at = longest.partition_point(|g| g.ns >= gap.ns);
+        if at < LongGap::KEPT {
+            longest.insert(at, gap);
+            longest.truncate(LongGap::KEPT);
+        }
+    }
+
+    /// What ran, as `show` names it: "python3 (pid 412, FIFO 99)"; empty when nothing was
+    /// named (the hardware and unknown classes).
+    pub fn what(&self) -> String {
+        named(&self.name, self.detail.as_deref())
+    }
+}
+
+impl ClassTotal {
+    /// What ran, as `show` names it; see [`LongGap::what`].
+    pub fn what(&self) -> String {
+        named(&self.name, self.detail.as_deref())
+    }
+}
+
+fn named(name: &str, detail: Option<&str>) -> String {
+    match detail {
+        Some(d) if !name.is_empty() => format!("{name} ({d})"),
+        _ => name.to_string(),
+    }
 }
 
 impl ThreadClasses {
@@ -214,7 +264,7 @@ mod tests {
         ];
         let mut r = ClassifyRecord {
             budget_ns: Some(38_461),
-            threads: vec![ThreadClasses { thread: 0, totals }],
+            threads: vec![ThreadClasses { thread: 0, totals, longest: Vec::new() }],
             ..Default::default()
         };
         let w = r.warning().unwrap();
@@ -225,5 +275,32 @@ mod tests {
         assert!(w.ends_with(&format!("the largest the kernel is responsible for is {kernel} µs")), "{w}");
         r.threads[0].totals[1].max_ns = 4_000_000;
         assert_eq!(r.warning(), None, "the kernel made the largest gap");
+    }
+
+    /// Only the longest are kept, the longest first, however the gaps come; ties keep the
+    /// earlier gap first.
+    #[test]
+    fn the_longest_gaps_are_kept_longest_first() {
+        let mut longest = Vec::new();
+        let lengths: Vec<u64> = (0..40).map(|i| (i * 7919) % 53).collect();
+        for (t, &ns) in lengths.iter().enumerate() {
+            let gap = LongGap { t_ns: t as u64, ns, class: NoiseClass::Irq, name: String::new(), detail: None };
+            LongGap::keep(&mut longest, gap);
+        }
+        let mut want: Vec<(u64, u64)> = lengths.iter().enumerate().map(|(t, &ns)| (ns, t as u64)).collect();
+        want.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        want.truncate(LongGap::KEPT);
+        assert_eq!(longest.iter().map(|g| (g.ns, g.t_ns)).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn what_ran_is_named_with_its_detail_and_nothing_is_named_for_the_hardware() {
+        let gap = |class, name: &str, detail: Option<&str>| {
+            let (name, detail) = (name.to_string(), detail.map(str::to_string));
+            LongGap { t_ns: 0, ns: 1, class, name, detail }
+        };
+        assert_eq!(gap(NoiseClass::Thread, "python3", Some("pid 4, FIFO 99")).what(), "python3 (pid 4, FIFO 99)");
+        assert_eq!(gap(NoiseClass::Irq, "IRQ 36 virtio1", None).what(), "IRQ 36 virtio1");
+        assert_eq!(gap(NoiseClass::Hardware, "", None).what(), "");
     }
 }

@@ -18,7 +18,7 @@ mod system;
 
 pub use audit::{Evidence, Finding, Severity};
 pub use breach::{unseen as breach_unseen, Breach, Cause, CauseKind, TraceEvent};
-pub use classes::{ClassInterval, ClassTotal, ClassifyRecord, NoiseClass, ThreadClasses, Unseen};
+pub use classes::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, NoiseClass, ThreadClasses, Unseen};
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
 pub use kind::{probe_part, RunKind, SysbenchOpParams, SysbenchTotalParams};

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::Run;
-use crate::model::{CpuInterval, EnvPoint, NoiseClass, RunHeader};
+use crate::model::{ClassifyRecord, CpuInterval, EnvPoint, LongGap, NoiseClass, RunHeader};
 use crate::stats::{Stats, PERCENTILES};
 use crate::units::us;
 
@@ -144,10 +144,7 @@ fn noise_classes(h: &RunHeader) -> String {
             continue;
         }
         let top = c.threads.iter().flat_map(|t| &t.totals).filter(|t| t.class == class).max_by_key(|t| t.ns);
-        let most = top.filter(|t| !t.name.is_empty()).map_or(String::new(), |t| match &t.detail {
-            Some(d) => format!("{} ({d})", t.name),
-            None => t.name.clone(),
-        });
+        let most = top.map_or(String::new(), |t| t.what());
         let line = format!(
             "{:<15}{count:>9}{:>10}{:>14}{:>7.1}%{:>12}  {most}",
             class.heading(),
@@ -158,8 +155,28 @@ fn noise_classes(h: &RunHeader) -> String {
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
+    out.push_str(&longest_gaps(c));
     out.push_str(&from);
     out.push('\n');
+    out
+}
+
+/// The run's longest gaps (of every thread's kept ones, as many as `show` has room for) and
+/// what ran in each; nothing for runs that kept none.
+fn longest_gaps(c: &ClassifyRecord) -> String {
+    const SHOWN: usize = 5;
+    let mut all: Vec<(u32, &LongGap)> =
+        c.threads.iter().flat_map(|t| t.longest.iter().map(|g| (t.thread, g))).collect();
+    all.sort_by(|a, b| b.1.ns.cmp(&a.1.ns).then(a.1.t_ns.cmp(&b.1.t_ns)));
+    if all.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("longest gaps\n{:<8}{:>10}{:>12}  {:<15}what ran\n", "thread", "at s", "µs", "class");
+    for (thread, g) in all.into_iter().take(SHOWN) {
+        let at = g.t_ns as f64 / 1e9;
+        let line = format!("{thread:<8}{at:>10.3}{:>12}  {:<15}{}", us(g.ns as f64), g.class.heading(), g.what());
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
     out
 }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::model::{ClassInterval, ClassTotal, ClassifyRecord, NoiseClass, ThreadClasses};
+use crate::model::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, NoiseClass, ThreadClasses};
 use crate::trace::classify::{classify, ClassifyTracer, Named, Timeline};
 use crate::trace::stream::lock;
 
@@ -25,6 +25,7 @@ struct Thread {
     alone: bool,
     pending: VecDeque<(u64, u64)>,
     totals: HashMap<Named, ClassTotal>,
+    longest: Vec<LongGap>,
 }
 
 pub(super) struct ClassifyFlow {
@@ -58,6 +59,7 @@ impl ClassifyFlow {
                 alone,
                 pending: VecDeque::new(),
                 totals: HashMap::new(),
+                longest: Vec::new(),
             })
             .collect();
         let (interval_ns, intervals) = (interval_ns.max(1), BTreeMap::new());
@@ -86,6 +88,8 @@ impl ClassifyFlow {
             t.pending.pop_front();
             let slot = self.intervals.entry((t.index, at / self.interval_ns, named.class)).or_default();
             *slot = (slot.0 + 1, slot.1 + gap);
+            let (name, detail) = (named.name.clone(), named.detail.clone());
+            LongGap::keep(&mut t.longest, LongGap { t_ns: at, ns: gap, class: named.class, name, detail });
             count(&mut t.totals, named, gap, budget);
             if let Some(cpu) = t.cpu.filter(|_| t.alone) {
                 timeline.forget(cpu, t0);
@@ -119,7 +123,7 @@ impl ClassifyFlow {
         let by_thread = self.threads.iter().map(|t| {
             let mut totals: Vec<ClassTotal> = t.totals.values().cloned().collect();
             totals.sort_by(|a, b| a.class.cmp(&b.class).then(b.ns.cmp(&a.ns)).then(a.name.cmp(&b.name)));
-            ThreadClasses { thread: t.index, totals }
+            ThreadClasses { thread: t.index, totals, longest: t.longest.clone() }
         });
         by_thread.collect()
     }

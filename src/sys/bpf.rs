@@ -45,9 +45,9 @@ pub fn bpf_map(kind: u32, key_size: u32, value_size: u32, entries: u32) -> io::R
     bpf(MAP_CREATE, &mut a).map(fd)
 }
 
-/// Loads a raw-tracepoint program (`insns`: 64-bit instructions); the error carries the
-/// verifier's words.
-pub fn bpf_raw_tp_program(insns: &[u64]) -> io::Result<OwnedFd> {
+/// Loads a raw-tracepoint program (`insns`: 64-bit instructions) named `name` (at most 15
+/// letters, digits or `_`: how `bpftool prog` lists it); the error carries the verifier's words.
+pub fn bpf_raw_tp_program(name: &str, insns: &[u64]) -> io::Result<OwnedFd> {
     let mut log = vec![0u8; 1 << 16];
     let mut a: Attr = [0; 16];
     a[0] = two(PROG_TYPE_RAW_TRACEPOINT, insns.len() as u32);
@@ -55,6 +55,11 @@ pub fn bpf_raw_tp_program(insns: &[u64]) -> io::Result<OwnedFd> {
     a[2] = c"GPL".as_ptr() as u64;
     a[3] = two(1, log.len() as u32);
     a[4] = log.as_mut_ptr() as u64;
+    let mut prog_name = [0u8; 16];
+    let kept = name.len().min(15);
+    prog_name[..kept].copy_from_slice(&name.as_bytes()[..kept]);
+    a[6] = u64::from_ne_bytes(prog_name[..8].try_into().expect("8 bytes"));
+    a[7] = u64::from_ne_bytes(prog_name[8..].try_into().expect("8 bytes"));
     bpf(PROG_LOAD, &mut a).map(fd).map_err(|e| {
         let said = CStr::from_bytes_until_nul(&log).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
         let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();

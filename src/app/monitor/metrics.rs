@@ -306,7 +306,7 @@ mod tests {
             total(Thread, "python3", "pid 11, OTHER", 1, 1_000_000),
             total(Hardware, "", "", 5, 3_000),
         ];
-        let classes = [ThreadClasses { thread: 0, totals }];
+        let classes = [ThreadClasses { thread: 0, totals, longest: Vec::new() }];
         let threads = [ThreadResult { thread: 0, cpu: Some(1), stats: Stats::default(), irq: None }];
         sink.checkpoint(&Checkpoint { classes: &classes, ..cp(&threads) }).unwrap();
         let series =

@@ -74,7 +74,8 @@ impl Programs {
         let mut links = Vec::new();
         for (kind, name) in TRACEPOINTS.iter().enumerate() {
             let code = program(kind, mask, (kind == SWITCH).then_some(task), &queue, &lost);
-            let prog = bpf_raw_tp_program(&code).map_err(|e| format!("the {name} program does not load: {e}"))?;
+            let prog = bpf_raw_tp_program("rtbench_class", &code)
+                .map_err(|e| format!("the {name} program does not load: {e}"))?;
             let tp = std::ffi::CString::new(*name).expect("no NUL");
             match bpf_attach_raw_tp(&tp, &prog) {
                 Ok(link) => links.push(link),

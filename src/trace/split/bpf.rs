@@ -45,7 +45,8 @@ impl Programs {
         let io = |e: std::io::Error| e.to_string();
         let queue = bpf_map(QUEUE, 0, RECORD as u32, QUEUED).map_err(io)?;
         let lost = bpf_map(ARRAY, 4, 8, 1).map_err(io)?;
-        let expire = bpf_raw_tp_program(&on_expire(&layout, wakeup, tgid, &queue, &lost)).map_err(io)?;
+        let expire =
+            bpf_raw_tp_program("rtbench_split", &on_expire(&layout, wakeup, tgid, &queue, &lost)).map_err(io)?;
         let link = bpf_attach_raw_tp(c"hrtimer_expire_entry", &expire).map_err(io)?;
         Ok(Programs { queue, lost, _link: link })
     }

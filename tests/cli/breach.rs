@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -112,11 +112,14 @@ pub fn can_trace() -> bool {
 fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
     let Some((_one, before)) = traced() else { return };
     let lab = Lab::new();
+    let run = ["timer", "-t", "1", "-a", "1", "--breach", "2000", "--breach-max", "30", "-D", "5s"];
+    let timer = begun(&lab, lab.cmd(&run));
+    // Once the run has begun, four bursts, the last 3.5 s into the 5 s run.
     let mut hog = start_hog(&lab, "1", "4", "0.005");
-    let said = lab.ok(&["timer", "-t", "1", "-a", "1", "--breach", "2000", "--breach-max", "30", "-D", "5s", "-q"]);
     let hog_pid = hog.id();
     let bursts = hog_bursts(&mut hog);
     assert_eq!(bursts.len(), 4, "four bursts of the busy loop");
+    let said = succeeded(timer);
     assert!(said.contains("traced with ftrace"), "{said}");
 
     let doc = lab.export_json(lab.last_run());
@@ -171,19 +174,13 @@ pub fn run_ended_by(lab: &Lab, state_dir: &Path, sig: &str, tracing: &[&str]) ->
     probe_ended_by(lab, state_dir, sig, &[&["timer", "-t", "1"][..], tracing].concat())
 }
 
-/// [`run_ended_by`] for any probe's run (`run`: the probe and its flags).
-pub fn probe_ended_by(lab: &Lab, state_dir: &Path, sig: &str, run: &[&str]) -> u32 {
-    let args = [run, &["-D", "60s", "-q"]].concat();
+/// Starts `cmd`, a command that stores a run in `lab`'s store, and returns once the run has
+/// begun: a loaded machine (a guest booting, FIFO loops of other tests) may take seconds to set
+/// up, and what a test means to happen during the run must not happen before it. A command
+/// that ends before its run begins says why.
+pub fn begun(lab: &Lab, mut cmd: Command) -> Child {
     let runs = if lab.db().exists() { lab.runs().as_array().map_or(0, |a| a.len()) } else { 0 };
-    let mut child = lab
-        .cmd(&args)
-        .env("RTBENCH_STATE_DIR", state_dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A loaded machine (a guest booting, FIFO loops of other tests) may take long to set up;
-    // a command that ends before its run begins says why.
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let until = Instant::now() + Duration::from_secs(30);
     while !lab.db().exists() || lab.runs().as_array().map_or(0, |a| a.len()) <= runs {
         if let Some(status) = child.try_wait().unwrap() {
@@ -194,6 +191,23 @@ pub fn probe_ended_by(lab: &Lab, state_dir: &Path, sig: &str, run: &[&str]) -> u
         assert!(Instant::now() < until, "the run did not begin within 30 s");
         std::thread::sleep(Duration::from_millis(50));
     }
+    child
+}
+
+/// Waits for a command [`begun`] started to end, checks it succeeded, and returns what it
+/// printed.
+pub fn succeeded(child: Child) -> String {
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "rtbench failed ({}): {}", out.status, text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// [`run_ended_by`] for any probe's run (`run`: the probe and its flags).
+pub fn probe_ended_by(lab: &Lab, state_dir: &Path, sig: &str, run: &[&str]) -> u32 {
+    let args = [run, &["-D", "60s", "-q"]].concat();
+    let mut cmd = lab.cmd(&args);
+    cmd.env("RTBENCH_STATE_DIR", state_dir);
+    let mut child = begun(lab, cmd);
     std::thread::sleep(Duration::from_millis(800));
     let pid = child.id();
     assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());

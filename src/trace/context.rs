@@ -103,6 +103,11 @@ impl Context {
                 };
                 self.woken.retain(|w| w.pid != next.pid);
                 self.current = Some(next);
+                // No task switch happens inside a hard interrupt: an entry still open here lost
+                // its exit (a full buffer or queue), and would take every later gap.
+                if e.cpu == self.cpu {
+                    self.irqs.clear();
+                }
             }
             "sched_wakeup" if field(e.detail, "target_cpu").and_then(|c| c.parse().ok()) == Some(self.cpu) => {
                 self.woken.push(Current {
@@ -172,5 +177,19 @@ mod tests {
         c.apply(&parse::line(there).unwrap());
         assert_eq!(c.current_pid(), Some(900), "bash runs on CPU 0");
         assert_eq!(c.key(500).name, "cc1");
+    }
+
+    #[test]
+    fn a_switch_ends_an_interrupt_whose_exit_was_lost() {
+        let mut c = Context::new(1);
+        let lines = [
+            "cc1-900 [001] d.h1. 2.000000: irq_handler_entry: irq=36 name=virtio1",
+            "cc1-900 [001] d..2. 2.000100: sched_switch: prev_comm=cc1 prev_pid=900 prev_prio=120 prev_state=R ==> next_comm=make next_pid=901 next_prio=120",
+        ];
+        c.apply(&parse::line(lines[0]).unwrap());
+        assert!(c.in_irq(), "the interrupt's exit is missing");
+        c.apply(&parse::line(lines[1]).unwrap());
+        assert!(!c.in_irq());
+        assert_eq!(c.key(500).name, "make", "the switched-to task, not the interrupt");
     }
 }

@@ -37,6 +37,8 @@ pub(super) struct ClassifyFlow {
     interval_ns: u64,
     /// Gaps classified since the last checkpoint: (thread, interval, class) → (count, ns).
     intervals: BTreeMap<(u32, u64, NoiseClass), (u64, u64)>,
+    /// Where the events come from, as the run stores it.
+    source: String,
 }
 
 impl ClassifyFlow {
@@ -62,8 +64,8 @@ impl ClassifyFlow {
                 longest: Vec::new(),
             })
             .collect();
-        let (interval_ns, intervals) = (interval_ns.max(1), BTreeMap::new());
-        ClassifyFlow { timeline: tracer.timeline(), threads, budget_ns, interval_ns, intervals }
+        let (interval_ns, intervals, source) = (interval_ns.max(1), BTreeMap::new(), tracer.source());
+        ClassifyFlow { timeline: tracer.timeline(), threads, budget_ns, interval_ns, intervals, source }
     }
 
     /// Gaps (time offset, length) as the thread handed them over.
@@ -111,15 +113,16 @@ impl ClassifyFlow {
         }
     }
 
-    /// What the classification came to, every thread's gaps by class, the most noise first.
-    /// `(lost_events, source)`: the tracer's.
-    pub(super) fn record(&self, (lost_events, source): (u64, String)) -> ClassifyRecord {
-        let threads = self.threads();
-        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None, source: Some(source) }
+    /// What the classification has come to so far: every thread's gaps by class, the most
+    /// noise first, and the events the trace lost.
+    pub(super) fn record(&self) -> ClassifyRecord {
+        let (threads, lost_events) = (self.threads(), lock(&self.timeline).lost_events);
+        let source = Some(self.source.clone());
+        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None, source }
     }
 
     /// Every thread's gaps so far by class and name, the most noise first.
-    pub(super) fn threads(&self) -> Vec<ThreadClasses> {
+    fn threads(&self) -> Vec<ThreadClasses> {
         let by_thread = self.threads.iter().map(|t| {
             let mut totals: Vec<ClassTotal> = t.totals.values().cloned().collect();
             totals.sort_by(|a, b| a.class.cmp(&b.class).then(b.ns.cmp(&a.ns)).then(a.name.cmp(&b.name)));

@@ -246,14 +246,14 @@ impl Flow<'_> {
         let threads = self.results();
         let activity = self.watch.as_mut().map(|w| w.take()).unwrap_or_default();
         let noise = self.classify.as_mut().map(|c| c.take_intervals()).unwrap_or_default();
-        let classes = self.classify.as_ref().map(|c| c.threads()).unwrap_or_default();
+        let classify = self.classify.as_ref().map(|c| c.record());
         let (envelope, breaches) = (&self.envelope, &self.breaches);
         let cp = Checkpoint {
             envelope,
             activity: &activity,
             breaches,
             noise: &noise,
-            classes: &classes,
+            classify: classify.as_ref(),
             ..Checkpoint::only(&threads)
         };
         for s in self.sinks.each() {

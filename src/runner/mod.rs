@@ -234,9 +234,8 @@ fn end_tracers(cfg: &RunConfig, session: &Session, run: &mut Flow, params: &mut 
         params.split = Some(record);
     }
     run.end_classify();
-    let traced = session.with(|t: &mut ClassifyTracer| (t.lost_events(), t.source()));
-    if let (Some(c), Some(traced)) = (&run.classify, traced) {
-        params.classify = Some(c.record(traced));
+    if let Some(c) = &run.classify {
+        params.classify = Some(c.record());
     }
 }
 

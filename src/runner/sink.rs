@@ -230,7 +230,13 @@ impl Sink for StoreSink<'_> {
     }
 
     fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
-        self.writer.checkpoint(cp)
+        self.writer.checkpoint(cp)?;
+        // A run's classification so far, so that a killed run keeps it (a monitor's windows
+        // count theirs from the monitor's start: only its end writes them, as before).
+        match cp.classify {
+            Some(c) if self.segments.is_none() => self.writer.set_classify(c),
+            _ => Ok(()),
+        }
     }
 
     fn window_closed(&mut self, closed: &Closed) -> Result<Option<i64>> {

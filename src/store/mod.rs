@@ -20,8 +20,8 @@ pub use writer::{Checkpoint, RunHead, RunWriter, RAW_IN_STORE};
 
 use crate::error::InputError;
 use crate::model::{
-    Breach, ClassInterval, CpuInterval, EnvPoint, IrqSplit, LoadRecord, Metric, NoiseClass, Run, RunHeader, RunKind,
-    RunParams, RunStatus, ThreadResult, ThreadSamples,
+    Breach, ClassInterval, ClassifyRecord, CpuInterval, EnvPoint, IrqSplit, LoadRecord, Metric, NoiseClass, Run,
+    RunHeader, RunKind, RunParams, RunStatus, ThreadResult, ThreadSamples,
 };
 use crate::stats::Stats;
 
@@ -532,6 +532,16 @@ impl Store {
     /// Replaces a run's parameters (a probe adds what it learnt while running).
     pub fn set_params(&self, id: i64, params: &RunParams) -> Result<()> {
         self.conn.execute("UPDATE runs SET params = ?2 WHERE id = ?1", params![id, serde_json::to_string(params)?])?;
+        Ok(())
+    }
+
+    /// Replaces a measured run's classification (`params.classify`), leaving the rest.
+    pub fn set_classify(&self, id: i64, classify: &ClassifyRecord) -> Result<()> {
+        let json = serde_json::to_string(classify)?;
+        self.conn.execute(
+            "UPDATE runs SET params = json_set(params, '$.classify', json(?2)) WHERE id = ?1",
+            params![id, json],
+        )?;
         Ok(())
     }
 

@@ -11,8 +11,8 @@ use anyhow::Result;
 use super::resume::{merged, Resumed};
 use super::{RawBatch, Store};
 use crate::model::{
-    Breach, ClassInterval, CpuInterval, EnvPoint, LoadRecord, MeasuredParams, Metric, RunKind, RunParams, RunStatus,
-    SplitRecord, SystemSnapshot, ThreadClasses, ThreadRan, ThreadResult, EMULATED_WARNING,
+    Breach, ClassInterval, ClassifyRecord, CpuInterval, EnvPoint, LoadRecord, MeasuredParams, Metric, RunKind,
+    RunParams, RunStatus, SplitRecord, SystemSnapshot, ThreadRan, ThreadResult, EMULATED_WARNING,
 };
 
 /// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
@@ -67,15 +67,16 @@ pub struct Checkpoint<'a> {
     pub breaches: &'a [Breach],
     /// `noise --classify`: gaps classified since the last checkpoint, per class and interval.
     pub noise: &'a [ClassInterval],
-    /// `noise --classify`: every thread's gaps by class and name since the run began (the
-    /// store has them in the run's params at its end; the metrics read them as they grow).
-    pub classes: &'a [ThreadClasses],
+    /// `noise --classify`: what the classification has come to since the run began (a run's
+    /// params hold it from its first checkpoint on, so a killed run keeps it; the metrics read
+    /// it as it grows).
+    pub classify: Option<&'a ClassifyRecord>,
 }
 
 impl<'a> Checkpoint<'a> {
     /// A checkpoint of the threads' results and nothing new.
     pub fn only(threads: &'a [ThreadResult]) -> Checkpoint<'a> {
-        Checkpoint { threads, envelope: &[], activity: &[], breaches: &[], noise: &[], classes: &[] }
+        Checkpoint { threads, envelope: &[], activity: &[], breaches: &[], noise: &[], classify: None }
     }
 }
 
@@ -290,6 +291,11 @@ impl<'s> RunWriter<'s> {
         }
         p.ran = ran.to_vec();
         self.store.set_params(self.id, &self.head.params)
+    }
+
+    /// Stores what `noise --classify` has come to so far in the run's parameters.
+    pub fn set_classify(&self, classify: &ClassifyRecord) -> Result<()> {
+        self.store.set_classify(self.id, classify)
     }
 
     /// Replaces the stored parameters (with what was found while measuring). A resumed run

@@ -124,6 +124,35 @@ fn a_killed_classified_run_leaves_nothing_the_next_command_must_remove_but_the_b
 }
 
 #[test]
+fn a_killed_classified_run_keeps_what_its_gaps_were_put_down_to_so_far() {
+    let Some((_one, before)) = traced() else { return };
+    let lab = Lab::new();
+    let mut cmd = lab.cmd(&["noise", "-a", "1", "--classify", "--threshold", "5", "-D", "60s", "-q"]);
+    cmd.env("RTBENCH_STATE_DIR", lab.path("state"));
+    let mut run = begun(&lab, cmd);
+    // Its checkpoints store the classification so far: wait for one with a classified gap.
+    let id = lab.last_run().to_string();
+    let classified = |doc: &serde_json::Value| {
+        let totals = doc["run"]["params"]["classify"]["threads"][0]["totals"].as_array().cloned().unwrap_or_default();
+        totals.iter().map(|t| t["count"].as_u64().unwrap()).sum::<u64>()
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while classified(&lab.export_json(id.parse().unwrap())) == 0 {
+        assert!(std::time::Instant::now() < until, "no checkpoint stored a classified gap within 20 s");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let doc = lab.export_json(id.parse().unwrap());
+    assert!(classified(&doc) > 0, "the classification so far outlives the process: {}", doc["run"]["params"]);
+    let shown = lab.ok(&["show", &id]);
+    assert!(shown.contains("noise by class (what ran in each gap)"), "{shown}");
+    assert!(shown.lines().any(|l| l.starts_with("noise classified from BPF")), "{shown}");
+    lab.ok(&["runs"]);
+    assert_eq!(tracing_state(), before, "SIGKILL and one more command: tracing is as it was");
+}
+
+#[test]
 fn classify_is_refused_for_a_probe_without_gaps() {
     let lab = Lab::new();
     assert_rejected(&lab.run(&["timer", "--classify", "-l", "10"]), "--classify");

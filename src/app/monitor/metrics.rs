@@ -200,8 +200,8 @@ impl Sink for MetricsSink {
         let mut snap = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         (snap.series, snap.irq) = (series, irq);
         // The classification's totals only grow; a checkpoint without them changes nothing.
-        if !cp.classes.is_empty() {
-            snap.noise = noise_series(cp.threads, cp.classes);
+        if let Some(c) = cp.classify.filter(|c| !c.threads.is_empty()) {
+            snap.noise = noise_series(cp.threads, &c.threads);
         }
         Ok(())
     }
@@ -216,6 +216,7 @@ impl Sink for MetricsSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ClassifyRecord;
 
     #[test]
     fn the_bounds_climb_one_two_five_from_a_microsecond_to_ten_seconds() {
@@ -306,9 +307,12 @@ mod tests {
             total(Thread, "python3", "pid 11, OTHER", 1, 1_000_000),
             total(Hardware, "", "", 5, 3_000),
         ];
-        let classes = [ThreadClasses { thread: 0, totals, longest: Vec::new() }];
+        let classify = ClassifyRecord {
+            threads: vec![ThreadClasses { thread: 0, totals, longest: Vec::new() }],
+            ..Default::default()
+        };
         let threads = [ThreadResult { thread: 0, cpu: Some(1), stats: Stats::default(), irq: None }];
-        sink.checkpoint(&Checkpoint { classes: &classes, ..cp(&threads) }).unwrap();
+        sink.checkpoint(&Checkpoint { classify: Some(&classify), ..cp(&threads) }).unwrap();
         let series =
             |class, name: &str, count, ns| NoiseSeries { cpu: "1".into(), class, name: name.into(), count, ns };
         let want = vec![series(Thread, "python3", 3, 5_000_000), series(Hardware, "", 5, 3_000)];

@@ -23,7 +23,7 @@ use super::context::describe;
 use super::instance::Instance;
 use super::journal::ClassifyTraced;
 use super::owned::Owned;
-use super::stream::{lock, Reader, Stream};
+use super::stream::{Reader, Stream};
 use crate::model::NoiseClass;
 
 /// Per-CPU buffer: the reader empties it every few milliseconds; a loaded CPU writes a few MB
@@ -70,10 +70,6 @@ impl ClassifyTracer {
             Source::Bpf(r) => r.state(),
             Source::Ftrace(s) => s.state(),
         }
-    }
-
-    pub fn lost_events(&self) -> u64 {
-        lock(&self.timeline()).lost_events
     }
 
     /// Where the events came from, as the run stores it.

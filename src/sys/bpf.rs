@@ -95,3 +95,14 @@ pub fn bpf_pop(map: &OwnedFd, value: &mut [u8]) -> io::Result<bool> {
         Err(e) => Err(e),
     }
 }
+
+/// For tests: whether BPF programs can be loaded here (they need root); a test that cannot
+/// says why it skips.
+#[cfg(test)]
+pub fn bpf_loads() -> bool {
+    let root = crate::sys::is_root();
+    if !root {
+        eprintln!("skipped: loading BPF programs needs root");
+    }
+    root
+}

@@ -109,6 +109,47 @@ impl<S: Lines> Stream<S> {
     }
 }
 
+/// Where a tracer's events come from: its BPF programs where they load, else an ftrace instance
+/// of its own (and why BPF could not load). The split and the classification each hold one.
+pub enum Feed<S> {
+    Bpf(Reader<S>),
+    Ftrace(Stream<S>, String),
+}
+
+impl<S: Lines> Feed<S> {
+    /// The programs `bpf` loads; where they cannot load, the instance `instance` makes (`Err`
+    /// says both reasons when neither can). Root is needed either way.
+    pub fn arm(
+        bpf: impl FnOnce() -> Result<Reader<S>, String>,
+        instance: impl FnOnce() -> Result<Stream<S>, String>,
+    ) -> Result<Feed<S>, String> {
+        if !crate::sys::is_root() {
+            return Err("tracing needs root".into());
+        }
+        match bpf() {
+            Ok(reader) => Ok(Feed::Bpf(reader)),
+            Err(why) => Ok(Feed::Ftrace(instance().map_err(|e| format!("{why}; {e}"))?, why)),
+        }
+    }
+
+    /// What the reader has read.
+    pub fn state(&self) -> Arc<Mutex<S>> {
+        match self {
+            Feed::Bpf(r) => r.state(),
+            Feed::Ftrace(s, _) => s.state(),
+        }
+    }
+
+    /// Where the events came from, as a run stores it: `programs` (what the BPF programs are
+    /// on), or the instance and why BPF could not load.
+    pub fn source(&self, programs: &str) -> String {
+        match self {
+            Feed::Bpf(_) => format!("BPF on {programs}"),
+            Feed::Ftrace(_, why) => format!("an ftrace instance (BPF: {why})"),
+        }
+    }
+}
+
 /// The reader's lock; a reader that panicked left what it had read.
 pub fn lock<S>(state: &Mutex<S>) -> MutexGuard<'_, S> {
     state.lock().unwrap_or_else(|e| e.into_inner())

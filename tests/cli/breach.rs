@@ -202,6 +202,21 @@ pub fn succeeded(child: Child) -> String {
     text(&out.stdout)
 }
 
+/// After `pid`, run with `--breach` and the BPF tracer `own` (`split`, `classify`), was
+/// SIGKILLed: `own` traced with BPF (no instance of its own, no journal: its programs and maps
+/// are fds the kernel freed with the process), the breach tracer left its instance and journal,
+/// and the next command removed exactly that one.
+pub fn only_the_breach_tracer_was_left(lab: &Lab, state: &Path, pid: u32, own: &str) {
+    let dir = Path::new(TRACEFS).join("instances").join(format!("rtbench-{own}-{pid}"));
+    assert!(!dir.exists(), "{own} traced with BPF, not an instance: {}", dir.display());
+    assert!(!state.join(format!("{own}-trace-{pid}.json")).exists(), "and has no journal");
+    assert!(state.join(format!("trace-{pid}.json")).is_file(), "the breach tracer's instance has one");
+    let out = lab.cmd(&["runs"]).env("RTBENCH_STATE_DIR", state).output().unwrap();
+    let said = text(&out.stderr);
+    assert_eq!(said.matches("removed the trace instance").count(), 1, "{said}");
+    assert!(!state.join(format!("trace-{pid}.json")).exists(), "the next command removed it");
+}
+
 /// [`run_ended_by`] for any probe's run (`run`: the probe and its flags).
 pub fn probe_ended_by(lab: &Lab, state_dir: &Path, sig: &str, run: &[&str]) -> u32 {
     let args = [run, &["-D", "60s", "-q"]].concat();

@@ -1,9 +1,9 @@
 //! `noise --classify`: every gap classified by what ran in it, checked against a real-time
 //! busy loop of known times, and the instance never left behind.
 
-use std::path::Path;
-
-use crate::breach::{begun, hog_bursts, probe_ended_by, start_hog, succeeded, traced, tracing_state, TRACEFS};
+use crate::breach::{
+    begun, hog_bursts, only_the_breach_tracer_was_left, probe_ended_by, start_hog, succeeded, traced, tracing_state,
+};
 use crate::helpers::*;
 
 #[test]
@@ -112,14 +112,7 @@ fn a_killed_classified_run_leaves_nothing_the_next_command_must_remove_but_the_b
     // The classification's BPF programs and maps are fds: the kernel frees them with the process.
     let run = ["noise", "-a", "1", "--classify", "--breach", "100000"];
     let pid = probe_ended_by(&lab, &state, "-KILL", &run);
-    let dir = Path::new(TRACEFS).join("instances").join(format!("rtbench-classify-{pid}"));
-    assert!(!dir.exists(), "the classification traced with BPF, not an instance: {}", dir.display());
-    assert!(!state.join(format!("classify-trace-{pid}.json")).exists(), "and has no journal");
-    assert!(state.join(format!("trace-{pid}.json")).is_file(), "the breach tracer's instance has one");
-    let out = lab.cmd(&["runs"]).env("RTBENCH_STATE_DIR", &state).output().unwrap();
-    let said = text(&out.stderr);
-    assert_eq!(said.matches("removed the trace instance").count(), 1, "{said}");
-    assert!(!state.join(format!("trace-{pid}.json")).exists(), "the next command removed it");
+    only_the_breach_tracer_was_left(&lab, &state, pid, "classify");
     assert_eq!(tracing_state(), before, "SIGKILL and one more command: tracing is as it was");
 }
 

@@ -2,10 +2,11 @@
 //! events, checked sample by sample, and the split's trace instance never left behind.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::process::Stdio;
 
-use crate::breach::{begun, hog_bursts, run_ended_by, start_hog, succeeded, traced, tracing_state, TRACEFS};
+use crate::breach::{
+    begun, hog_bursts, only_the_breach_tracer_was_left, run_ended_by, start_hog, succeeded, traced, tracing_state,
+};
 use crate::helpers::*;
 
 /// 2000 samples at 2.5 ms: about 5 s, every sample kept in the store (and so in the export).
@@ -106,14 +107,7 @@ fn a_killed_split_run_leaves_nothing_of_its_own_and_the_next_command_removes_the
 
     // The split's BPF program and maps are fds: the kernel frees them with the process.
     let pid = run_ended_by(&lab, &state, "-KILL", &["--split", "--breach", "100000"]);
-    let split = Path::new(TRACEFS).join("instances").join(format!("rtbench-split-{pid}"));
-    assert!(!split.exists(), "the split traced with BPF, not an instance: {}", split.display());
-    assert!(!state.join(format!("split-trace-{pid}.json")).exists(), "and has no journal");
-    assert!(state.join(format!("trace-{pid}.json")).is_file(), "the breach tracer's instance has one");
-    let out = lab.cmd(&["runs"]).env("RTBENCH_STATE_DIR", &state).output().unwrap();
-    let said = text(&out.stderr);
-    assert_eq!(said.matches("removed the trace instance").count(), 1, "{said}");
-    assert!(!state.join(format!("trace-{pid}.json")).exists(), "the next command removed it");
+    only_the_breach_tracer_was_left(&lab, &state, pid, "split");
     assert_eq!(tracing_state(), before, "SIGKILL and one more command: tracing is as it was");
 }
 

@@ -154,8 +154,7 @@ mod tests {
     /// The programs as the kernel runs them: a switch on this CPU is queued with both tasks.
     #[test]
     fn a_switch_on_a_followed_cpu_comes_back_with_the_next_task() {
-        if !crate::sys::is_root() {
-            eprintln!("skipped: loading BPF programs needs root");
+        if !crate::sys::bpf_loads() {
             return;
         }
         let cpus = crate::sysinfo::online_cpus();
@@ -182,8 +181,7 @@ mod tests {
     /// entry was seen before its exit's program was attached.
     #[test]
     fn no_cpu_is_left_in_an_interrupt_by_the_attaching() {
-        if !crate::sys::is_root() {
-            eprintln!("skipped: loading BPF programs needs root");
+        if !crate::sys::bpf_loads() {
             return;
         }
         let cpus = crate::sysinfo::online_cpus();

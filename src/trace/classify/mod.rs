@@ -23,7 +23,7 @@ use super::context::describe;
 use super::instance::Instance;
 use super::journal::ClassifyTraced;
 use super::owned::Owned;
-use super::stream::{Reader, Stream};
+use super::stream::{Feed, Stream};
 use crate::model::NoiseClass;
 
 /// Per-CPU buffer: the reader empties it every few milliseconds; a loaded CPU writes a few MB
@@ -32,29 +32,14 @@ const BUFFER_KB: u64 = 4096;
 
 /// The classification's programs or instance, and its reader; held by the session.
 pub struct ClassifyTracer {
-    source: Source,
-    /// Why BPF could not load, when the instance is used instead.
-    no_bpf: Option<String>,
-}
-
-enum Source {
-    Bpf(Reader<Timeline>),
-    Ftrace(Stream<Timeline>),
+    feed: Feed<Timeline>,
 }
 
 impl ClassifyTracer {
     /// Follows `cpus`; `Err` says why the gaps are not classified.
     pub fn arm(cpus: &[usize]) -> Result<ClassifyTracer, String> {
-        if !crate::sys::is_root() {
-            return Err("tracing needs root".into());
-        }
-        match bpf::start("rtbench-classify", cpus) {
-            Ok(r) => Ok(ClassifyTracer { source: Source::Bpf(r), no_bpf: None }),
-            Err(why) => {
-                let stream = ClassifyTracer::instance(cpus).map_err(|e| format!("{why}; {e}"))?;
-                Ok(ClassifyTracer { source: Source::Ftrace(stream), no_bpf: Some(why) })
-            }
-        }
+        let feed = Feed::arm(|| bpf::start("rtbench-classify", cpus), || ClassifyTracer::instance(cpus))?;
+        Ok(ClassifyTracer { feed })
     }
 
     fn instance(cpus: &[usize]) -> Result<Stream<Timeline>, String> {
@@ -66,18 +51,12 @@ impl ClassifyTracer {
 
     /// What the reader has read.
     pub fn timeline(&self) -> Arc<Mutex<Timeline>> {
-        match &self.source {
-            Source::Bpf(r) => r.state(),
-            Source::Ftrace(s) => s.state(),
-        }
+        self.feed.state()
     }
 
     /// Where the events came from, as the run stores it.
     pub fn source(&self) -> String {
-        match &self.no_bpf {
-            None => "BPF on the IRQ, softirq and sched_switch tracepoints".to_string(),
-            Some(why) => format!("an ftrace instance (BPF: {why})"),
-        }
+        self.feed.source("the IRQ, softirq and sched_switch tracepoints")
     }
 }
 

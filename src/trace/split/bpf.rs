@@ -99,8 +99,7 @@ mod tests {
     /// Another process's sleeps expire on the same tracepoint: they are not queued.
     #[test]
     fn another_process_s_sleep_is_not_queued() {
-        if !crate::sys::is_root() {
-            eprintln!("skipped: loading BPF programs needs root");
+        if !crate::sys::bpf_loads() {
             return;
         }
         let programs = Programs::attach(std::process::id()).expect("the program loads and attaches");
@@ -120,8 +119,7 @@ mod tests {
     /// due when it asked, handled no earlier.
     #[test]
     fn a_sleep_of_this_thread_comes_back_as_its_expiry() {
-        if !crate::sys::is_root() {
-            eprintln!("skipped: loading BPF programs needs root");
+        if !crate::sys::bpf_loads() {
             return;
         }
         let programs = Programs::attach(std::process::id()).expect("the program loads and attaches");

@@ -24,7 +24,7 @@ use super::instance::Instance;
 use super::journal::SplitTraced;
 use super::owned::Owned;
 pub use super::stream::lock;
-use super::stream::{Reader, Stream};
+use super::stream::{Feed, Stream};
 use crate::model::SplitRecord;
 
 /// Per-CPU buffer: at 10 kHz, two events of ~50 bytes per sample, a second's worth is 1 MB; the
@@ -36,29 +36,14 @@ const SLEEPERS: &str = "function.function == hrtimer_wakeup";
 
 /// The split's programs or instance, and its reader; held by the session.
 pub struct SplitTracer {
-    source: Source,
-    /// Why BPF could not load, when the instance is used instead.
-    no_bpf: Option<String>,
-}
-
-enum Source {
-    Bpf(Reader<Seen>),
-    Ftrace(Stream<Seen>),
+    feed: Feed<Seen>,
 }
 
 impl SplitTracer {
     /// Follows the sleeps on `cpus`; `Err` says why the run is not split.
     pub fn arm(cpus: &[usize]) -> Result<SplitTracer, String> {
-        if !crate::sys::is_root() {
-            return Err("tracing needs root".into());
-        }
-        match bpf::start("rtbench-split", cpus) {
-            Ok(s) => Ok(SplitTracer { source: Source::Bpf(s), no_bpf: None }),
-            Err(why) => {
-                let stream = SplitTracer::instance(cpus).map_err(|e| format!("{why}; {e}"))?;
-                Ok(SplitTracer { source: Source::Ftrace(stream), no_bpf: Some(why) })
-            }
-        }
+        let feed = Feed::arm(|| bpf::start("rtbench-split", cpus), || SplitTracer::instance(cpus))?;
+        Ok(SplitTracer { feed })
     }
 
     fn instance(cpus: &[usize]) -> Result<Stream<Seen>, String> {
@@ -72,7 +57,7 @@ impl SplitTracer {
     /// Keeps the expiries of these threads only, and asks an ftrace instance for their timers
     /// only.
     pub fn follow(&self, pids: &[i32]) {
-        if let Source::Ftrace(stream) = &self.source {
+        if let Feed::Ftrace(stream, _) = &self.feed {
             let pids_filter = pids.iter().map(|p| format!("common_pid == {p}")).collect::<Vec<_>>().join(" || ");
             let both = format!("{SLEEPERS} && ({pids_filter})");
             // A kernel that refuses a filter traces more, and the reader drops what is not ours.
@@ -86,18 +71,12 @@ impl SplitTracer {
 
     /// What the reader has read, for the runner's pairing.
     pub fn seen(&self) -> Arc<Mutex<Seen>> {
-        match &self.source {
-            Source::Bpf(s) => s.state(),
-            Source::Ftrace(s) => s.state(),
-        }
+        self.feed.state()
     }
 
     /// What the split came to, for the run's parameters.
     pub fn record(&self) -> SplitRecord {
-        let source = match &self.no_bpf {
-            None => "BPF on the hrtimer tracepoints".to_string(),
-            Some(why) => format!("an ftrace instance (BPF: {why})"),
-        };
+        let source = self.feed.source("the hrtimer tracepoints");
         SplitRecord { lost_events: lock(&self.seen()).lost_events, skipped: None, source: Some(source) }
     }
 }

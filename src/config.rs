@@ -3,7 +3,7 @@
 mod commands;
 mod resume;
 
-pub use crate::trace::BreachOptions;
+pub use crate::instrument::breach::BreachOptions;
 pub use commands::*;
 pub use resume::{notes, peer, peer_note, rest, resumable, sample_log, Peer, Rest, ResumeConfig};
 

@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod evt;
 pub mod import;
+pub mod instrument;
 #[cfg(test)]
 mod layers;
 pub mod load;

@@ -3,16 +3,16 @@
 
 use std::time::{Duration, Instant};
 
-use super::classify::ClassifyFlow;
 use super::segment::Closed;
 use super::sink::{Checkpoint, Fed, Progress, SampleLogSink, Sink, StoreSink};
-use super::split::SplitFlow;
 use super::{cpuwatch, live};
+use crate::instrument::classify::flow::ClassifyFlow;
+use crate::instrument::split::flow::SplitFlow;
+use crate::instrument::split::pair::Resolved;
 use crate::model::{EnvPoint, ThreadRan, ThreadResult};
 use crate::recorder::{Buffer, Collector};
 use crate::stats::Stats;
 use crate::sys;
-use crate::trace::split::pair::Resolved;
 
 /// The runner's cumulative view of one thread.
 pub(super) struct ThreadTotals {
@@ -84,7 +84,11 @@ pub(super) struct Flow<'s> {
 impl Flow<'_> {
     /// The window of a pending breach, kept for the next checkpoint; its verdict is said. In a
     /// split run it first waits, held, until the pairing has settled its sample.
-    pub(super) fn take_breach(&mut self, tracer: &mut crate::trace::Tracer, cpu_of: &dyn Fn(u32) -> Option<usize>) {
+    pub(super) fn take_breach(
+        &mut self,
+        tracer: &mut crate::instrument::breach::Tracer,
+        cpu_of: &dyn Fn(u32) -> Option<usize>,
+    ) {
         if let Some(b) = tracer.service(self.start_ns, cpu_of) {
             match self.totals.iter().position(|t| t.index as u32 == b.thread).filter(|_| self.split.is_some()) {
                 Some(i) => self.held.push((i, b)),

@@ -2,7 +2,6 @@
 //! change, the wait), measuring threads, and [`Sink`]s that take the checkpoints. Set up, start
 //! threads, checkpoint every second, stop on time, loop count or signal, save, restore.
 
-mod classify;
 pub mod cpuwatch;
 mod flow;
 mod live;
@@ -14,7 +13,6 @@ pub mod session;
 mod setup;
 pub mod signals;
 pub mod sink;
-mod split;
 mod threads;
 mod watchdog;
 
@@ -29,12 +27,12 @@ pub use phase::{load_progress, start_load, stop_load, LoadStart};
 pub use session::Session;
 
 use crate::config::RunConfig;
+use crate::instrument::classify::flow::ClassifyFlow;
+use crate::instrument::classify::ClassifyTracer;
 use crate::model::{attribute, EnvPoint, LoadRecord, LoadReport, RunKind, RunParams, RunStatus, StealFinding};
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::store::{RunHead, RunWriter, Store};
 use crate::sys;
-use crate::trace::classify::ClassifyTracer;
-use classify::ClassifyFlow;
 use flow::{Flow, Sinks, ThreadTotals};
 use segment::{Extras, Segments};
 use setup::Setup;
@@ -225,12 +223,12 @@ fn flow<'s>(
 /// The tracers' last word: a breach of the last moments is still taken (before the split
 /// settles its samples), then the split's and the classification's records.
 fn end_tracers(cfg: &RunConfig, session: &Session, run: &mut Flow, params: &mut crate::model::MeasuredParams) {
-    session.with(|t: &mut crate::trace::Tracer| {
+    session.with(|t: &mut crate::instrument::breach::Tracer| {
         run.take_breach(t, &|thread| cpu_of(cfg, thread));
         params.breach = Some(t.record());
     });
     run.end_split();
-    if let Some(record) = session.with(|t: &mut crate::trace::split::SplitTracer| t.record()) {
+    if let Some(record) = session.with(|t: &mut crate::instrument::split::SplitTracer| t.record()) {
         params.split = Some(record);
     }
     run.end_classify();
@@ -250,15 +248,18 @@ fn follow_classify(session: &Session, totals: &[ThreadTotals], limits: (Option<u
 
 /// `--split`: once every measuring thread has said its id (they do first thing), the split's
 /// tracer follows those threads only, and the runner pairs their samples.
-fn follow_split(session: &Session, totals: &[ThreadTotals]) -> Option<split::SplitFlow> {
-    session.with(|t: &mut crate::trace::split::SplitTracer| {
+fn follow_split(session: &Session, totals: &[ThreadTotals]) -> Option<crate::instrument::split::flow::SplitFlow> {
+    session.with(|t: &mut crate::instrument::split::SplitTracer| {
         let until = Instant::now() + Duration::from_secs(1);
         while totals.iter().any(|t| t.tid.get().is_none()) && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(1));
         }
         let tids: Vec<i32> = totals.iter().filter_map(|t| t.tid.get().copied()).collect();
         t.follow(&tids);
-        split::SplitFlow::new(t, totals.iter().map(|t| std::sync::Arc::clone(&t.tid)).collect())
+        crate::instrument::split::flow::SplitFlow::new(
+            t,
+            totals.iter().map(|t| std::sync::Arc::clone(&t.tid)).collect(),
+        )
     })
 }
 
@@ -295,7 +296,7 @@ fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads
         pace,
         || threads.all_ended() || breach_stop.get(),
         || {
-            session.with(|t: &mut crate::trace::Tracer| {
+            session.with(|t: &mut crate::instrument::breach::Tracer| {
                 run.take_breach(t, &|thread| cpu_of(cfg, thread));
                 if t.stop && !breach_stop.replace(true) {
                     // Seen at the next wake, not a second from now.

@@ -9,12 +9,12 @@ use anyhow::Result;
 
 use super::{rt, LoadStart, Session};
 use crate::config::RunConfig;
+use crate::instrument::breach::Tracer;
+use crate::instrument::classify::ClassifyTracer;
+use crate::instrument::split::SplitTracer;
 use crate::model::{BreachRecord, ClassifyRecord, MeasuredParams, ShieldRecord, SplitRecord, SystemSnapshot};
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::shield::Shield;
-use crate::trace::classify::ClassifyTracer;
-use crate::trace::split::SplitTracer;
-use crate::trace::Tracer;
 
 /// A run ready to measure.
 pub(super) struct Setup {

@@ -13,13 +13,13 @@ use super::flow::ThreadTotals;
 use super::setup::Admit;
 use super::{rt, Session};
 use crate::config::{RunConfig, ThreadPlan};
+use crate::instrument::breach::Tracer;
+use crate::instrument::split::SplitTracer;
 use crate::model::{Policy, ThreadRan};
 use crate::probe::ThreadCtx;
 use crate::recorder::{self, Buffer};
 use crate::stats::Stats;
 use crate::sys;
-use crate::trace::split::SplitTracer;
-use crate::trace::Tracer;
 
 /// A thread's last samples and what went wrong with its placement, if anything.
 type Ended = (Box<Buffer>, Option<String>);
@@ -66,7 +66,7 @@ pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(
     for plan in &cfg.threads {
         // A split run pairs every sample with its expiry; a classified one every gap with its trace.
         let split = session.with(|_: &mut SplitTracer| ()).is_some()
-            || session.with(|_: &mut crate::trace::classify::ClassifyTracer| ()).is_some();
+            || session.with(|_: &mut crate::instrument::classify::ClassifyTracer| ()).is_some();
         let raw = if cfg.samples.is_some() || split {
             recorder::Raw::All
         } else {

@@ -3,7 +3,7 @@
 //! classification read the same state: a stretch of time between two events belongs to
 //! [`Context::key`].
 
-use super::parse::{field, Event};
+use super::ftrace::parse::{field, Event};
 use crate::model::CauseKind;
 
 /// Whom the CPU was running.
@@ -166,7 +166,7 @@ fn is_vector(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::parse;
+    use crate::trace::ftrace::parse;
 
     #[test]
     fn a_wake_up_sent_from_another_cpu_does_not_make_its_sender_current_here() {

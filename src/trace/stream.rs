@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::owned::Owned;
+use super::ftrace::owned::Owned;
 
 /// How often the reader empties the buffer.
 const POLL: Duration = Duration::from_millis(10);

@@ -10,6 +10,7 @@
 //! ([`timeline`]); the runner looks each gap up once the reader has read past it ([`gap`]).
 
 mod bpf;
+pub mod flow;
 mod gap;
 mod record;
 mod timeline;
@@ -19,12 +20,12 @@ use std::sync::{Arc, Mutex};
 pub use gap::UNTRACED_EDGES_NS;
 pub use timeline::Timeline;
 
-use super::context::describe;
-use super::instance::Instance;
-use super::journal::ClassifyTraced;
-use super::owned::Owned;
-use super::stream::{Feed, Stream};
 use crate::model::NoiseClass;
+use crate::trace::context::describe;
+use crate::trace::ftrace::instance::Instance;
+use crate::trace::ftrace::journal::ClassifyTraced;
+use crate::trace::ftrace::owned::Owned;
+use crate::trace::stream::{Feed, Stream};
 
 /// Per-CPU buffer: the reader empties it every few milliseconds; a loaded CPU writes a few MB
 /// of switches and interrupts a second.
@@ -80,7 +81,7 @@ pub struct Named {
 pub fn classify(timeline: &Timeline, cpu: u32, ours: i32, t0: u64, t1: u64) -> Named {
     let v = gap::classify(timeline.stretches(cpu).into_iter().flatten(), ours, t0, t1);
     match v.key {
-        Some(k) => Named { class: v.class, detail: describe(&k, &super::policy_of), name: k.name },
+        Some(k) => Named { class: v.class, detail: describe(&k, &crate::trace::policy_of), name: k.name },
         None => Named { class: v.class, name: String::new(), detail: None },
     }
 }

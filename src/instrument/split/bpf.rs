@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use super::btf::{kernel_symbol, Layout};
 use super::expiry::Seen;
-use crate::trace::bpfasm::*;
+use crate::trace::bpf::asm::*;
 use crate::trace::stream::{lock, Reader};
 
 /// Expiries waiting for the reader: at 10 kHz on every thread a poll is far below this.

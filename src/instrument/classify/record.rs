@@ -93,7 +93,7 @@ mod tests {
         assert_eq!((r.ts, r.cpu, r.pid, r.comm.as_str()), (10_000_000_123, 1, 500, "rtbench-0"));
         let mut irqs = IrqNames::default();
         let d = r.detail(&mut irqs);
-        let field = crate::trace::parse::field;
+        let field = crate::trace::ftrace::parse::field;
         assert_eq!(
             (field(&d, "next_comm"), field(&d, "next_pid"), field(&d, "next_prio")),
             (Some("python3"), Some("77"), Some("0"))

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::trace::context::{Context, Key};
-use crate::trace::parse;
+use crate::trace::ftrace::parse;
 use crate::trace::stream::{lost, Lines};
 
 /// How long stretches are kept when no gap asks for them: a runner that has not taken them by

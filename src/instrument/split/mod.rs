@@ -13,6 +13,7 @@
 mod bpf;
 mod btf;
 mod expiry;
+pub mod flow;
 pub mod pair;
 
 use std::io;
@@ -20,12 +21,12 @@ use std::sync::{Arc, Mutex};
 
 pub use expiry::{Expiry, Seen};
 
-use super::instance::Instance;
-use super::journal::SplitTraced;
-use super::owned::Owned;
-pub use super::stream::lock;
-use super::stream::{Feed, Stream};
 use crate::model::SplitRecord;
+use crate::trace::ftrace::instance::Instance;
+use crate::trace::ftrace::journal::SplitTraced;
+use crate::trace::ftrace::owned::Owned;
+pub use crate::trace::stream::lock;
+use crate::trace::stream::{Feed, Stream};
 
 /// Per-CPU buffer: at 10 kHz, two events of ~50 bytes per sample, a second's worth is 1 MB; the
 /// reader empties it every few milliseconds.

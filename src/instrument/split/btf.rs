@@ -3,7 +3,7 @@
 //! hrtimer_sleeper` and `struct task_struct` change with the kernel's version and configuration
 //! (`task_struct` above all), so none of them is written down here.
 
-use crate::trace::btf::{Btf, VMLINUX};
+use crate::trace::bpf::btf::{Btf, VMLINUX};
 
 /// What the program reads, in bytes from the start of its structure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

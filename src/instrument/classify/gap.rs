@@ -59,7 +59,7 @@ fn class_of(kind: CauseKind) -> NoiseClass {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::classify::timeline::Timeline;
+    use crate::instrument::classify::timeline::Timeline;
     use crate::trace::stream::Lines;
 
     const OURS: i32 = 500;

@@ -8,7 +8,7 @@
 //! the next task's pid, priority and name) for the reader, which pops the queue off the measured
 //! CPUs every few milliseconds and turns each record into the event the ftrace path would have
 //! read, into the same [`Timeline`]. The next task is read in the program, at offsets the
-//! kernel's BTF gives ([`crate::trace::btf`]): reading it from /proc afterwards would miss the
+//! kernel's BTF gives ([`crate::trace::bpf::btf`]): reading it from /proc afterwards would miss the
 //! short-lived tasks (a burst that ended before the reader looked) and cost a file per pid.
 //! IRQ names come from /proc/interrupts in the reader ([`super::record`]): the program stays small.
 
@@ -17,8 +17,8 @@ use std::sync::Mutex;
 
 use super::record::{IrqNames, Record, RECORD};
 use super::timeline::Timeline;
-use crate::trace::bpfasm::*;
-use crate::trace::parse::Event;
+use crate::trace::bpf::asm::*;
+use crate::trace::ftrace::parse::Event;
 use crate::trace::stream::{lock, Reader};
 
 /// The tracepoints, a record's event number being the index; the first five are needed, the
@@ -68,7 +68,7 @@ impl Programs {
         use crate::sys::{bpf_attach_raw_tp, bpf_map, bpf_raw_tp_program};
         let mask = cpus.iter().try_fold(0u64, |m, &c| (c < 64).then(|| m | 1 << c));
         let mask = mask.ok_or("the BPF programs follow CPUs 0-63 only")?;
-        let task = crate::trace::btf::task_offsets()?;
+        let task = crate::trace::bpf::btf::task_offsets()?;
         let queue = bpf_map(QUEUE, 0, RECORD as u32, QUEUED).map_err(|e| format!("cannot make the queue: {e}"))?;
         let lost = bpf_map(ARRAY, 4, 8, 1).map_err(|e| format!("cannot make a map: {e}"))?;
         let mut links = Vec::new();

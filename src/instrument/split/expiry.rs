@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::trace::parse;
+use crate::trace::ftrace::parse;
 use crate::trace::stream::{lost, Lines};
 
 /// One traced expiry of a thread's sleep.

@@ -2,9 +2,9 @@
 //! sample, every stretch of time goes to what the CPU was doing — an interrupt handler, a
 //! softirq, another task, idle — and what the trace cannot explain is said to be so.
 
-use super::context::{describe, Context, Key};
-use super::parse::Event;
 use crate::model::{Cause, CauseKind};
+use crate::trace::context::{describe, Context, Key};
+use crate::trace::ftrace::parse::Event;
 use crate::units::fmt_ns_as_us;
 
 /// The causes of one delay, largest first, and the verdict naming the first.
@@ -126,7 +126,7 @@ fn verdict(c: &Cause) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::parse;
+    use crate::trace::ftrace::parse;
 
     const OURS: i32 = 500;
 

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::instrument::classify::{classify, ClassifyTracer, Named, Timeline};
 use crate::model::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, NoiseClass, ThreadClasses};
-use crate::trace::classify::{classify, ClassifyTracer, Named, Timeline};
 use crate::trace::stream::lock;
 
 /// How long after a gap its events must have been read: an event is in the buffer
@@ -28,7 +28,7 @@ struct Thread {
     longest: Vec<LongGap>,
 }
 
-pub(super) struct ClassifyFlow {
+pub(crate) struct ClassifyFlow {
     timeline: Arc<Mutex<Timeline>>,
     threads: Vec<Thread>,
     /// The rule-of-thumb budget, when the CPU clock is known.
@@ -44,7 +44,7 @@ pub(super) struct ClassifyFlow {
 impl ClassifyFlow {
     /// `threads`: per thread in the runner's order, its number, CPU and id once it has one;
     /// `(budget_ns, interval_ns)`: the rule-of-thumb budget and the run's envelope interval.
-    pub(super) fn new(
+    pub(crate) fn new(
         tracer: &ClassifyTracer,
         threads: Vec<(u32, Option<u32>, Arc<OnceLock<i32>>)>,
         (budget_ns, interval_ns): (Option<u64>, u64),
@@ -69,13 +69,13 @@ impl ClassifyFlow {
     }
 
     /// Gaps (time offset, length) as the thread handed them over.
-    pub(super) fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
+    pub(crate) fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
         self.threads[i].pending.extend(chunk);
     }
 
     /// Classifies thread `i`'s gaps the reader has read past; `end`: the run is over and the
     /// reader has read all it will, so what is left is unknown.
-    pub(super) fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
+    pub(crate) fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
         let budget = self.budget_ns;
         let t = &mut self.threads[i];
         let mut timeline = lock(&self.timeline);
@@ -100,13 +100,13 @@ impl ClassifyFlow {
     }
 
     /// The gaps classified since the last call, per thread, interval and class.
-    pub(super) fn take_intervals(&mut self) -> Vec<ClassInterval> {
+    pub(crate) fn take_intervals(&mut self) -> Vec<ClassInterval> {
         let taken = std::mem::take(&mut self.intervals).into_iter();
         taken.map(|((thread, index, class), (count, ns))| ClassInterval { thread, index, class, count, ns }).collect()
     }
 
     /// Waits (up to a bound) for the reader to have read everything up to now.
-    pub(super) fn await_reader(&self) {
+    pub(crate) fn await_reader(&self) {
         let (now, since) = (crate::sys::now_ns(), Instant::now());
         while lock(&self.timeline).caught_up_ns < now + MARGIN_NS && since.elapsed() < LAST_READ {
             std::thread::sleep(Duration::from_millis(5));
@@ -115,7 +115,7 @@ impl ClassifyFlow {
 
     /// What the classification has come to so far: every thread's gaps by class, the most
     /// noise first, and the events the trace lost.
-    pub(super) fn record(&self) -> ClassifyRecord {
+    pub(crate) fn record(&self) -> ClassifyRecord {
         let (threads, lost_events) = (self.threads(), lock(&self.timeline).lost_events);
         let source = Some(self.source.clone());
         ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None, source }

@@ -5,9 +5,9 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::instrument::split::pair::{Pairing, Resolved};
+use crate::instrument::split::{lock, Seen, SplitTracer};
 use crate::model::IrqSplit;
-use crate::trace::split::pair::{Pairing, Resolved};
-use crate::trace::split::{lock, Seen, SplitTracer};
 
 /// How long the end of a run waits for the reader to read the last expiries.
 const LAST_READ: Duration = Duration::from_secs(1);
@@ -15,16 +15,16 @@ const LAST_READ: Duration = Duration::from_secs(1);
 /// stays bounded over a long run whatever the reader does.
 const STALE: Duration = Duration::from_secs(5);
 
-pub(super) struct SplitFlow {
+pub(crate) struct SplitFlow {
     seen: Arc<Mutex<Seen>>,
     /// Per thread, in the runner's order: its thread id, once it has one, and its pairing.
     threads: Vec<(Arc<OnceLock<i32>>, Pairing)>,
     /// Reused between resolutions.
-    pub(super) out: Resolved,
+    pub(crate) out: Resolved,
 }
 
 impl SplitFlow {
-    pub(super) fn new(tracer: &SplitTracer, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
+    pub(crate) fn new(tracer: &SplitTracer, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
         SplitFlow::reading(tracer.seen(), tids)
     }
 
@@ -33,13 +33,13 @@ impl SplitFlow {
         SplitFlow { seen, threads, out: Resolved::default() }
     }
 
-    pub(super) fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
+    pub(crate) fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
         self.threads[i].1.push(chunk);
     }
 
     /// Resolves thread `i`'s samples into `self.out` (cleared first); `end`: the run is over
     /// and the reader has read all it will, so what is left is unmatched.
-    pub(super) fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
+    pub(crate) fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
         self.out.clear();
         let (tid, pairing) = &mut self.threads[i];
         if let Some(tid) = tid.get() {
@@ -56,7 +56,7 @@ impl SplitFlow {
     }
 
     /// Waits (up to a bound) for the reader to have read everything up to now.
-    pub(super) fn await_reader(&self) {
+    pub(crate) fn await_reader(&self) {
         let (now, since) = (crate::sys::now_ns(), Instant::now());
         while lock(&self.seen).caught_up_ns < now && since.elapsed() < LAST_READ {
             std::thread::sleep(Duration::from_millis(5));
@@ -65,16 +65,16 @@ impl SplitFlow {
 
     /// Thread `i`'s sample due at `due_ns` (CLOCK_MONOTONIC): None while the pairing has not
     /// settled it, then its IRQ latency if it was matched.
-    pub(super) fn split_of(&self, i: usize, due_ns: u64) -> Option<Option<u64>> {
+    pub(crate) fn split_of(&self, i: usize, due_ns: u64) -> Option<Option<u64>> {
         self.threads[i].1.split_of(due_ns)
     }
 
-    pub(super) fn irq(&self, i: usize) -> IrqSplit {
+    pub(crate) fn irq(&self, i: usize) -> IrqSplit {
         self.threads[i].1.split.clone()
     }
 
     /// A new window counts from nothing.
-    pub(super) fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         for (_, p) in &mut self.threads {
             p.split = IrqSplit::default();
         }

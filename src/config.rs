@@ -4,6 +4,7 @@ mod commands;
 mod resume;
 
 pub use crate::instrument::breach::BreachOptions;
+pub use crate::instrument::Ask;
 pub use commands::*;
 pub use resume::{notes, peer, peer_note, rest, resumable, sample_log, Peer, Rest, ResumeConfig};
 
@@ -14,6 +15,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::error::InputError;
+use crate::instrument::{Planned, Request};
 use crate::invalid;
 use crate::load::LoadOptions;
 pub use crate::model::LoadFlags;
@@ -50,20 +52,8 @@ pub struct RunOptions {
     pub db: Option<PathBuf>,
     /// CPUs to shield from the rest of the system for the run.
     pub shield: Option<String>,
-    pub breach: Option<BreachOptions>,
-    pub split: SplitAsk,
-    /// `noise --classify`: asked for, wherever it can be (a study's noise cell), or not.
-    pub classify: SplitAsk,
-}
-
-/// `--split` (and `--classify`, the same way): asked for (refused up front where it cannot be),
-/// or wherever it can be (a study's timer or noise cells; a skip with the reason elsewhere).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SplitAsk {
-    #[default]
-    Off,
-    Asked,
-    IfPossible,
+    /// The instruments to ride along (`--breach`, `--split`, `--classify`).
+    pub instruments: Vec<Request>,
 }
 
 impl Default for RunOptions {
@@ -88,9 +78,7 @@ impl Default for RunOptions {
             label: None,
             db: None,
             shield: None,
-            breach: None,
-            split: SplitAsk::Off,
-            classify: SplitAsk::Off,
+            instruments: Vec::new(),
         }
     }
 }
@@ -132,28 +120,18 @@ pub struct RunConfig {
     pub command_line: String,
     /// CPUs to shield from everything else for the run; the measuring threads run there.
     pub shield: Option<Vec<usize>>,
-    pub breach: Option<BreachOptions>,
-    /// Split every sample into its IRQ and scheduling parts (a timer's only).
-    pub split: bool,
-    /// Classify every gap by what ran in it (noise only).
-    pub classify: bool,
+    /// The instruments to arm, in the registry's order.
+    pub instruments: Vec<Planned>,
 }
 
 impl RunConfig {
     /// Checks `opts`, resolves the loop count and builds the probe from its flags.
     pub fn new(info: &'static ProbeInfo, args: &ProbeArgs, opts: &RunOptions) -> Result<RunConfig> {
         let shield = shield_cpus(opts.shield.as_deref())?;
-        if opts.breach.is_some() && info.synthetic {
-            return Err(invalid!("--breach traces the kernel, and {} samples come from no kernel", info.name));
-        }
         if shield.is_some() {
             needs_root("--shield", "it moves every task and IRQ off the shielded CPUs")?;
         }
-        if opts.breach.is_some() {
-            needs_root("--breach", "it traces the kernel with ftrace")?;
-        }
-        let split = split(info, opts.split)?;
-        let classify = classify(info, opts.classify)?;
+        let instruments = instruments(info, &opts.instruments)?;
         // Shielded CPUs are the ones to measure unless -a says otherwise.
         // -a none: unpinned, where the scheduler puts each thread (sockperf's placement).
         let unpinned = opts.affinity.as_deref() == Some("none");
@@ -213,9 +191,7 @@ impl RunConfig {
             tmpdir,
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
             shield,
-            breach: opts.breach,
-            split,
-            classify,
+            instruments,
         })
     }
 
@@ -243,31 +219,27 @@ impl RunConfig {
     }
 }
 
-/// Whether the run is split: only a timer's wake-up has an IRQ part.
-fn split(info: &ProbeInfo, ask: SplitAsk) -> Result<bool> {
-    let timer = info.name == crate::probe::timer::INFO.name;
-    if ask == SplitAsk::Asked {
-        if !timer {
-            return Err(invalid!("--split splits a timer wake-up, and {} samples are not one", info.name));
+/// The instruments a run asks for, in the registry's order: one asked for where the probe does
+/// not offer what it needs is refused, as is one that needs root when rtbench is not; one asked
+/// for wherever possible is left out where the probe does not offer it.
+fn instruments(info: &ProbeInfo, asked: &[Request]) -> Result<Vec<Planned>> {
+    let mut planned = Vec::new();
+    for i in crate::instrument::REGISTRY {
+        let Some(r) = asked.iter().find(|r| r.name == i.name && r.ask != Ask::Off) else { continue };
+        let offered = info.offers.contains(&i.needs);
+        if r.ask == Ask::Asked {
+            if !offered {
+                return Err(invalid!("{} {}, and {} samples {}", i.flag, i.does, info.name, i.lacks));
+            }
+            if let Some(why) = i.root_why {
+                needs_root(i.flag, why)?;
+            }
         }
-        needs_root("--split", "it traces the kernel's timers with ftrace")?;
-    }
-    Ok(timer && ask != SplitAsk::Off)
-}
-
-/// Whether the gaps are classified: only the noise probe's samples are gaps of the CPU.
-fn classify(info: &ProbeInfo, ask: SplitAsk) -> Result<bool> {
-    let noise = info.name == crate::probe::noise::INFO.name;
-    if ask == SplitAsk::Asked {
-        if !noise {
-            return Err(invalid!(
-                "--classify classifies the noise probe's gaps, and {} samples are not gaps",
-                info.name
-            ));
+        if offered {
+            planned.push(Planned { info: i, settings: r.settings });
         }
-        needs_root("--classify", "it traces the kernel with ftrace")?;
     }
-    Ok(noise && ask != SplitAsk::Off)
+    Ok(planned)
 }
 
 /// Refuses `flag` up front when rtbench is not root: what only root may do is not done by

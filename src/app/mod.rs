@@ -9,6 +9,8 @@ mod net;
 mod resume;
 mod study;
 mod sysbench;
+#[cfg(test)]
+mod tests;
 mod wcet;
 
 use std::io::Write;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::config::{RunConfig, RunOptions, SplitAsk, StudyConfig};
+use crate::config::{Ask, RunConfig, RunOptions, StudyConfig};
 use crate::net::transport::Transport;
 use crate::probe::{ProbeInfo, StudyEnv};
 use crate::report::junit::Errored;
@@ -71,9 +71,7 @@ fn cell_options(a: &StudyConfig, cell: &Cell, label: &str) -> RunOptions {
         label: Some(label.to_string()),
         db: Some(a.db.clone()),
         shield: a.shield.clone(),
-        breach: a.breach,
-        split: if a.split { SplitAsk::IfPossible } else { SplitAsk::Off },
-        classify: if a.classify { SplitAsk::IfPossible } else { SplitAsk::Off },
+        instruments: crate::instrument::asked(a.breach, a.split, a.classify, Ask::IfPossible),
         ..RunOptions::default()
     }
 }

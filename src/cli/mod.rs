@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{BreachOptions, LoadFlags, RunOptions, SplitAsk};
+use crate::config::{Ask, BreachOptions, LoadFlags, RunOptions};
 use crate::model::Policy;
 use crate::report::export::Format;
 
@@ -400,9 +400,7 @@ impl RunArgs {
             label: self.label.clone(),
             db: self.db.db.clone(),
             shield: self.shield.clone(),
-            breach: self.breach.options(),
-            split: if self.split { SplitAsk::Asked } else { SplitAsk::Off },
-            classify: if self.classify { SplitAsk::Asked } else { SplitAsk::Off },
+            instruments: crate::instrument::asked(self.breach.options(), self.split, self.classify, Ask::Asked),
         }
     }
 }

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::DbArg;
-use crate::config::{MonitorConfig, RunConfig, RunOptions, SplitAsk};
+use crate::config::{Ask, MonitorConfig, RunConfig, RunOptions};
 
 #[derive(Args, Debug)]
 pub struct MonitorArgs {
@@ -87,8 +87,7 @@ impl MonitorArgs {
             quiet: true,
             label: self.label,
             db: self.db.db,
-            split: if self.split { SplitAsk::Asked } else { SplitAsk::Off },
-            classify: if self.classify { SplitAsk::Asked } else { SplitAsk::Off },
+            instruments: crate::instrument::asked(None, self.split, self.classify, Ask::Asked),
             ..RunOptions::default()
         };
         Ok(MonitorConfig {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{BreachOptions, RunConfig, RunOptions, SplitAsk, ThreadPlan};
+use super::{RunConfig, RunOptions, ThreadPlan};
 use crate::invalid;
 use crate::model::{LoadRecord, MeasuredParams, RunHeader, RunKind, RunStatus};
 
@@ -166,13 +166,8 @@ impl RunConfig {
             label: Some(h.label.clone()),
             db: Some(db),
             shield: m.shield.as_ref().map(|s| crate::units::format_cpu_list(&s.cpus)),
-            breach: m.breach.as_ref().filter(|b| b.skipped.is_none()).map(|b| BreachOptions {
-                threshold_ns: b.threshold_ns,
-                max: b.max,
-                stop: false,
-            }),
-            split: asked(m.split.as_ref().map(|s| s.skipped.is_none())),
-            classify: asked(m.classify.as_ref().map(|c| c.skipped.is_none())),
+            // Each instrument the stored run had armed, again (not one it had skipped).
+            instruments: crate::instrument::REGISTRY.iter().filter_map(|i| (i.resumed)(m)).collect(),
             ..RunOptions::default()
         };
         let mut cfg = RunConfig::new(info, &args, &opts)?;
@@ -245,15 +240,6 @@ fn affinity(cpus: &[Option<usize>]) -> String {
         "none".into()
     } else {
         crate::units::format_cpu_list(&pinned)
-    }
-}
-
-/// Split (or classified) again when the run was, and not when it was skipped.
-fn asked(done: Option<bool>) -> SplitAsk {
-    if done == Some(true) {
-        SplitAsk::Asked
-    } else {
-        SplitAsk::Off
     }
 }
 

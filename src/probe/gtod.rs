@@ -12,6 +12,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "gtod",
     help: "clock read latency (gtod_latency): the delta between two back-to-back clock_gettime calls",
     synthetic: false,
+    offers: &[super::Offer::Samples, super::Offer::KernelSamples],
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::One,
     default_loops: Some(1_000_000),

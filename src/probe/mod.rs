@@ -72,6 +72,20 @@ pub trait Probe: Send + Sync {
     }
 }
 
+/// What a probe's samples offer an instrument riding along its run: each instrument needs one,
+/// and a probe that does not make that offer is refused the instrument's flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offer {
+    /// Samples, in order, as the measuring threads hand them over: every probe makes this offer.
+    Samples,
+    /// Samples of this machine's kernel, not generated ones: a trace can say what delayed one.
+    KernelSamples,
+    /// Each sample is a timer wake-up: the timer interrupt's part can be split off.
+    TimerExpiry,
+    /// Each sample is a gap in a busy loop: what ran in it can be classified.
+    BusyGaps,
+}
+
 /// How many threads a probe runs when `-t` is not given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefaultThreads {
@@ -120,6 +134,8 @@ pub struct ProbeInfo {
     /// Emits generated samples rather than measuring this machine: it runs at SCHED_OTHER
     /// without locked memory, is hidden from `--help`, and its runs say so.
     pub synthetic: bool,
+    /// What its samples offer the instruments that ride along a run (`crate::instrument`).
+    pub offers: &'static [Offer],
     pub metric: Metric,
     pub default_threads: DefaultThreads,
     /// Samples per thread when neither `-l`, the count flag nor a duration bounds the run.

@@ -20,6 +20,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "noise",
     help: "OS noise (osnoise, oslat): gaps in a busy clock-reading loop on a pinned FIFO thread, the floor no latency beats",
     synthetic: false,
+    offers: &[super::Offer::Samples, super::Offer::KernelSamples, super::Offer::BusyGaps],
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::PerCpu,
     default_loops: None,

@@ -19,6 +19,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "pingpong",
     help: "message round trips to an echo server (the ØMQ study's test): one-way = RTT/2",
     synthetic: false,
+    offers: &[super::Offer::Samples, super::Offer::KernelSamples],
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::One,
     default_loops: Some(1_000_000),

@@ -19,6 +19,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "response",
     help: "response to an external trigger (lpptest, the I-pipe logger): answer time − intended trigger time",
     synthetic: false,
+    offers: &[super::Offer::Samples, super::Offer::KernelSamples],
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::One,
     default_loops: None,

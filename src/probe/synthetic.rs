@@ -14,6 +14,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "synthetic",
     help: "deterministic synthetic samples (lognormal body, heavy tail, rare spikes) for tests and benchmarks",
     synthetic: true,
+    offers: &[super::Offer::Samples],
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::One,
     default_loops: Some(1_000_000),

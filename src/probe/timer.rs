@@ -13,6 +13,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     name: "timer",
     help: "timer wake-up latency (cyclictest): clock_nanosleep to an absolute deadline, then now − deadline",
     synthetic: false,
+    offers: &[super::Offer::Samples, super::Offer::KernelSamples, super::Offer::TimerExpiry],
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::PerCpu,
     default_loops: None,

@@ -1,14 +1,13 @@
 //! The measurements on their way from the threads to the sinks: the runner's running totals,
-//! the checkpoints it hands every sink, the windows it closes and the breaches it takes.
+//! the instruments they pass by, the checkpoints it hands every sink, the windows it closes
+//! and the windows around samples the instruments take.
 
 use std::time::{Duration, Instant};
 
 use super::segment::Closed;
 use super::sink::{Checkpoint, Fed, Progress, SampleLogSink, Sink, StoreSink};
 use super::{cpuwatch, live};
-use crate::instrument::classify::flow::ClassifyFlow;
-use crate::instrument::split::flow::SplitFlow;
-use crate::instrument::split::pair::Resolved;
+use crate::instrument::{Armed, Followed, Following, Resolved, Service};
 use crate::model::{EnvPoint, ThreadRan, ThreadResult};
 use crate::recorder::{Buffer, Collector};
 use crate::stats::Stats;
@@ -67,59 +66,68 @@ pub(super) struct Flow<'s> {
     pub(super) start_ns: u64,
     /// Interference on the measured CPUs; `None` for synthetic samples.
     pub(super) watch: Option<cpuwatch::CpuWatch>,
-    /// Breaches traced since the last checkpoint.
-    pub(super) breaches: Vec<crate::model::Breach>,
+    /// Windows the instruments took around samples since the last checkpoint.
+    pub(super) windows: Vec<crate::model::Breach>,
     /// How often the totals are collected: often enough for a live view, when there is one.
     pub(super) collect_every: Duration,
     /// Samples merged over the whole run, every window included: its progress.
     pub(super) counted: u64,
-    /// `--split`: the samples wait here for their expiries on their way to the sinks.
-    pub(super) split: Option<SplitFlow>,
-    /// Breaches of a split run waiting for their sample's split (thread's place, breach).
+    /// The instruments riding along: one may hold the samples on their way to the sinks.
+    pub(super) instruments: Armed,
+    /// Windows waiting for the instrument that holds the samples to settle theirs (thread's
+    /// place, window).
     pub(super) held: Vec<(usize, crate::model::Breach)>,
-    /// `noise --classify`: the gaps wait here for their trace, beside their way to the sinks.
-    pub(super) classify: Option<ClassifyFlow>,
+    /// Reused between settlings: the samples the holding instrument lets go.
+    pub(super) settled: Resolved,
 }
 
 impl Flow<'_> {
-    /// The window of a pending breach, kept for the next checkpoint; its verdict is said. In a
-    /// split run it first waits, held, until the pairing has settled its sample.
-    pub(super) fn take_breach(
-        &mut self,
-        tracer: &mut crate::instrument::breach::Tracer,
-        cpu_of: &dyn Fn(u32) -> Option<usize>,
-    ) {
-        if let Some(b) = tracer.service(self.start_ns, cpu_of) {
-            match self.totals.iter().position(|t| t.index as u32 == b.thread).filter(|_| self.split.is_some()) {
-                Some(i) => self.held.push((i, b)),
-                None => self.keep_breach(b),
-            }
-        }
-        self.release_breaches();
+    /// The instruments follow the measuring threads once they have started. `(budget_ns,
+    /// interval_ns)`: the rule-of-thumb budget and the run's envelope interval.
+    pub(super) fn follow(&mut self, (budget_ns, envelope_ns): (Option<u64>, u64)) {
+        let threads: Vec<Followed> = self
+            .totals
+            .iter()
+            .map(|t| Followed {
+                index: t.index as u32,
+                cpu: t.cpu.map(|c| c as u32),
+                tid: std::sync::Arc::clone(&t.tid),
+            })
+            .collect();
+        self.instruments.follow(&Following { threads: &threads, budget_ns, envelope_ns });
     }
 
-    /// The held breaches whose samples the split has settled, with their IRQ part if matched.
-    fn release_breaches(&mut self) {
-        let Some(split) = self.split.as_ref() else { return };
+    /// A pass of the instruments: the windows they took are kept for the next checkpoint and
+    /// said; while one instrument holds the samples, a window first waits, held, until its
+    /// sample is settled. Returns whether an instrument asks the run to end.
+    pub(super) fn service(&mut self, cpu_of: &dyn Fn(u32) -> Option<usize>) -> bool {
+        let (windows, stop) = self.instruments.service(&Service { start_ns: self.start_ns, cpu_of });
+        let holding = self.instruments.hold_samples();
+        for w in windows {
+            match self.totals.iter().position(|t| t.index as u32 == w.thread).filter(|_| holding) {
+                Some(i) => self.held.push((i, w)),
+                None => self.keep_window(w),
+            }
+        }
+        self.release_windows();
+        stop
+    }
+
+    /// The held windows whose samples have been settled, with what the holder adds to them.
+    fn release_windows(&mut self) {
         let mut settled = Vec::new();
-        for (i, mut b) in std::mem::take(&mut self.held) {
-            match split.split_of(i, b.mono_ns) {
-                None => self.held.push((i, b)),
-                Some(irq) => {
-                    if let Some(irq) = irq {
-                        b.irq_ns = Some(irq);
-                        b.verdict = format!("{}; {}", b.verdict, split_words(irq, b.latency_ns));
-                    }
-                    settled.push(b);
-                }
+        for (i, mut w) in std::mem::take(&mut self.held) {
+            match self.instruments.annotate(i, &mut w) {
+                false => self.held.push((i, w)),
+                true => settled.push(w),
             }
         }
-        for b in settled {
-            self.keep_breach(b);
+        for w in settled {
+            self.keep_window(w);
         }
     }
 
-    fn keep_breach(&mut self, b: crate::model::Breach) {
+    fn keep_window(&mut self, b: crate::model::Breach) {
         eprintln!(
             "rtbench: breach {} on thread {}: {} µs at {:.3} s: {}",
             b.seq,
@@ -128,7 +136,7 @@ impl Flow<'_> {
             b.t_ns as f64 / 1e9,
             b.verdict
         );
-        self.breaches.push(b);
+        self.windows.push(b);
     }
 
     pub(super) fn watch_tick(&mut self) {
@@ -145,55 +153,40 @@ impl Flow<'_> {
     }
 
     /// A sink that fails says so and is retried or left out (see [`Fed`]); the samples keep
-    /// flowing to the others.
+    /// flowing to the others. Every instrument sees them first; when one holds them, they
+    /// reach the sinks as it settles them.
     pub(super) fn drain_thread(&mut self, i: usize) {
         let t = &mut self.totals[i];
         let thread = t.index as u32;
-        let sinks = &mut self.sinks;
-        let Some(split) = self.split.as_mut() else {
-            let mut classify = self.classify.as_mut();
-            let _ = t.collector.drain_samples(|chunk| {
-                if let Some(c) = classify.as_mut() {
-                    c.push(i, chunk);
-                }
+        let (sinks, instruments) = (&mut self.sinks, &mut self.instruments);
+        let holding = instruments.hold_samples();
+        let _ = t.collector.drain_samples(|chunk| {
+            instruments.samples(i, chunk);
+            if !holding {
                 for s in sinks.each() {
                     s.samples(thread, chunk);
                 }
-                Ok(())
-            });
-            if let Some(c) = classify {
-                c.resolve(i, self.start_ns, false);
             }
-            return;
-        };
-        let _ = t.collector.drain_samples(|chunk| {
-            split.push(i, chunk);
             Ok(())
         });
-        split.resolve(i, self.start_ns, false);
-        feed(sinks, thread, &split.out);
-        self.release_breaches();
+        self.settle(i, false);
     }
 
-    /// The end of a split run: once the reader has read the last expiries, every sample still
-    /// waiting is resolved, matched or not.
-    pub(super) fn end_split(&mut self) {
-        let Some(split) = self.split.as_mut() else { return };
-        split.await_reader();
-        for (i, t) in self.totals.iter().enumerate() {
-            split.resolve(i, self.start_ns, true);
-            feed(&mut self.sinks, t.index as u32, &split.out);
-        }
-        self.release_breaches();
+    /// Thread `i`'s samples settled by the instruments, those let go handed to the sinks, and
+    /// the windows waiting for them released.
+    fn settle(&mut self, i: usize, end: bool) {
+        let thread = self.totals[i].index as u32;
+        self.instruments.settle(i, self.start_ns, end, &mut self.settled);
+        feed(&mut self.sinks, thread, &self.settled);
+        self.release_windows();
     }
 
-    /// The end of a classified run: once the reader has read the last events, every gap still
-    /// waiting is classified, or unknown.
-    pub(super) fn end_classify(&mut self) {
-        let Some(c) = self.classify.as_mut() else { return };
-        c.await_reader();
+    /// The end of the run: once the instruments' readers have read the last events, every
+    /// sample still waiting is settled.
+    pub(super) fn end_instruments(&mut self) {
+        self.instruments.end();
         for i in 0..self.totals.len() {
-            c.resolve(i, self.start_ns, true);
+            self.settle(i, true);
         }
     }
 
@@ -249,22 +242,20 @@ impl Flow<'_> {
     pub(super) fn checkpoint(&mut self) {
         let threads = self.results();
         let activity = self.watch.as_mut().map(|w| w.take()).unwrap_or_default();
-        let noise = self.classify.as_mut().map(|c| c.take_intervals()).unwrap_or_default();
-        let classify = self.classify.as_ref().map(|c| c.record());
-        let (envelope, breaches) = (&self.envelope, &self.breaches);
+        let extra = self.instruments.checkpoint();
         let cp = Checkpoint {
-            envelope,
+            envelope: &self.envelope,
             activity: &activity,
-            breaches,
-            noise: &noise,
-            classify: classify.as_ref(),
+            breaches: &self.windows,
+            noise: &extra.noise,
+            classify: extra.classify.as_ref(),
             ..Checkpoint::only(&threads)
         };
         for s in self.sinks.each() {
             s.checkpoint(&cp);
         }
         self.envelope.clear();
-        self.breaches.clear();
+        self.windows.clear();
     }
 
     /// The last checkpoint again, for the sinks it did not reach: what they kept is written.
@@ -297,9 +288,7 @@ impl Flow<'_> {
             for t in &mut self.totals {
                 t.stats = Stats::default();
             }
-            if let Some(split) = self.split.as_mut() {
-                split.reset();
-            }
+            self.instruments.new_window();
         }
         next
     }
@@ -308,27 +297,21 @@ impl Flow<'_> {
         self.totals
             .iter()
             .enumerate()
-            .map(|(i, t)| ThreadResult {
-                thread: t.index as u32,
-                cpu: t.cpu.map(|c| c as u32),
-                stats: t.stats.clone(),
-                irq: self.split.as_ref().map(|s| s.irq(i)),
+            .map(|(i, t)| {
+                let mut r = ThreadResult {
+                    thread: t.index as u32,
+                    cpu: t.cpu.map(|c| c as u32),
+                    stats: t.stats.clone(),
+                    irq: None,
+                };
+                self.instruments.result(i, &mut r);
+                r
             })
             .collect()
     }
 }
 
-/// A breach's split, in words.
-fn split_words(irq_ns: u64, latency_ns: u64) -> String {
-    let us = |ns: u64| crate::units::fmt_ns_as_us(ns as f64);
-    format!(
-        "the timer interrupt ran {} µs late; the thread ran {} µs after it",
-        us(irq_ns),
-        us(latency_ns.saturating_sub(irq_ns))
-    )
-}
-
-/// Resolved samples to every sink, with their IRQ parts.
+/// Settled samples to every sink, with their IRQ parts.
 fn feed(sinks: &mut Sinks, thread: u32, out: &Resolved) {
     if out.samples.is_empty() {
         return;

@@ -27,8 +27,7 @@ pub use phase::{load_progress, start_load, stop_load, LoadStart};
 pub use session::Session;
 
 use crate::config::RunConfig;
-use crate::instrument::classify::flow::ClassifyFlow;
-use crate::instrument::classify::ClassifyTracer;
+use crate::instrument::Ending;
 use crate::model::{attribute, EnvPoint, LoadRecord, LoadReport, RunKind, RunParams, RunStatus, StealFinding};
 use crate::recorder::samplelog::SampleLogWriter;
 use crate::store::{RunHead, RunWriter, Store};
@@ -143,33 +142,38 @@ fn drive(
     windows: Windows,
 ) -> Result<(i64, Outcome)> {
     let budget_ns = setup.system.budget_ns();
-    let Setup { grant, mut warnings, mut params, samples, admit, .. } = setup;
+    let Setup { grant, mut warnings, mut params, samples, admit, instruments, .. } = setup;
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
     let start_ns = sys::now_ns();
     let started = Instant::now();
-    let start = threads::Start { grant: &grant, admit: admit.as_ref(), stop: &stop, start_ns };
-    let (threads, totals) = threads::spawn(cfg, session, &start)?;
+    // What the instruments ask of the threads goes with them, and no further: a watch held here
+    // would keep open what an instrument closes when the run ends (a trace marker, and so the
+    // instance it writes to).
+    let (threads, totals) = {
+        let ask = instruments.threads();
+        threads::spawn(cfg, &threads::Start { grant: &grant, admit: admit.as_ref(), stop: &stop, start_ns, ask: &ask })?
+    };
     // The runner's own work (checkpoints, the store's fsync, reading /proc) happens off the
     // measured CPUs when there are others; the measuring threads were started before this.
     let _housekeeping = rt::Housekeeping::avoid(&cfg.threads.iter().map(|t| t.cpu).collect::<Vec<_>>());
     let every = windows.every;
-    let split = follow_split(session, &totals);
     let mut run = flow(cfg, writer, samples, windows, totals, (started, start_ns));
-    run.split = split;
-    run.classify = follow_classify(session, &run.totals, (budget_ns, cfg.envelope_ns));
+    run.instruments = instruments;
+    run.follow((budget_ns, cfg.envelope_ns));
     let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
     let bound = STOP_GRACE + Duration::from_nanos(cfg.probe.step_ns());
     join(&mut run, threads, bound, &mut warnings)?;
     params.ran = run.ran();
-    end_tracers(cfg, session, &mut run, &mut params);
+    end_instruments(cfg, &mut run, &mut params);
     wind_up(&mut run)?;
     warnings.extend(run.sinks.warnings());
     let watched = run.watch.is_some();
+    let instruments = std::mem::take(&mut run.instruments);
     let writer = run.sinks.store.into_inner().into_writer();
-    let end = End { outcome, started, watched, load, params, warnings };
+    let end = End { outcome, started, watched, load, params, warnings, instruments };
     save(cfg, writer, end)
 }
 
@@ -201,7 +205,7 @@ fn flow<'s>(
     let cpus: Vec<u32> = cfg.threads.iter().filter_map(|t| t.cpu).map(|c| c as u32).collect();
     let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.envelope_ns));
     let sinks = Sinks { log, store, observers };
-    let (envelope, breaches) = (Vec::new(), Vec::new());
+    let (envelope, windows) = (Vec::new(), Vec::new());
     let duration = cfg.duration;
     Flow {
         totals,
@@ -211,56 +215,21 @@ fn flow<'s>(
         duration,
         start_ns,
         watch,
-        breaches,
+        windows,
         collect_every,
         counted: 0,
-        split: None,
+        instruments: Default::default(),
         held: Vec::new(),
-        classify: None,
+        settled: Default::default(),
     }
 }
 
-/// The tracers' last word: a breach of the last moments is still taken (before the split
-/// settles its samples), then the split's and the classification's records.
-fn end_tracers(cfg: &RunConfig, session: &Session, run: &mut Flow, params: &mut crate::model::MeasuredParams) {
-    session.with(|t: &mut crate::instrument::breach::Tracer| {
-        run.take_breach(t, &|thread| cpu_of(cfg, thread));
-        params.breach = Some(t.record());
-    });
-    run.end_split();
-    if let Some(record) = session.with(|t: &mut crate::instrument::split::SplitTracer| t.record()) {
-        params.split = Some(record);
-    }
-    run.end_classify();
-    if let Some(c) = &run.classify {
-        params.classify = Some(c.record());
-    }
-}
-
-/// `--classify`: every thread's gaps looked up in the trace of its CPU.
-fn follow_classify(session: &Session, totals: &[ThreadTotals], limits: (Option<u64>, u64)) -> Option<ClassifyFlow> {
-    session.with(|t: &mut ClassifyTracer| {
-        let threads =
-            totals.iter().map(|t| (t.index as u32, t.cpu.map(|c| c as u32), std::sync::Arc::clone(&t.tid))).collect();
-        ClassifyFlow::new(t, threads, limits)
-    })
-}
-
-/// `--split`: once every measuring thread has said its id (they do first thing), the split's
-/// tracer follows those threads only, and the runner pairs their samples.
-fn follow_split(session: &Session, totals: &[ThreadTotals]) -> Option<crate::instrument::split::flow::SplitFlow> {
-    session.with(|t: &mut crate::instrument::split::SplitTracer| {
-        let until = Instant::now() + Duration::from_secs(1);
-        while totals.iter().any(|t| t.tid.get().is_none()) && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let tids: Vec<i32> = totals.iter().filter_map(|t| t.tid.get().copied()).collect();
-        t.follow(&tids);
-        crate::instrument::split::flow::SplitFlow::new(
-            t,
-            totals.iter().map(|t| std::sync::Arc::clone(&t.tid)).collect(),
-        )
-    })
+/// The instruments' last word: a window of the last moments is still taken (before the
+/// samples held are settled), then each settles what it holds and records what it found.
+fn end_instruments(cfg: &RunConfig, run: &mut Flow, params: &mut crate::model::MeasuredParams) {
+    run.service(&|thread| cpu_of(cfg, thread));
+    run.end_instruments();
+    run.instruments.record(params);
 }
 
 /// How the store's windows roll while a run measures.
@@ -270,8 +239,9 @@ struct Rolls<'a> {
     current: &'a std::cell::Cell<i64>,
 }
 
-/// The measuring part of the run: until its time, its loops or `--breach-stop` are done, or a
-/// stop signal comes, take breaches, drain samples, collect, checkpoint and roll windows.
+/// The measuring part of the run: until its time or its loops are done, an instrument asks it
+/// to end, or a stop signal comes, service the instruments, drain samples, collect, checkpoint
+/// and roll windows.
 fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads, rolls: Rolls) -> Result<Outcome> {
     let collect_every = run.collect_every;
     let (mut last_collect, mut last_checkpoint, mut window_from) = (Instant::now(), Instant::now(), run.started);
@@ -285,8 +255,8 @@ fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads
             collect_every
         }
     };
-    // `--breach-stop` ends the run once its window is stored.
-    let breach_stop = std::cell::Cell::new(false);
+    // An instrument that asks for it (`--breach-stop`) ends the run once its window is stored.
+    let asked_to_end = std::cell::Cell::new(false);
     let gap = cfg.probe.sample_gap_ns().map(Duration::from_nanos);
     let mut watchdog = watchdog::Watchdog::new(gap, cfg.duration.or(rolls.every));
     let started = run.started;
@@ -294,15 +264,12 @@ fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads
         started,
         cfg.duration,
         pace,
-        || threads.all_ended() || breach_stop.get(),
+        || threads.all_ended() || asked_to_end.get(),
         || {
-            session.with(|t: &mut crate::instrument::breach::Tracer| {
-                run.take_breach(t, &|thread| cpu_of(cfg, thread));
-                if t.stop && !breach_stop.replace(true) {
-                    // Seen at the next wake, not a second from now.
-                    sys::wake();
-                }
-            });
+            if run.service(&|thread| cpu_of(cfg, thread)) && !asked_to_end.replace(true) {
+                // Seen at the next wake, not a second from now.
+                sys::wake();
+            }
             run.watch_tick();
             run.drain_samples();
             if due(last_collect, collect_every) {
@@ -408,20 +375,22 @@ struct End {
     load: Option<LoadReport>,
     params: crate::model::MeasuredParams,
     warnings: Vec<String>,
+    /// Still armed: what they traced speaks of the stored run.
+    instruments: crate::instrument::Armed,
 }
 
 /// Stores the end of the run: what the hypervisor took, what the load did, the probe's
 /// findings, and how it ended.
 fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> {
-    let End { outcome, started, watched, load, mut params, mut warnings } = end;
-    let classified = params.classify.as_ref().filter(|c| c.skipped.is_none());
-    let unseen = unseen_warning(&writer, &params)?;
+    let End { outcome, started, watched, load, mut params, mut warnings, instruments } = end;
+    let ending = Ending { store: writer.store(), id: writer.id(), budget_ns: writer.head().system.budget_ns() };
+    let said = instruments.unseen(&ending)?;
+    let (traced, unseen) = (said.is_some(), said.flatten());
     if watched {
         match steal(writer.store(), writer.id(), &cfg.threads) {
             Ok(findings) => {
-                // Where the gaps were classified, or the breaches showed time the kernel did
-                // not see, the trace says what steal could not.
-                let traced = classified.is_some() || unseen.is_some();
+                // Where an instrument's trace saw the time the kernel did not, it says what
+                // steal could not.
                 for finding in findings.iter().filter(|f| !traced || !f.explains_none()) {
                     let w = finding.warning();
                     eprintln!("rtbench: WARNING: {w}");
@@ -431,7 +400,7 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
             Err(e) => warnings.push(format!("steal time could not be lined up with the latencies: {e:#}")),
         }
     }
-    if let Some(w) = unseen {
+    for w in unseen.into_iter().chain(instruments.warnings()) {
         eprintln!("rtbench: WARNING: {w}");
         warnings.push(w);
     }
@@ -439,7 +408,7 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
         writer.set_load(&LoadRecord::Measured(report))?;
     }
     let findings = cfg.probe.findings();
-    if !findings.is_empty() || params.breach.is_some() || !params.ran.is_empty() {
+    if !findings.is_empty() || !instruments.names().is_empty() || !params.ran.is_empty() {
         params.probe.extend(findings);
         writer.set_params(&RunParams::Measured(params))?;
     }
@@ -452,25 +421,6 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
     }
     let id = writer.finish(outcome.status(), &warnings)?;
     Ok((id, outcome))
-}
-
-/// The run's warning when its largest latencies fell in time the kernel did not see: from the
-/// classified gaps (`noise --classify`), else from the breaches `--breach` traced (any probe).
-fn unseen_warning(writer: &RunWriter, params: &crate::model::MeasuredParams) -> Result<Option<String>> {
-    if let Some(c) = params.classify.as_ref().filter(|c| c.skipped.is_none()) {
-        return Ok(c.warning());
-    }
-    let Some(record) = params.breach.as_ref().filter(|b| b.skipped.is_none()) else { return Ok(None) };
-    let breaches = writer.store().breaches(writer.id())?;
-    let unseen = crate::model::breach_unseen(&breaches, record.threshold_ns, writer.head().system.budget_ns());
-    let Some(w) = unseen.and_then(|u| u.warning()) else { return Ok(None) };
-    Ok(Some(match record.untraced {
-        0 => w,
-        n => format!(
-            "{w}; {n} more samples above the --breach threshold ({} µs) were not traced, and may be either",
-            crate::units::fmt_ns_as_us(record.threshold_ns as f64)
-        ),
-    }))
 }
 
 /// The windows of a run, as `drive` takes them from [`Extras`].

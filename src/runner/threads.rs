@@ -10,11 +10,10 @@ use std::thread::JoinHandle;
 use anyhow::Result;
 
 use super::flow::ThreadTotals;
+use super::rt;
 use super::setup::Admit;
-use super::{rt, Session};
 use crate::config::{RunConfig, ThreadPlan};
-use crate::instrument::breach::Tracer;
-use crate::instrument::split::SplitTracer;
+use crate::instrument::ThreadAsk;
 use crate::model::{Policy, ThreadRan};
 use crate::probe::ThreadCtx;
 use crate::recorder::{self, Buffer};
@@ -56,24 +55,26 @@ pub(super) struct Start<'a> {
     pub(super) stop: &'a Arc<AtomicBool>,
     /// CLOCK_MONOTONIC ns the threads' time offsets count from.
     pub(super) start_ns: u64,
+    /// What the instruments ask of the threads.
+    pub(super) ask: &'a ThreadAsk,
 }
 
 /// Starts one measuring thread per plan; returns them and the runner's totals of each.
-pub(super) fn spawn(cfg: &RunConfig, session: &Session, how: &Start) -> Result<(Threads, Vec<ThreadTotals>)> {
+pub(super) fn spawn(cfg: &RunConfig, how: &Start) -> Result<(Threads, Vec<ThreadTotals>)> {
     let ended = Arc::new(AtomicUsize::new(0));
     let mut totals = Vec::new();
     let mut handles = Vec::new();
     for plan in &cfg.threads {
-        // A split run pairs every sample with its expiry; a classified one every gap with its trace.
-        let split = session.with(|_: &mut SplitTracer| ()).is_some()
-            || session.with(|_: &mut crate::instrument::classify::ClassifyTracer| ()).is_some();
-        let raw = if cfg.samples.is_some() || split {
+        // An instrument that looks at every sample has them all handed over.
+        let raw = if cfg.samples.is_some() || how.ask.every_sample {
             recorder::Raw::All
         } else {
             recorder::Raw::First(crate::store::RAW_IN_STORE)
         };
         let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
-        session.with(|t: &mut Tracer| rec.watch_breaches(t.threshold_ns(), t.sink(), plan.index as u32));
+        if let Some((threshold_ns, watch)) = &how.ask.watch {
+            rec.watch_breaches(*threshold_ns, Arc::clone(watch), plan.index as u32);
+        }
         let (ran, tid) = (Arc::new(OnceLock::new()), Arc::new(OnceLock::new()));
         let (ran_here, tid_here) = (Arc::clone(&ran), Arc::clone(&tid));
         totals.push(ThreadTotals {

@@ -11,8 +11,44 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::model::{Breach, BreachRecord, TraceEvent};
+use crate::instrument::{
+    Ask, Ending, Instrument, InstrumentInfo, Offer, Request, Service, Serviced, Settings, ThreadAsk,
+};
+use crate::model::{Breach, BreachRecord, MeasuredParams, TraceEvent};
 use crate::recorder::BreachWatch;
+
+/// `--breach`, as the instruments' registry lists it.
+pub const INFO: InstrumentInfo = InstrumentInfo {
+    name: "breach",
+    flag: "--breach",
+    needs: Offer::KernelSamples,
+    does: "traces the kernel",
+    lacks: "come from no kernel",
+    root_why: Some("it traces the kernel with ftrace"),
+    arm: |a| match a.settings {
+        Settings::Breach(b) => Tracer::arm(b, a.cpus).map(|t| Box::new(t) as Box<dyn Instrument>),
+        Settings::Plain => Err("no threshold was given".into()),
+    },
+    skipped: |a, why, params| {
+        let (w, b) = (format!("--breach: the run goes untraced: {why}"), options(a.settings));
+        params.breach =
+            Some(BreachRecord { threshold_ns: b.threshold_ns, max: b.max, skipped: Some(why), ..Default::default() });
+        w
+    },
+    resumed: |m| {
+        let b = m.breach.as_ref().filter(|b| b.skipped.is_none())?;
+        let settings = Settings::Breach(BreachOptions { threshold_ns: b.threshold_ns, max: b.max, stop: false });
+        Some(Request { name: "breach", ask: Ask::Asked, settings })
+    },
+};
+
+/// The breach tracer's settings, as the run asked for it (none: no threshold, no window).
+fn options(settings: Settings) -> BreachOptions {
+    match settings {
+        Settings::Breach(b) => b,
+        Settings::Plain => BreachOptions { threshold_ns: 0, max: 0, stop: false },
+    }
+}
 use crate::trace::ftrace::owned::Owned;
 use crate::trace::ftrace::{instance, parse};
 use crate::trace::policy_of;
@@ -165,9 +201,38 @@ impl Tracer {
     }
 }
 
-impl crate::restore::Guard for Tracer {
-    fn name(&self) -> &'static str {
-        "breach tracer"
+impl Instrument for Tracer {
+    fn info(&self) -> &'static InstrumentInfo {
+        &INFO
+    }
+
+    fn threads(&self) -> ThreadAsk {
+        ThreadAsk { every_sample: false, watch: Some((self.threshold_ns(), self.sink())) }
+    }
+
+    fn service(&mut self, run: &Service) -> Serviced {
+        let window = Tracer::service(self, run.start_ns, run.cpu_of);
+        Serviced { window, stop: self.stop }
+    }
+
+    fn record(&self, params: &mut MeasuredParams) {
+        params.breach = Some(Tracer::record(self));
+    }
+
+    /// Whether the largest latencies fell in time the kernel did not see, from the breaches
+    /// traced; said only when they did.
+    fn unseen(&self, end: &Ending) -> anyhow::Result<Option<Option<String>>> {
+        let record = Tracer::record(self);
+        let breaches = end.store.breaches(end.id)?;
+        let unseen = crate::model::breach_unseen(&breaches, record.threshold_ns, end.budget_ns);
+        let Some(w) = unseen.and_then(|u| u.warning()) else { return Ok(None) };
+        Ok(Some(Some(match record.untraced {
+            0 => w,
+            n => format!(
+                "{w}; {n} more samples above the --breach threshold ({} µs) were not traced, and may be either",
+                crate::units::fmt_ns_as_us(record.threshold_ns as f64)
+            ),
+        })))
     }
 }
 

@@ -1,13 +1,14 @@
-//! The runner's side of `noise --classify`: each thread's gaps held until the classification's
-//! reader has read past them, then classified and counted by what ran in them. The samples
-//! themselves go on to the sinks at once: nothing waits for the trace.
+//! `noise --classify` as it rides along a run: each thread's gaps held until the
+//! classification's reader has read past them, then classified and counted by what ran in
+//! them. The samples themselves go on to the sinks at once: nothing waits for the trace.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::instrument::classify::{classify, ClassifyTracer, Named, Timeline};
-use crate::model::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, NoiseClass, ThreadClasses};
+use super::{classify, ClassifyTracer, Named, Timeline};
+use crate::instrument::{Ending, Extra, Following, Instrument, InstrumentInfo, Resolved, ThreadAsk};
+use crate::model::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, MeasuredParams, NoiseClass, ThreadClasses};
 use crate::trace::stream::lock;
 
 /// How long after a gap its events must have been read: an event is in the buffer
@@ -28,7 +29,73 @@ struct Thread {
     longest: Vec<LongGap>,
 }
 
-pub(crate) struct ClassifyFlow {
+/// The armed classification: its tracer, and once the threads run, their gaps.
+pub struct Classify {
+    tracer: ClassifyTracer,
+    flow: Option<ClassifyFlow>,
+}
+
+impl Classify {
+    pub fn new(tracer: ClassifyTracer) -> Classify {
+        Classify { tracer, flow: None }
+    }
+}
+
+impl Instrument for Classify {
+    fn info(&self) -> &'static InstrumentInfo {
+        &super::INFO
+    }
+
+    fn threads(&self) -> ThreadAsk {
+        ThreadAsk { every_sample: true, watch: None }
+    }
+
+    /// Every thread's gaps looked up in the trace of its CPU.
+    fn follow(&mut self, run: &Following) {
+        let threads = run.threads.iter().map(|t| (t.index, t.cpu, Arc::clone(&t.tid))).collect();
+        self.flow = Some(ClassifyFlow::new(&self.tracer, threads, (run.budget_ns, run.envelope_ns)));
+    }
+
+    fn samples(&mut self, i: usize, chunk: &[(u64, u64)]) {
+        if let Some(f) = self.flow.as_mut() {
+            f.push(i, chunk);
+        }
+    }
+
+    fn settle(&mut self, i: usize, start_ns: u64, end: bool, _out: &mut Resolved) {
+        if let Some(f) = self.flow.as_mut() {
+            f.resolve(i, start_ns, end);
+        }
+    }
+
+    /// The gaps classified since the last checkpoint, and the whole so far: a run's params
+    /// hold it from its first checkpoint on, so a killed run keeps it.
+    fn checkpoint(&mut self, extra: &mut Extra) {
+        if let Some(f) = self.flow.as_mut() {
+            extra.noise = f.take_intervals();
+            extra.classify = Some(f.record());
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some(f) = self.flow.as_ref() {
+            f.await_reader();
+        }
+    }
+
+    fn record(&self, params: &mut MeasuredParams) {
+        if let Some(f) = self.flow.as_ref() {
+            params.classify = Some(f.record());
+        }
+    }
+
+    /// Where the gaps were classified, what ran in them says what steal time could not.
+    fn unseen(&self, _end: &Ending) -> anyhow::Result<Option<Option<String>>> {
+        Ok(self.flow.as_ref().map(|f| f.record().warning()))
+    }
+}
+
+struct ClassifyFlow {
     timeline: Arc<Mutex<Timeline>>,
     threads: Vec<Thread>,
     /// The rule-of-thumb budget, when the CPU clock is known.
@@ -44,7 +111,7 @@ pub(crate) struct ClassifyFlow {
 impl ClassifyFlow {
     /// `threads`: per thread in the runner's order, its number, CPU and id once it has one;
     /// `(budget_ns, interval_ns)`: the rule-of-thumb budget and the run's envelope interval.
-    pub(crate) fn new(
+    fn new(
         tracer: &ClassifyTracer,
         threads: Vec<(u32, Option<u32>, Arc<OnceLock<i32>>)>,
         (budget_ns, interval_ns): (Option<u64>, u64),
@@ -69,13 +136,13 @@ impl ClassifyFlow {
     }
 
     /// Gaps (time offset, length) as the thread handed them over.
-    pub(crate) fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
+    fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
         self.threads[i].pending.extend(chunk);
     }
 
     /// Classifies thread `i`'s gaps the reader has read past; `end`: the run is over and the
     /// reader has read all it will, so what is left is unknown.
-    pub(crate) fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
+    fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
         let budget = self.budget_ns;
         let t = &mut self.threads[i];
         let mut timeline = lock(&self.timeline);
@@ -100,13 +167,13 @@ impl ClassifyFlow {
     }
 
     /// The gaps classified since the last call, per thread, interval and class.
-    pub(crate) fn take_intervals(&mut self) -> Vec<ClassInterval> {
+    fn take_intervals(&mut self) -> Vec<ClassInterval> {
         let taken = std::mem::take(&mut self.intervals).into_iter();
         taken.map(|((thread, index, class), (count, ns))| ClassInterval { thread, index, class, count, ns }).collect()
     }
 
     /// Waits (up to a bound) for the reader to have read everything up to now.
-    pub(crate) fn await_reader(&self) {
+    fn await_reader(&self) {
         let (now, since) = (crate::sys::now_ns(), Instant::now());
         while lock(&self.timeline).caught_up_ns < now + MARGIN_NS && since.elapsed() < LAST_READ {
             std::thread::sleep(Duration::from_millis(5));
@@ -115,7 +182,7 @@ impl ClassifyFlow {
 
     /// What the classification has come to so far: every thread's gaps by class, the most
     /// noise first, and the events the trace lost.
-    pub(crate) fn record(&self) -> ClassifyRecord {
+    fn record(&self) -> ClassifyRecord {
         let (threads, lost_events) = (self.threads(), lock(&self.timeline).lost_events);
         let source = Some(self.source.clone());
         ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None, source }

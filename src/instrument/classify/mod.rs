@@ -7,20 +7,40 @@
 //! are. Where BPF cannot load, an ftrace instance of rtbench's own traces the breach tracer's
 //! events on the `mono` clock instead, at a cost: here each traced interrupt delays the
 //! measuring thread by ~2–4 µs. Either way a reader off those CPUs fills per-CPU stretches
-//! ([`timeline`]); the runner looks each gap up once the reader has read past it ([`gap`]).
+//! ([`timeline`]); as the run goes, each gap is looked up once the reader has read past it
+//! ([`flow`], [`gap`]).
 
 mod bpf;
-pub mod flow;
+mod flow;
 mod gap;
 mod record;
 mod timeline;
 
 use std::sync::{Arc, Mutex};
 
+pub use flow::Classify;
 pub use gap::UNTRACED_EDGES_NS;
 pub use timeline::Timeline;
 
-use crate::model::NoiseClass;
+use crate::instrument::{Ask, Instrument, InstrumentInfo, Offer, Request};
+use crate::model::{ClassifyRecord, NoiseClass};
+
+/// `noise --classify`, as the instruments' registry lists it.
+pub const INFO: InstrumentInfo = InstrumentInfo {
+    name: "classify",
+    flag: "--classify",
+    needs: Offer::BusyGaps,
+    does: "classifies the noise probe's gaps",
+    lacks: "are not gaps",
+    root_why: Some("it traces the kernel with ftrace"),
+    arm: |a| ClassifyTracer::arm(a.cpus).map(|t| Box::new(Classify::new(t)) as Box<dyn Instrument>),
+    skipped: |_, why, params| {
+        let w = format!("--classify: the noise gaps' classes are unknown: {why}");
+        params.classify = Some(ClassifyRecord { skipped: Some(why), ..Default::default() });
+        w
+    },
+    resumed: |m| m.classify.as_ref().filter(|c| c.skipped.is_none()).map(|_| Request::plain("classify", Ask::Asked)),
+};
 use crate::trace::context::describe;
 use crate::trace::ftrace::instance::Instance;
 use crate::trace::ftrace::journal::ClassifyTraced;
@@ -31,7 +51,7 @@ use crate::trace::stream::{Feed, Stream};
 /// of switches and interrupts a second.
 const BUFFER_KB: u64 = 4096;
 
-/// The classification's programs or instance, and its reader; held by the session.
+/// The classification's programs or instance, and its reader; dropped, they are gone.
 pub struct ClassifyTracer {
     feed: Feed<Timeline>,
 }
@@ -58,12 +78,6 @@ impl ClassifyTracer {
     /// Where the events came from, as the run stores it.
     pub fn source(&self) -> String {
         self.feed.source("the IRQ, softirq and sched_switch tracepoints")
-    }
-}
-
-impl crate::restore::Guard for ClassifyTracer {
-    fn name(&self) -> &'static str {
-        "classify tracer"
     }
 }
 

@@ -1,13 +1,14 @@
-//! The runner's side of `--split`: each thread's samples held until the split's reader has read
-//! their expiries, then handed to the sinks with their IRQ part, and the IRQ statistics kept
-//! beside the thread's own.
+//! `--split` as it rides along a run: each thread's samples held until the split's reader has
+//! read their expiries, then handed on with their IRQ part, and the IRQ statistics kept beside
+//! the thread's own.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::instrument::split::pair::{Pairing, Resolved};
-use crate::instrument::split::{lock, Seen, SplitTracer};
-use crate::model::IrqSplit;
+use super::pair::{Pairing, Resolved};
+use super::{lock, Seen, SplitTracer};
+use crate::instrument::{Following, Instrument, InstrumentInfo, ThreadAsk};
+use crate::model::{Breach, IrqSplit, MeasuredParams, SplitRecord, ThreadResult};
 
 /// How long the end of a run waits for the reader to read the last expiries.
 const LAST_READ: Duration = Duration::from_secs(1);
@@ -15,32 +16,130 @@ const LAST_READ: Duration = Duration::from_secs(1);
 /// stays bounded over a long run whatever the reader does.
 const STALE: Duration = Duration::from_secs(5);
 
-pub(crate) struct SplitFlow {
+/// The armed split: its tracer, and once the threads run, their pairings.
+pub struct Split {
+    tracer: SplitTracer,
+    flow: Option<SplitFlow>,
+}
+
+impl Split {
+    pub fn new(tracer: SplitTracer) -> Split {
+        Split { tracer, flow: None }
+    }
+}
+
+impl Instrument for Split {
+    fn info(&self) -> &'static InstrumentInfo {
+        &super::INFO
+    }
+
+    fn threads(&self) -> ThreadAsk {
+        ThreadAsk { every_sample: true, watch: None }
+    }
+
+    /// Stored from the run's start, the record says a killed run was split, and `rtbench
+    /// resume` splits its next part too.
+    fn begun(&self, params: &mut MeasuredParams) {
+        params.split = Some(SplitRecord::default());
+    }
+
+    /// Once every measuring thread has said its id (they do first thing), the tracer follows
+    /// those threads only.
+    fn follow(&mut self, run: &Following) {
+        let until = Instant::now() + Duration::from_secs(1);
+        while run.threads.iter().any(|t| t.tid.get().is_none()) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let tids: Vec<i32> = run.threads.iter().filter_map(|t| t.tid.get().copied()).collect();
+        self.tracer.follow(&tids);
+        self.flow = Some(SplitFlow::new(&self.tracer, run.threads.iter().map(|t| Arc::clone(&t.tid)).collect()));
+    }
+
+    fn holds_samples(&self) -> bool {
+        true
+    }
+
+    fn samples(&mut self, i: usize, chunk: &[(u64, u64)]) {
+        if let Some(f) = self.flow.as_mut() {
+            f.push(i, chunk);
+        }
+    }
+
+    fn settle(&mut self, i: usize, start_ns: u64, end: bool, out: &mut Resolved) {
+        if let Some(f) = self.flow.as_mut() {
+            f.resolve(i, start_ns, end, out);
+        }
+    }
+
+    /// A breach's sample, once paired: its IRQ part, and the split in the verdict's words.
+    fn annotate(&self, i: usize, window: &mut Breach) -> bool {
+        let Some(f) = self.flow.as_ref() else { return true };
+        match f.split_of(i, window.mono_ns) {
+            None => false,
+            Some(irq) => {
+                if let Some(irq) = irq {
+                    window.irq_ns = Some(irq);
+                    window.verdict = format!("{}; {}", window.verdict, split_words(irq, window.latency_ns));
+                }
+                true
+            }
+        }
+    }
+
+    fn result(&self, i: usize, r: &mut ThreadResult) {
+        r.irq = self.flow.as_ref().map(|f| f.irq(i));
+    }
+
+    fn new_window(&mut self) {
+        if let Some(f) = self.flow.as_mut() {
+            f.reset();
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some(f) = self.flow.as_ref() {
+            f.await_reader();
+        }
+    }
+
+    fn record(&self, params: &mut MeasuredParams) {
+        params.split = Some(self.tracer.record());
+    }
+}
+
+/// A breach's split, in words.
+fn split_words(irq_ns: u64, latency_ns: u64) -> String {
+    let us = |ns: u64| crate::units::fmt_ns_as_us(ns as f64);
+    format!(
+        "the timer interrupt ran {} µs late; the thread ran {} µs after it",
+        us(irq_ns),
+        us(latency_ns.saturating_sub(irq_ns))
+    )
+}
+
+struct SplitFlow {
     seen: Arc<Mutex<Seen>>,
     /// Per thread, in the runner's order: its thread id, once it has one, and its pairing.
     threads: Vec<(Arc<OnceLock<i32>>, Pairing)>,
-    /// Reused between resolutions.
-    pub(crate) out: Resolved,
 }
 
 impl SplitFlow {
-    pub(crate) fn new(tracer: &SplitTracer, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
+    fn new(tracer: &SplitTracer, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
         SplitFlow::reading(tracer.seen(), tids)
     }
 
     fn reading(seen: Arc<Mutex<Seen>>, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
         let threads = tids.into_iter().map(|t| (t, Pairing::default())).collect();
-        SplitFlow { seen, threads, out: Resolved::default() }
+        SplitFlow { seen, threads }
     }
 
-    pub(crate) fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
+    fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
         self.threads[i].1.push(chunk);
     }
 
-    /// Resolves thread `i`'s samples into `self.out` (cleared first); `end`: the run is over
-    /// and the reader has read all it will, so what is left is unmatched.
-    pub(crate) fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
-        self.out.clear();
+    /// Resolves thread `i`'s samples into `out`; `end`: the run is over and the reader has
+    /// read all it will, so what is left is unmatched.
+    fn resolve(&mut self, i: usize, start_ns: u64, end: bool, out: &mut Resolved) {
         let (tid, pairing) = &mut self.threads[i];
         if let Some(tid) = tid.get() {
             let mut seen = lock(&self.seen);
@@ -48,15 +147,15 @@ impl SplitFlow {
             // ever: what it has not read within STALE is unmatched.
             let caught_up = seen.caught_up_ns.max(crate::sys::now_ns().saturating_sub(STALE.as_nanos() as u64));
             let expiries = seen.by_pid.entry(*tid).or_default();
-            pairing.resolve(start_ns, expiries, caught_up, &mut self.out);
+            pairing.resolve(start_ns, expiries, caught_up, out);
         }
         if end {
-            pairing.give_up(&mut self.out);
+            pairing.give_up(out);
         }
     }
 
     /// Waits (up to a bound) for the reader to have read everything up to now.
-    pub(crate) fn await_reader(&self) {
+    fn await_reader(&self) {
         let (now, since) = (crate::sys::now_ns(), Instant::now());
         while lock(&self.seen).caught_up_ns < now && since.elapsed() < LAST_READ {
             std::thread::sleep(Duration::from_millis(5));
@@ -65,16 +164,16 @@ impl SplitFlow {
 
     /// Thread `i`'s sample due at `due_ns` (CLOCK_MONOTONIC): None while the pairing has not
     /// settled it, then its IRQ latency if it was matched.
-    pub(crate) fn split_of(&self, i: usize, due_ns: u64) -> Option<Option<u64>> {
+    fn split_of(&self, i: usize, due_ns: u64) -> Option<Option<u64>> {
         self.threads[i].1.split_of(due_ns)
     }
 
-    pub(crate) fn irq(&self, i: usize) -> IrqSplit {
+    fn irq(&self, i: usize) -> IrqSplit {
         self.threads[i].1.split.clone()
     }
 
     /// A new window counts from nothing.
-    pub(crate) fn reset(&mut self) {
+    fn reset(&mut self) {
         for (_, p) in &mut self.threads {
             p.split = IrqSplit::default();
         }
@@ -96,8 +195,9 @@ mod tests {
         let now = crate::sys::now_ns();
         let start = now - 2 * STALE.as_nanos() as u64;
         flow.push(0, &[(1_000_000, 50_000), (2 * STALE.as_nanos() as u64 - 1_000_000, 50_000)]);
-        flow.resolve(0, start, false);
-        assert_eq!(flow.out.irq, [None], "the old sample is settled unmatched, the recent one waits");
+        let mut out = Resolved::default();
+        flow.resolve(0, start, false, &mut out);
+        assert_eq!(out.irq, [None], "the old sample is settled unmatched, the recent one waits");
         assert_eq!(flow.irq(0).unmatched, 1);
     }
 }

@@ -5,23 +5,43 @@
 //! A small BPF program on the raw tracepoint `hrtimer_expire_entry` ([`bpf`]) keeps the
 //! expiries of rtbench's threads' sleeps, finding the sleeper from the timer itself. Where BPF
 //! cannot load, an ftrace instance of rtbench's own (beside the breach tracer's) traces
-//! `hrtimer_start` and `hrtimer_expire_entry` on the measured CPUs instead, at a cost: each traced expiry delays the woken thread by ~2 µs here.
-//! Either way a reader thread off those CPUs polls without blocking: a blocked reader would be
-//! woken from the measured CPUs by an interrupt per event, the very kind of interference the
-//! run measures. The runner pairs the samples with the expiries ([`pair`]).
+//! `hrtimer_start` and `hrtimer_expire_entry` on the measured CPUs instead, at a cost: each
+//! traced expiry delays the woken thread by ~2 µs here. Either way a reader thread off those
+//! CPUs polls without blocking: a blocked reader would be woken from the measured CPUs by an
+//! interrupt per event, the very kind of interference the run measures. As the run goes, the
+//! samples wait for their expiries ([`flow`]) and are paired with them ([`pair`]).
 
 mod bpf;
 mod btf;
 mod expiry;
-pub mod flow;
+mod flow;
 pub mod pair;
 
 use std::io;
 use std::sync::{Arc, Mutex};
 
 pub use expiry::{Expiry, Seen};
+pub use flow::Split;
 
+use crate::instrument::{Ask, Instrument, InstrumentInfo, Offer, Request};
 use crate::model::SplitRecord;
+
+/// `--split`, as the instruments' registry lists it.
+pub const INFO: InstrumentInfo = InstrumentInfo {
+    name: "split",
+    flag: "--split",
+    needs: Offer::TimerExpiry,
+    does: "splits a timer wake-up",
+    lacks: "are not one",
+    root_why: Some("it traces the kernel's timers with ftrace"),
+    arm: |a| SplitTracer::arm(a.cpus).map(|t| Box::new(Split::new(t)) as Box<dyn Instrument>),
+    skipped: |_, why, params| {
+        let w = format!("--split: the run is not split: {why}");
+        params.split = Some(SplitRecord { skipped: Some(why), ..Default::default() });
+        w
+    },
+    resumed: |m| m.split.as_ref().filter(|s| s.skipped.is_none()).map(|_| Request::plain("split", Ask::Asked)),
+};
 use crate::trace::ftrace::instance::Instance;
 use crate::trace::ftrace::journal::SplitTraced;
 use crate::trace::ftrace::owned::Owned;
@@ -35,7 +55,7 @@ const EVENTS: [&str; 2] = ["timer/hrtimer_start", "timer/hrtimer_expire_entry"];
 /// Only sleepers' timers: the tick and the others are not the threads'.
 const SLEEPERS: &str = "function.function == hrtimer_wakeup";
 
-/// The split's programs or instance, and its reader; held by the session.
+/// The split's programs or instance, and its reader; dropped, they are gone.
 pub struct SplitTracer {
     feed: Feed<Seen>,
 }
@@ -79,12 +99,6 @@ impl SplitTracer {
     pub fn record(&self) -> SplitRecord {
         let source = self.feed.source("the hrtimer tracepoints");
         SplitRecord { lost_events: lock(&self.seen()).lost_events, skipped: None, source: Some(source) }
-    }
-}
-
-impl crate::restore::Guard for SplitTracer {
-    fn name(&self) -> &'static str {
-        "split tracer"
     }
 }
 

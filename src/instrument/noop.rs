@@ -1,0 +1,85 @@
+//! An instrument that changes nothing and only counts what the runner hands it, registered as
+//! the real ones are: a test arms it in a real run and reads its count back from the stored
+//! run's warnings, so the runner's generic handling of instruments is shown end to end.
+
+use super::{Arming, Extra, Following, Instrument, InstrumentInfo, Offer, Resolved, ThreadAsk};
+
+/// The no-op instrument, as the registry lists it (in tests only).
+pub const INFO: InstrumentInfo = InstrumentInfo {
+    name: "noop",
+    flag: "--noop",
+    needs: Offer::Samples,
+    does: "counts samples",
+    lacks: "are not samples",
+    root_why: None,
+    arm: |a| Ok(Box::new(NoOp::armed(a))),
+    skipped: |_, why, _| format!("--noop: {why}"),
+    resumed: |_| None,
+};
+
+/// What it saw, said in its warning at the run's end.
+#[derive(Default)]
+struct NoOp {
+    cpus: Vec<usize>,
+    followed: usize,
+    /// Per thread, the samples it holds until the next settling.
+    held: Vec<Vec<(u64, u64)>>,
+    seen: usize,
+    let_go: usize,
+    settlings: usize,
+    checkpoints: usize,
+    ended: bool,
+}
+
+impl NoOp {
+    fn armed(a: &Arming) -> NoOp {
+        NoOp { cpus: a.cpus.to_vec(), ..NoOp::default() }
+    }
+}
+
+impl Instrument for NoOp {
+    fn info(&self) -> &'static InstrumentInfo {
+        &INFO
+    }
+
+    fn threads(&self) -> ThreadAsk {
+        ThreadAsk { every_sample: true, watch: None }
+    }
+
+    fn follow(&mut self, run: &Following) {
+        self.followed = run.threads.len();
+        self.held = vec![Vec::new(); run.threads.len()];
+    }
+
+    /// It holds the samples, as the split does, so they reach the sinks only through it.
+    fn holds_samples(&self) -> bool {
+        true
+    }
+
+    fn samples(&mut self, i: usize, chunk: &[(u64, u64)]) {
+        self.seen += chunk.len();
+        self.held[i].extend_from_slice(chunk);
+    }
+
+    fn settle(&mut self, i: usize, _start_ns: u64, _end: bool, out: &mut Resolved) {
+        self.settlings += 1;
+        self.let_go += self.held[i].len();
+        out.irq.extend(self.held[i].iter().map(|_| None));
+        out.samples.append(&mut self.held[i]);
+    }
+
+    fn checkpoint(&mut self, _extra: &mut Extra) {
+        self.checkpoints += 1;
+    }
+
+    fn end(&mut self) {
+        self.ended = true;
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        vec![format!(
+            "noop: cpus {:?} followed {} seen {} let_go {} settlings {} checkpoints {} ended {}",
+            self.cpus, self.followed, self.seen, self.let_go, self.settlings, self.checkpoints, self.ended
+        )]
+    }
+}

@@ -170,6 +170,14 @@ pub struct Extra {
     pub classify: Option<ClassifyRecord>,
 }
 
+impl Extra {
+    /// What the checkpoint stores of the instruments: this, and the windows taken since the
+    /// last one.
+    pub fn found<'a>(&'a self, windows: &'a [Breach]) -> crate::store::Found<'a> {
+        crate::store::Found { breaches: windows, noise: &self.noise, classify: self.classify.as_ref() }
+    }
+}
+
 /// What the end of a run shows an instrument: the stored run.
 pub struct Ending<'a> {
     pub store: &'a crate::store::Store,

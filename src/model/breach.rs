@@ -74,6 +74,18 @@ pub struct Breach {
 }
 
 impl Breach {
+    /// The breach in one line, as a run says it when it is taken.
+    pub fn said(&self) -> String {
+        format!(
+            "breach {} on thread {}: {} µs at {:.3} s: {}",
+            self.seq,
+            self.thread,
+            crate::units::fmt_ns_as_us(self.latency_ns as f64),
+            self.t_ns as f64 / 1e9,
+            self.verdict
+        )
+    }
+
     /// The cause that explains most of the delay.
     pub fn main_cause(&self) -> Option<&Cause> {
         self.causes.first()

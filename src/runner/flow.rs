@@ -127,16 +127,9 @@ impl Flow<'_> {
         }
     }
 
-    fn keep_window(&mut self, b: crate::model::Breach) {
-        eprintln!(
-            "rtbench: breach {} on thread {}: {} µs at {:.3} s: {}",
-            b.seq,
-            b.thread,
-            crate::units::fmt_ns_as_us(b.latency_ns as f64),
-            b.t_ns as f64 / 1e9,
-            b.verdict
-        );
-        self.windows.push(b);
+    fn keep_window(&mut self, w: crate::model::Breach) {
+        eprintln!("rtbench: {}", w.said());
+        self.windows.push(w);
     }
 
     pub(super) fn watch_tick(&mut self) {
@@ -246,9 +239,7 @@ impl Flow<'_> {
         let cp = Checkpoint {
             envelope: &self.envelope,
             activity: &activity,
-            breaches: &self.windows,
-            noise: &extra.noise,
-            classify: extra.classify.as_ref(),
+            found: extra.found(&self.windows),
             ..Checkpoint::only(&threads)
         };
         for s in self.sinks.each() {

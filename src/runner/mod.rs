@@ -255,7 +255,7 @@ fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads
             collect_every
         }
     };
-    // An instrument that asks for it (`--breach-stop`) ends the run once its window is stored.
+    // An instrument that asks for it ends the run once its window is stored.
     let asked_to_end = std::cell::Cell::new(false);
     let gap = cfg.probe.sample_gap_ns().map(Duration::from_nanos);
     let mut watchdog = watchdog::Watchdog::new(gap, cfg.duration.or(rolls.every));

@@ -41,8 +41,8 @@ pub trait Sink {
     fn samples(&mut self, _thread: u32, _chunk: &[(u64, u64)]) -> Result<()> {
         Ok(())
     }
-    /// `--split`: the IRQ latency of each sample of the last [`Sink::samples`] call, in the
-    /// same order (None: no expiry matched it).
+    /// The IRQ latency of each sample of the last [`Sink::samples`] call, in the same order,
+    /// where an instrument that holds the samples found it (None: it found none).
     fn irq(&mut self, _thread: u32, _irq: &[Option<u64>]) -> Result<()> {
         Ok(())
     }
@@ -231,11 +231,11 @@ impl Sink for StoreSink<'_> {
 
     fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
         self.writer.checkpoint(cp)?;
-        // A run's classification so far, so that a killed run keeps it (a monitor's windows
-        // count theirs from the monitor's start: only its end writes them, as before).
-        match cp.classify {
-            Some(c) if self.segments.is_none() => self.writer.set_classify(c),
-            _ => Ok(()),
+        // What the instruments have recorded so far, so that a killed run keeps it (a
+        // monitor's windows count theirs from the monitor's start: only its end writes them).
+        match self.segments {
+            None => self.writer.set_records(cp),
+            Some(_) => Ok(()),
         }
     }
 

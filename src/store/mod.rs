@@ -5,6 +5,7 @@ mod merge;
 mod resume;
 mod retention;
 mod schema;
+mod update;
 mod windows;
 mod writer;
 
@@ -16,12 +17,12 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 pub use schema::SCHEMA_VERSION;
 pub use windows::WINDOW_PARAM;
-pub use writer::{Checkpoint, RunHead, RunWriter, RAW_IN_STORE};
+pub use writer::{Checkpoint, Found, RunHead, RunWriter, RAW_IN_STORE};
 
 use crate::error::InputError;
 use crate::model::{
-    Breach, ClassInterval, ClassifyRecord, CpuInterval, EnvPoint, IrqSplit, LoadRecord, Metric, NoiseClass, Run,
-    RunHeader, RunKind, RunParams, RunStatus, ThreadResult, ThreadSamples,
+    Breach, ClassInterval, CpuInterval, EnvPoint, IrqSplit, LoadRecord, Metric, NoiseClass, Run, RunHeader, RunKind,
+    RunParams, RunStatus, ThreadResult, ThreadSamples,
 };
 use crate::stats::Stats;
 
@@ -526,37 +527,6 @@ fn header_from_row(r: &rusqlite::Row, here: &str) -> rusqlite::Result<RunHeader>
         }
     }
     Ok(h)
-}
-
-impl Store {
-    /// Replaces a run's parameters (a probe adds what it learnt while running).
-    pub fn set_params(&self, id: i64, params: &RunParams) -> Result<()> {
-        self.conn.execute("UPDATE runs SET params = ?2 WHERE id = ?1", params![id, serde_json::to_string(params)?])?;
-        Ok(())
-    }
-
-    /// Replaces a measured run's classification (`params.classify`), leaving the rest.
-    pub fn set_classify(&self, id: i64, classify: &ClassifyRecord) -> Result<()> {
-        let json = serde_json::to_string(classify)?;
-        self.conn.execute(
-            "UPDATE runs SET params = json_set(params, '$.classify', json(?2)) WHERE id = ?1",
-            params![id, json],
-        )?;
-        Ok(())
-    }
-
-    /// Replaces what is stored about a run's load (what it actually did).
-    pub fn set_load(&self, id: i64, load: &LoadRecord) -> Result<()> {
-        self.conn.execute("UPDATE runs SET load = ?2 WHERE id = ?1", params![id, serde_json::to_string(load)?])?;
-        Ok(())
-    }
-
-    /// Ends a run as `failed`, keeping its checkpointed results and adding the reason.
-    pub fn mark_failed(&self, id: i64, reason: &str) -> Result<()> {
-        let mut warnings = self.header(id)?.warnings;
-        warnings.push(format!("the run failed: {reason}"));
-        self.finish(id, RunStatus::Failed, &warnings)
-    }
 }
 
 #[cfg(test)]

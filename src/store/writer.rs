@@ -63,6 +63,13 @@ pub struct Checkpoint<'a> {
     pub envelope: &'a [(u32, EnvPoint)],
     /// What happened on the measured CPUs in intervals read since the last checkpoint.
     pub activity: &'a [CpuInterval],
+    /// What the instruments riding along found.
+    pub found: Found<'a>,
+}
+
+/// What the instruments riding along a run found by a checkpoint.
+#[derive(Clone, Copy, Default)]
+pub struct Found<'a> {
     /// Breaches traced since the last checkpoint.
     pub breaches: &'a [Breach],
     /// `noise --classify`: gaps classified since the last checkpoint, per class and interval.
@@ -76,7 +83,7 @@ pub struct Checkpoint<'a> {
 impl<'a> Checkpoint<'a> {
     /// A checkpoint of the threads' results and nothing new.
     pub fn only(threads: &'a [ThreadResult]) -> Checkpoint<'a> {
-        Checkpoint { threads, envelope: &[], activity: &[], breaches: &[], noise: &[], classify: None }
+        Checkpoint { threads, envelope: &[], activity: &[], found: Found::default() }
     }
 }
 
@@ -221,16 +228,16 @@ impl<'s> RunWriter<'s> {
     /// breaches in one of their own). On failure everything is kept for the next one.
     pub fn checkpoint(&mut self, cp: &Checkpoint) -> Result<()> {
         let (envelope, activity) = (cp.envelope.iter().map(|(_, p)| p.index), cp.activity.iter().map(|a| a.index));
-        let first = envelope.chain(activity).chain(cp.noise.iter().map(|c| c.index)).min();
+        let first = envelope.chain(activity).chain(cp.found.noise.iter().map(|c| c.index)).min();
         if let Some(base) = self.base.or(first) {
             self.base = Some(base);
             let shift = self.resumed.as_ref().map_or(0, |r| r.shift_index);
             let from_base = |index: u64| index.saturating_sub(base) + shift;
             self.envelope.extend(cp.envelope.iter().map(|(t, p)| (*t, EnvPoint { index: from_base(p.index), ..*p })));
             self.activity.extend(cp.activity.iter().map(|a| CpuInterval { index: from_base(a.index), ..*a }));
-            self.noise.extend(cp.noise.iter().map(|c| ClassInterval { index: from_base(c.index), ..*c }));
+            self.noise.extend(cp.found.noise.iter().map(|c| ClassInterval { index: from_base(c.index), ..*c }));
         }
-        self.breaches.extend_from_slice(cp.breaches);
+        self.breaches.extend_from_slice(cp.found.breaches);
         if !self.breaches.is_empty() {
             self.store.add_breaches(self.id, &self.breaches)?;
             self.breaches.clear();
@@ -296,6 +303,15 @@ impl<'s> RunWriter<'s> {
     /// Stores what `noise --classify` has come to so far in the run's parameters.
     pub fn set_classify(&self, classify: &ClassifyRecord) -> Result<()> {
         self.store.set_classify(self.id, classify)
+    }
+
+    /// Stores what the instruments of a checkpoint have recorded since the run began in the
+    /// run's parameters, so a killed run keeps it.
+    pub fn set_records(&self, cp: &Checkpoint) -> Result<()> {
+        match cp.found.classify {
+            Some(c) => self.set_classify(c),
+            None => Ok(()),
+        }
     }
 
     /// Replaces the stored parameters (with what was found while measuring). A resumed run
@@ -410,7 +426,7 @@ mod tests {
         let mut store = Store::open(&path).unwrap();
         let mut w = RunWriter::begin(&mut store, head(None)).unwrap();
         let c = |index, class, count, ns| ClassInterval { thread: 0, index, class, count, ns };
-        let cp = |noise| Checkpoint { noise, ..Checkpoint::only(&[]) };
+        let cp = |noise| Checkpoint { found: Found { noise, ..Found::default() }, ..Checkpoint::only(&[]) };
         let (first, second) =
             ([c(0, Irq, 2, 100), c(1, Hardware, 1, 5_000)], [c(0, Irq, 1, 50), c(0, Thread, 1, 2_000_000)]);
         w.checkpoint(&cp(&first)).unwrap();

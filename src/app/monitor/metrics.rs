@@ -200,7 +200,7 @@ impl Sink for MetricsSink {
         let mut snap = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         (snap.series, snap.irq) = (series, irq);
         // The classification's totals only grow; a checkpoint without them changes nothing.
-        if let Some(c) = cp.classify.filter(|c| !c.threads.is_empty()) {
+        if let Some(c) = cp.found.classify.filter(|c| !c.threads.is_empty()) {
             snap.noise = noise_series(cp.threads, &c.threads);
         }
         Ok(())
@@ -217,6 +217,7 @@ impl Sink for MetricsSink {
 mod tests {
     use super::*;
     use crate::model::ClassifyRecord;
+    use crate::store::Found;
 
     #[test]
     fn the_bounds_climb_one_two_five_from_a_microsecond_to_ten_seconds() {
@@ -312,7 +313,8 @@ mod tests {
             ..Default::default()
         };
         let threads = [ThreadResult { thread: 0, cpu: Some(1), stats: Stats::default(), irq: None }];
-        sink.checkpoint(&Checkpoint { classify: Some(&classify), ..cp(&threads) }).unwrap();
+        sink.checkpoint(&Checkpoint { found: Found { classify: Some(&classify), ..Found::default() }, ..cp(&threads) })
+            .unwrap();
         let series =
             |class, name: &str, count, ns| NoiseSeries { cpu: "1".into(), class, name: name.into(), count, ns };
         let want = vec![series(Thread, "python3", 3, 5_000_000), series(Hardware, "", 5, 3_000)];

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::{classify, ClassifyTracer, Named, Timeline};
-use crate::instrument::{Ending, Extra, Following, Instrument, InstrumentInfo, Resolved, ThreadAsk};
+use crate::instrument::{Arming, Ending, Extra, Following, Instrument, InstrumentInfo, Resolved, ThreadAsk};
 use crate::model::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, MeasuredParams, NoiseClass, ThreadClasses};
 use crate::trace::stream::lock;
 
@@ -35,10 +35,10 @@ pub struct Classify {
     flow: Option<ClassifyFlow>,
 }
 
-impl Classify {
-    pub fn new(tracer: ClassifyTracer) -> Classify {
-        Classify { tracer, flow: None }
-    }
+/// Arms the classification on the measured CPUs; `Err` says why the gaps go unclassified.
+pub fn arm(a: &Arming) -> Result<Box<dyn Instrument>, String> {
+    let tracer = ClassifyTracer::arm(a.cpus)?;
+    Ok(Box::new(Classify { tracer, flow: None }))
 }
 
 impl Instrument for Classify {
@@ -46,8 +46,9 @@ impl Instrument for Classify {
         &super::INFO
     }
 
+    /// Every gap is looked up.
     fn threads(&self) -> ThreadAsk {
-        ThreadAsk { every_sample: true, watch: None }
+        ThreadAsk { every_sample: true, ..ThreadAsk::default() }
     }
 
     /// Every thread's gaps looked up in the trace of its CPU.

@@ -22,7 +22,7 @@ pub use flow::Classify;
 pub use gap::UNTRACED_EDGES_NS;
 pub use timeline::Timeline;
 
-use crate::instrument::{Ask, Instrument, InstrumentInfo, Offer, Request};
+use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
 use crate::model::{ClassifyRecord, NoiseClass};
 
 /// `noise --classify`, as the instruments' registry lists it.
@@ -33,7 +33,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     does: "classifies the noise probe's gaps",
     lacks: "are not gaps",
     root_why: Some("it traces the kernel with ftrace"),
-    arm: |a| ClassifyTracer::arm(a.cpus).map(|t| Box::new(Classify::new(t)) as Box<dyn Instrument>),
+    arm: flow::arm,
     skipped: |_, why, params| {
         let w = format!("--classify: the noise gaps' classes are unknown: {why}");
         params.classify = Some(ClassifyRecord { skipped: Some(why), ..Default::default() });

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::pair::{Pairing, Resolved};
 use super::{lock, Seen, SplitTracer};
-use crate::instrument::{Following, Instrument, InstrumentInfo, ThreadAsk};
+use crate::instrument::{Arming, Following, Instrument, InstrumentInfo, ThreadAsk};
 use crate::model::{Breach, IrqSplit, MeasuredParams, SplitRecord, ThreadResult};
 
 /// How long the end of a run waits for the reader to read the last expiries.
@@ -22,19 +22,9 @@ pub struct Split {
     flow: Option<SplitFlow>,
 }
 
-impl Split {
-    pub fn new(tracer: SplitTracer) -> Split {
-        Split { tracer, flow: None }
-    }
-}
-
 impl Instrument for Split {
     fn info(&self) -> &'static InstrumentInfo {
         &super::INFO
-    }
-
-    fn threads(&self) -> ThreadAsk {
-        ThreadAsk { every_sample: true, watch: None }
     }
 
     /// Stored from the run's start, the record says a killed run was split, and `rtbench
@@ -57,6 +47,11 @@ impl Instrument for Split {
 
     fn holds_samples(&self) -> bool {
         true
+    }
+
+    /// Every sample waits for its expiry.
+    fn threads(&self) -> ThreadAsk {
+        ThreadAsk { every_sample: true, ..ThreadAsk::default() }
     }
 
     fn samples(&mut self, i: usize, chunk: &[(u64, u64)]) {
@@ -105,6 +100,11 @@ impl Instrument for Split {
     fn record(&self, params: &mut MeasuredParams) {
         params.split = Some(self.tracer.record());
     }
+}
+
+/// Arms the split on the measured CPUs; `Err` says why the run is not split.
+pub fn arm(a: &Arming) -> Result<Box<dyn Instrument>, String> {
+    Ok(Box::new(Split { tracer: SplitTracer::arm(a.cpus)?, flow: None }))
 }
 
 /// A breach's split, in words.

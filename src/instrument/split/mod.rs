@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 pub use expiry::{Expiry, Seen};
 pub use flow::Split;
 
-use crate::instrument::{Ask, Instrument, InstrumentInfo, Offer, Request};
+use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
 use crate::model::SplitRecord;
 
 /// `--split`, as the instruments' registry lists it.
@@ -34,7 +34,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     does: "splits a timer wake-up",
     lacks: "are not one",
     root_why: Some("it traces the kernel's timers with ftrace"),
-    arm: |a| SplitTracer::arm(a.cpus).map(|t| Box::new(Split::new(t)) as Box<dyn Instrument>),
+    arm: flow::arm,
     skipped: |_, why, params| {
         let w = format!("--split: the run is not split: {why}");
         params.split = Some(SplitRecord { skipped: Some(why), ..Default::default() });

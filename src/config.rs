@@ -90,38 +90,72 @@ pub struct ThreadPlan {
     pub cpu: Option<usize>,
 }
 
+/// One measuring run, checked, by concern: the probe, its threads, how long, the load, the
+/// shield, the instruments riding along, what it prints and writes, and where it is stored.
 pub struct RunConfig {
     pub info: &'static ProbeInfo,
     pub probe: Arc<dyn Probe>,
     /// The probe's own parameters, stored with the run.
     pub probe_params: serde_json::Map<String, serde_json::Value>,
-    pub threads: Vec<ThreadPlan>,
-    pub policy: Policy,
-    pub priority: i32,
-    pub mlock: bool,
+    pub threads: Threads,
     pub loops: Option<u64>,
     pub duration: Option<Duration>,
-    pub quiet: bool,
-    pub json: Option<PathBuf>,
-    pub histogram_buckets: Option<u64>,
-    pub histfile: Option<PathBuf>,
-    pub samples: Option<PathBuf>,
-    /// The sample log goes on after what it holds (a resumed run's) instead of beginning anew.
-    pub samples_append: bool,
-    pub envelope_ns: u64,
-    pub label: String,
-    pub db: PathBuf,
-    /// The load to run while measuring (`None`: idle).
-    pub load: Option<crate::load::LoadSpec>,
-    /// The flags the load was shaped with, stored with a loaded run (`None`: idle).
-    pub load_flags: Option<LoadFlags>,
-    pub settle: Duration,
-    pub tmpdir: PathBuf,
-    pub command_line: String,
+    pub load: LoadPlan,
     /// CPUs to shield from everything else for the run; the measuring threads run there.
     pub shield: Option<Vec<usize>>,
     /// The instruments to arm, in the registry's order.
     pub instruments: Vec<Planned>,
+    pub output: Outputs,
+    pub storage: Storage,
+}
+
+/// The measuring threads, and how they are to run. Read as the list of threads.
+#[derive(Clone, Debug)]
+pub struct Threads {
+    pub plans: Vec<ThreadPlan>,
+    pub policy: Policy,
+    pub priority: i32,
+    pub mlock: bool,
+}
+
+impl std::ops::Deref for Threads {
+    type Target = [ThreadPlan];
+
+    fn deref(&self) -> &[ThreadPlan] {
+        &self.plans
+    }
+}
+
+/// The load to run while measuring.
+pub struct LoadPlan {
+    /// `None`: idle.
+    pub spec: Option<crate::load::LoadSpec>,
+    /// The flags the load was shaped with, stored with a loaded run (`None`: idle).
+    pub flags: Option<LoadFlags>,
+    pub settle: Duration,
+    /// Where its generators write.
+    pub tmpdir: PathBuf,
+}
+
+/// What the run prints and writes besides the store.
+pub struct Outputs {
+    pub quiet: bool,
+    pub json: Option<PathBuf>,
+    pub histogram_buckets: Option<u64>,
+    pub histfile: Option<PathBuf>,
+    /// The sample log.
+    pub samples: Option<PathBuf>,
+    /// The sample log goes on after what it holds (a resumed run's) instead of beginning anew.
+    pub samples_append: bool,
+}
+
+/// Where and as what the run is stored.
+pub struct Storage {
+    pub label: String,
+    pub db: PathBuf,
+    /// The envelope's interval: one point per thread per interval.
+    pub envelope_ns: u64,
+    pub command_line: String,
 }
 
 impl RunConfig {
@@ -170,28 +204,31 @@ impl RunConfig {
             info,
             probe: built.probe,
             probe_params: built.params,
-            threads,
-            policy,
-            priority: opts.priority,
-            mlock,
+            threads: Threads { plans: threads, policy, priority: opts.priority, mlock },
             loops,
             duration: opts.duration,
-            quiet: opts.quiet,
-            json: opts.json.clone(),
-            histogram_buckets: opts.histogram_buckets,
-            histfile: opts.histfile.clone(),
-            samples: opts.samples.clone(),
-            samples_append: false,
-            envelope_ns,
-            label: opts.label.clone().unwrap_or_else(crate::sysinfo::kernel_release),
-            db,
-            load_flags: (!load.is_none()).then(|| opts.load_flags.clone()),
-            load: (!load.is_none()).then_some(load),
-            settle: opts.settle,
-            tmpdir,
-            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            load: LoadPlan {
+                flags: (!load.is_none()).then(|| opts.load_flags.clone()),
+                spec: (!load.is_none()).then_some(load),
+                settle: opts.settle,
+                tmpdir,
+            },
             shield,
             instruments,
+            output: Outputs {
+                quiet: opts.quiet,
+                json: opts.json.clone(),
+                histogram_buckets: opts.histogram_buckets,
+                histfile: opts.histfile.clone(),
+                samples: opts.samples.clone(),
+                samples_append: false,
+            },
+            storage: Storage {
+                label: opts.label.clone().unwrap_or_else(crate::sysinfo::kernel_release),
+                db,
+                envelope_ns,
+                command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            },
         })
     }
 
@@ -200,20 +237,20 @@ impl RunConfig {
         MeasuredParams {
             threads: self.threads.len(),
             cpus: self.threads.iter().map(|t| t.cpu).collect(),
-            policy: self.policy,
-            priority: self.priority,
-            mlock: self.mlock,
+            policy: self.threads.policy,
+            priority: self.threads.priority,
+            mlock: self.threads.mlock,
             loops: self.loops,
             duration_s: self.duration.map(|d| d.as_secs_f64()),
-            envelope_interval_ns: self.envelope_ns,
-            samples_file: self.samples.as_ref().map(|p| p.display().to_string()),
+            envelope_interval_ns: self.storage.envelope_ns,
+            samples_file: self.output.samples.as_ref().map(|p| p.display().to_string()),
             ran: Vec::new(),
             lacked: Vec::new(),
             shield: None,
             breach: None,
             split: None,
             classify: None,
-            load_flags: self.load_flags.clone(),
+            load_flags: self.load.flags.clone(),
             probe: self.probe_params.clone(),
         }
     }

@@ -314,7 +314,7 @@ fn analyzed_header(path: &std::path::Path) -> crate::model::RunHeader {
 
 /// One measuring run from its checked settings to summary, JSON and histogram files.
 fn measure(cfg: RunConfig) -> Result<i32> {
-    let mut store = writable_store(&cfg.db)?;
+    let mut store = writable_store(&cfg.storage.db)?;
     let (id, outcome) = crate::runner::run(&cfg, &mut store)?;
     print_run(&cfg, &store, id, outcome)
 }
@@ -323,14 +323,14 @@ fn measure(cfg: RunConfig) -> Result<i32> {
 /// its summary); returns its exit code.
 fn print_run(cfg: &RunConfig, store: &Store, id: i64, outcome: crate::runner::Outcome) -> Result<i32> {
     let run = store.run(id)?;
-    if let Some(path) = &cfg.json {
+    if let Some(path) = &cfg.output.json {
         let text = serde_json::to_string_pretty(&export::document(&run))? + "\n";
         crate::config::write_atomic(path, text.as_bytes())?;
     }
-    if let Some(buckets) = cfg.histogram_buckets {
+    if let Some(buckets) = cfg.output.histogram_buckets {
         let text =
             export::render(&run, Format::CyclictestHist, &ExportOptions { buckets, raw: Vec::new(), irq: Vec::new() })?;
-        match &cfg.histfile {
+        match &cfg.output.histfile {
             Some(path) => crate::config::write_atomic(path, text.as_bytes())?,
             None => print!("{text}"),
         }

@@ -209,7 +209,7 @@ fn run_cells(
 /// A failed cell as the gate's JUnit has it.
 fn errored(p: &Planned, reason: String) -> Errored {
     let (probe, load) = (p.cell.info.name.to_string(), crate::report::figures::load_name(&p.cell.load));
-    Errored { label: p.cfg.label.clone(), probe, load, reason }
+    Errored { label: p.cfg.storage.label.clone(), probe, load, reason }
 }
 
 /// Every pass's cells with their run settings. Everything is checked before the first cell
@@ -239,7 +239,7 @@ fn plan<'a>(
 /// fails at once (stress-ng given bad arguments) refuses the study now, not at its first loaded
 /// cell after the idle ones.
 fn try_load(session: &mut Session, planned: &[Planned]) -> Result<()> {
-    let Some((spec, tmp)) = planned.iter().find_map(|p| Some((p.cfg.load.as_ref()?, &p.cfg.tmpdir))) else {
+    let Some((spec, tmp)) = planned.iter().find_map(|p| Some((p.cfg.load.spec.as_ref()?, &p.cfg.load.tmpdir))) else {
         return Ok(());
     };
     let how = crate::runner::LoadStart { spec, tmp, deadline_s: 60, settle: Duration::ZERO, quiet: true };
@@ -273,7 +273,7 @@ fn run_planned(session: &Session, store: &mut Store, planned: &[Planned], settle
         if let Some(model) = p.model {
             if model_now != Some(model) {
                 switch_model(session, model)?;
-                println!("== preemption model '{model}' (label {})", p.cfg.label);
+                println!("== preemption model '{model}' (label {})", p.cfg.storage.label);
                 model_now = Some(model);
             }
         }

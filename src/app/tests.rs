@@ -28,7 +28,7 @@ fn a_registered_instrument_rides_along_a_real_run_that_never_names_it() {
     };
     let cfg = RunConfig::new(info, &info.defaults(), &opts).unwrap();
     assert_eq!(cfg.instruments.iter().map(|p| p.info.name).collect::<Vec<_>>(), ["noop"]);
-    let mut store = Store::open(&cfg.db).unwrap();
+    let mut store = Store::open(&cfg.storage.db).unwrap();
     let (id, _) = crate::runner::run(&cfg, &mut store).unwrap();
     let run = store.run(id).unwrap();
     let w = run.header.warnings.iter().find(|w| w.starts_with("noop:")).expect("the instrument's record is stored");

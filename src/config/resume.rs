@@ -172,7 +172,7 @@ impl RunConfig {
         };
         let mut cfg = RunConfig::new(info, &args, &opts)?;
         // Each thread on the CPU it measured on, as stored (the flags pin them round-robin).
-        cfg.threads = m.cpus.iter().enumerate().map(|(index, &cpu)| ThreadPlan { index, cpu }).collect();
+        cfg.threads.plans = m.cpus.iter().enumerate().map(|(index, &cpu)| ThreadPlan { index, cpu }).collect();
         Ok(cfg)
     }
 }
@@ -213,8 +213,8 @@ pub fn sample_log(h: &RunHeader, resumes: usize, cfg: &mut RunConfig) -> Result<
     let why = match crate::recorder::samplelog::scan(&path) {
         Ok(index) if index.step_ns == cfg.probe.step_ns() => {
             super::check_writable(&path)?;
-            cfg.samples = Some(path);
-            cfg.samples_append = true;
+            cfg.output.samples = Some(path);
+            cfg.output.samples_append = true;
             return Ok(None);
         }
         Ok(index) => crate::recorder::samplelog::LogError::Step { logged: index.step_ns, now: cfg.probe.step_ns() },
@@ -223,7 +223,7 @@ pub fn sample_log(h: &RunHeader, resumes: usize, cfg: &mut RunConfig) -> Result<
     let n = resumes + 1;
     let other = PathBuf::from(format!("{file}.resumed-{n}"));
     super::check_writable(&other)?;
-    cfg.samples = Some(other.clone());
+    cfg.output.samples = Some(other.clone());
     Ok(Some(format!(
         "the sample log '{file}' {}: the samples after gap {n} are logged in '{}'",
         crate::analyze::log_reason(why),
@@ -301,18 +301,18 @@ mod tests {
         let h = stopped(&mut store, cfg.params());
         let rest = Rest::For(Duration::from_secs(5));
         let again = RunConfig::resumed(&h, rest, true, db.clone(), None).unwrap();
-        assert_eq!(again.load_flags.as_ref(), Some(&flags));
-        let o = &again.load.as_ref().unwrap().options;
+        assert_eq!(again.load.flags.as_ref(), Some(&flags));
+        let o = &again.load.spec.as_ref().unwrap().options;
         assert_eq!(
             (o.jobs, o.kernel_tree.as_deref(), o.fswalk_path.as_str(), o.hackbench_groups),
             (3, Some("/src/linux"), "/usr", 7)
         );
-        assert_eq!(again.tmpdir, dir.path());
+        assert_eq!(again.load.tmpdir, dir.path());
         assert!(notes(&h).is_empty());
 
         let older = stopped(&mut store, MeasuredParams { load_flags: None, ..cfg.params() });
         let again = RunConfig::resumed(&older, rest, true, db, None).unwrap();
-        assert_eq!(again.load_flags, Some(LoadFlags::default()));
+        assert_eq!(again.load.flags, Some(LoadFlags::default()));
         let [note] = &notes(&older)[..] else { panic!("{:?}", notes(&older)) };
         assert!(note.starts_with("resumed with the load's default flags (--jobs"), "{note}");
         let idle = RunConfig::new(timer, &timer.defaults(), &RunOptions::default()).unwrap();

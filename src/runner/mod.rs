@@ -95,7 +95,7 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     let current = std::cell::Cell::new(writer.id());
     let segments = extras.window.map(|_| Segments {
         keep: extras.keep,
-        threads: cfg.threads.clone(),
+        threads: cfg.threads.to_vec(),
         watched: !cfg.info.synthetic,
     });
     let windows = Windows { every: extras.window, segments, sinks: extras.sinks };
@@ -117,17 +117,17 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
 /// What the stored run begins with (and each window after it).
 fn head(cfg: &RunConfig, setup: &Setup, kind: RunKind) -> RunHead {
     RunHead {
-        label: cfg.label.clone(),
+        label: cfg.storage.label.clone(),
         probe: cfg.info.name.to_string(),
         kind,
         metric: cfg.info.metric,
         params: RunParams::Measured(setup.params.clone()),
         load: load_header(cfg),
-        command_line: cfg.command_line.clone(),
+        command_line: cfg.storage.command_line.clone(),
         rt_priority: setup.grant.rt_priority(),
         warnings: setup.warnings.clone(),
         system: setup.system.clone(),
-        envelope_ns: cfg.envelope_ns,
+        envelope_ns: cfg.storage.envelope_ns,
     }
 }
 
@@ -160,7 +160,7 @@ fn drive(
     let every = windows.every;
     let mut run = flow(cfg, writer, samples, windows, totals, (started, start_ns));
     run.instruments = instruments;
-    run.follow((budget_ns, cfg.envelope_ns));
+    run.follow((budget_ns, cfg.storage.envelope_ns));
     let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
@@ -186,7 +186,7 @@ fn flow<'s>(
     totals: Vec<ThreadTotals>,
     (started, start_ns): (Instant, u64),
 ) -> Flow<'s> {
-    let log = match (samples, &cfg.samples) {
+    let log = match (samples, &cfg.output.samples) {
         (Some(mut log), Some(path)) => {
             log.offset(writer.shift_ns());
             Some(Fed::new(SampleLogSink { log, path: path.clone() }))
@@ -196,14 +196,14 @@ fn flow<'s>(
     let store = Fed::new(StoreSink::new(writer, windows.segments));
     let mut observers: Vec<Fed<Box<dyn Sink + 's>>> =
         windows.sinks.into_iter().map(|s| Fed::new(s as Box<dyn Sink>)).collect();
-    let live = live::Live::new(cfg.quiet);
+    let live = live::Live::new(cfg.output.quiet);
     let collect_every = if live.is_some() { LIVE_EVERY } else { CHECKPOINT_EVERY };
     if let Some(live) = live {
         observers.push(Fed::new(Box::new(LiveSink(live))));
     }
     // Synthetic samples keep a clock of their own: nothing on a real CPU lines up with them.
     let cpus: Vec<u32> = cfg.threads.iter().filter_map(|t| t.cpu).map(|c| c as u32).collect();
-    let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.envelope_ns));
+    let watch = (!cfg.info.synthetic).then(|| cpuwatch::CpuWatch::start(&cpus, cfg.storage.envelope_ns));
     let sinks = Sinks { log, store, observers };
     let (envelope, windows) = (Vec::new(), Vec::new());
     let duration = cfg.duration;
@@ -250,7 +250,7 @@ fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads
     // counters are read): the runner sleeps until then, or until a thread ends or a signal comes.
     let pace = || {
         if watching {
-            envelope_pace(sys::now_ns().saturating_sub(start_ns), cfg.envelope_ns).min(collect_every)
+            envelope_pace(sys::now_ns().saturating_sub(start_ns), cfg.storage.envelope_ns).min(collect_every)
         } else {
             collect_every
         }
@@ -463,9 +463,9 @@ fn envelope_pace(t_ns: u64, interval_ns: u64) -> Duration {
 
 /// What is stored about the load when the run begins; replaced by what it did at the end.
 fn load_header(cfg: &RunConfig) -> LoadRecord {
-    match &cfg.load {
+    match &cfg.load.spec {
         None => LoadRecord::idle(),
-        Some(spec) => spec.planned(cfg.settle),
+        Some(spec) => spec.planned(cfg.load.settle),
     }
 }
 

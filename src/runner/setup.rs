@@ -39,20 +39,21 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
     let mut params = cfg.params();
     params.shield = shield;
     let (instruments, skipped) = Armed::arm(&cfg.instruments, &measured_cpus(cfg), &mut params);
-    let samples = match &cfg.samples {
+    let samples = match &cfg.output.samples {
         Some(path) => Some(open_log(path, cfg)?),
         None => None,
     };
-    if let Some(spec) = &cfg.load {
+    if let Some(spec) = &cfg.load.spec {
         // Bounded: every load process ends by itself a minute after the run was due to end.
-        let deadline_s = cfg.duration.map_or(0, |d| (d + cfg.settle).as_secs() + 60);
-        let how = LoadStart { spec, tmp: &cfg.tmpdir, deadline_s, settle: cfg.settle, quiet: cfg.quiet };
+        let deadline_s = cfg.duration.map_or(0, |d| (d + cfg.load.settle).as_secs() + 60);
+        let how =
+            LoadStart { spec, tmp: &cfg.load.tmpdir, deadline_s, settle: cfg.load.settle, quiet: cfg.output.quiet };
         super::start_load(session, &how)?;
     }
-    let grant = rt::acquire(session, cfg.policy, cfg.priority, cfg.mlock);
+    let grant = rt::acquire(session, cfg.threads.policy, cfg.threads.priority, cfg.threads.mlock);
     let warnings = warnings(cfg, &grant, &params, skipped);
     if !cfg.info.synthetic {
-        params.lacked = grant.lacked(cfg.policy, cfg.mlock);
+        params.lacked = grant.lacked(cfg.threads.policy, cfg.threads.mlock);
     }
     let system = snapshot(cfg, &grant);
     Ok(Setup { grant, warnings, params, system, samples, admit, instruments })
@@ -61,7 +62,7 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
 /// The sample log: begun, or gone on with (a resumed run's).
 fn open_log(path: &std::path::Path, cfg: &RunConfig) -> Result<SampleLogWriter> {
     let step = cfg.probe.step_ns();
-    let opened = if cfg.samples_append {
+    let opened = if cfg.output.samples_append {
         SampleLogWriter::reopen(path, step).map_err(crate::analyze::log_reason)
     } else {
         SampleLogWriter::create(path, step).map_err(|e| e.to_string())

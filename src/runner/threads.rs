@@ -64,14 +64,14 @@ pub(super) fn spawn(cfg: &RunConfig, how: &Start) -> Result<(Threads, Vec<Thread
     let ended = Arc::new(AtomicUsize::new(0));
     let mut totals = Vec::new();
     let mut handles = Vec::new();
-    for plan in &cfg.threads {
+    for plan in cfg.threads.iter() {
         // An instrument that looks at every sample has them all handed over.
-        let raw = if cfg.samples.is_some() || how.ask.every_sample {
+        let raw = if cfg.output.samples.is_some() || how.ask.every_sample {
             recorder::Raw::All
         } else {
             recorder::Raw::First(crate::store::RAW_IN_STORE)
         };
-        let (mut rec, collector) = recorder::pair(cfg.envelope_ns, raw);
+        let (mut rec, collector) = recorder::pair(cfg.storage.envelope_ns, raw);
         if let Some((threshold_ns, watch)) = &how.ask.watch {
             rec.watch_breaches(*threshold_ns, Arc::clone(watch), plan.index as u32);
         }

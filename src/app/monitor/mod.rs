@@ -26,7 +26,7 @@ pub fn run(a: MonitorConfig) -> Result<i32> {
     if let Some(e) = &endpoint {
         eprintln!("rtbench: serving metrics at http://{}/metrics", e.addr);
     }
-    let mut store = super::writable_store(&cfg.db)?;
+    let mut store = super::writable_store(&cfg.storage.db)?;
     let mut sinks: Vec<Box<dyn crate::runner::sink::Sink + Send>> =
         vec![Box::new(metrics::MetricsSink::new(shared, a.thresholds))];
     if let Some(path) = &a.hlog {

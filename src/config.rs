@@ -106,7 +106,7 @@ pub struct RunConfig {
     pub info: &'static ProbeInfo,
     pub probe: Arc<dyn Probe>,
     /// The probe's own parameters, stored with the run.
-    pub probe_params: serde_json::Map<String, serde_json::Value>,
+    pub probe_params: crate::model::ProbeParams,
     pub threads: Vec<ThreadPlan>,
     pub policy: Policy,
     pub priority: i32,

@@ -44,8 +44,11 @@ pub fn peer(h: &RunHeader, given: Option<&str>) -> Result<Peer> {
             None => Ok(Peer::NoPeer),
         };
     }
-    let stored = resumable(h)?.probe.peer().unwrap_or("?");
-    match (own_peer(&h.command_line), given) {
+    let stored = &resumable(h)?.probe;
+    // A run stored before rtbench said whose the peer was tells by its command line.
+    let own = stored.own_peer().unwrap_or_else(|| own_peer(&h.command_line));
+    let stored = stored.peer().unwrap_or("?");
+    match (own, given) {
         (true, None) => Ok(Peer::Own),
         (true, Some(_)) => Err(invalid!(
             "--peer: run {id} ({}) measured against the study's own echo server, which resume starts again: \
@@ -60,7 +63,8 @@ pub fn peer(h: &RunHeader, given: Option<&str>) -> Result<Peer> {
     }
 }
 
-/// Whether a run's command line started its peer itself: a study without `--peer`.
+/// Whether a run's command line started its peer itself: a study without `--peer`. How runs
+/// stored before their parameters said ([`crate::model::ProbeParams::own_peer`]) tell.
 fn own_peer(command_line: &str) -> bool {
     let mut words = command_line.split_whitespace().skip(1);
     words.next() == Some("study") && !words.any(|w| w == "--peer" || w.starts_with("--peer="))
@@ -411,6 +415,36 @@ mod tests {
         for (probe, kind, params) in runs {
             let h = stopped_as(&mut store, (&probe, kind), params.clone(), "rtbench");
             assert_eq!(h.params.measured(), Some(&params), "{probe} ({})", kind.as_str());
+        }
+    }
+
+    /// Whether the peer was rtbench's own is stored with a network probe's run, and resume goes
+    /// by it; a run stored before rtbench said goes by its command line.
+    #[test]
+    fn resume_goes_by_the_stored_word_on_whose_the_peer_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        for probe in ["pingpong", "response"] {
+            let mut cfg = config(probe);
+            assert_eq!(cfg.probe_params.own_peer(), Some(false), "{probe}: said by every run");
+            cfg.probe_params.set_own_peer(true);
+            // Its command line would say otherwise: the stored word counts.
+            let own = stopped_as(&mut store, (probe, RunKind::Probe), cfg.params(), "rtbench pingpong 127.0.0.1:9");
+            assert_eq!(own.params.measured().unwrap().probe.own_peer(), Some(true), "{probe}");
+            assert_eq!(peer(&own, None).unwrap(), Peer::Own, "{probe}");
+            cfg.probe_params.set_own_peer(false);
+            let theirs = stopped_as(&mut store, (probe, RunKind::Probe), cfg.params(), "rtbench study -D 4s");
+            assert!(peer(&theirs, None).is_err(), "{probe}: a peer rtbench did not start must be given");
+            assert_eq!(peer(&theirs, Some("10.0.0.2:9")).unwrap(), Peer::Given("10.0.0.2:9".into()));
+            // As stored before rtbench said: no such field.
+            let mut old = serde_json::to_value(cfg.params()).unwrap();
+            old.as_object_mut().unwrap().remove("own_peer");
+            let old: MeasuredParams = serde_json::from_value(old).unwrap();
+            assert_eq!(old.probe.own_peer(), None, "{probe}");
+            let study = stopped_as(&mut store, (probe, RunKind::Probe), old.clone(), "rtbench study -D 4s");
+            assert_eq!(peer(&study, None).unwrap(), Peer::Own, "{probe}: a study without --peer");
+            let theirs = stopped_as(&mut store, (probe, RunKind::Probe), old, "rtbench pingpong 127.0.0.1:9");
+            assert!(peer(&theirs, None).is_err(), "{probe}");
         }
     }
 }

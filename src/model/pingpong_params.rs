@@ -48,6 +48,10 @@ pub struct PingpongParams {
     pub sample: String,
     pub warmup_round_trips: u64,
     pub busy_poll: bool,
+    /// Whether the echo server was rtbench's own (a study's, on loopback). Runs stored before
+    /// rtbench said do not: resume reads their command line instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_peer: Option<bool>,
     /// The echo server's host name, as its hello said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_host: Option<String>,

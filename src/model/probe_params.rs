@@ -59,6 +59,10 @@ pub struct ResponseParams {
     pub target: String,
     pub period_ns: u64,
     pub timeout_ns: u64,
+    /// Whether the target was rtbench's own (a study's echo server on loopback). Runs stored
+    /// before rtbench said do not: resume reads their command line instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_peer: Option<bool>,
     /// The target's host name, as its hello said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_host: Option<String>,
@@ -124,6 +128,25 @@ impl ProbeParams {
             ProbeParams::Pingpong(p) => Some(&p.peer),
             ProbeParams::Response(p) => Some(&p.target),
             _ => None,
+        }
+    }
+
+    /// Whether the peer was rtbench's own; `None` for a probe without one, or a run stored
+    /// before rtbench said.
+    pub fn own_peer(&self) -> Option<bool> {
+        match self {
+            ProbeParams::Pingpong(p) => p.own_peer,
+            ProbeParams::Response(p) => p.own_peer,
+            _ => None,
+        }
+    }
+
+    /// Says whether the peer is rtbench's own, for a probe that has one.
+    pub fn set_own_peer(&mut self, own: bool) {
+        match self {
+            ProbeParams::Pingpong(p) => p.own_peer = Some(own),
+            ProbeParams::Response(p) => p.own_peer = Some(own),
+            _ => {}
         }
     }
 
@@ -228,7 +251,7 @@ mod tests {
         let ProbeParams::Pingpong(p) = serde_json::from_str(&format!("{{{part}}}")).unwrap() else { panic!() };
         let cold: Vec<_> = p.threads.0.iter().map(|t| (t.thread, t.cold_rtt_ns, t.warmup.round_trips)).collect();
         assert_eq!(cold, [(0, Some(81_234), 1000), (1, None, 0)]);
-        assert_eq!(p.peer_host.as_deref(), Some("lab"));
+        assert_eq!((p.peer_host.as_deref(), p.own_peer), (Some("lab"), None), "stored before rtbench said");
     }
 
     /// A resumed run keeps its settings and the values it had, and takes the new part's lists.

@@ -98,6 +98,8 @@ fn params(args: &ProbeArgs) -> (PingpongParams, Option<u64>) {
         sample: if args.switch(&RTT) { SAMPLE_RTT } else { "one-way = RTT/2" }.to_string(),
         warmup_round_trips: args.number(&WARMUP).unwrap_or(WARMUP_ROUND_TRIPS),
         busy_poll: args.switch(&BUSY_POLL),
+        // A study that serves its network cells itself says so when it plans them.
+        own_peer: Some(false),
         peer_host: None,
         peer_placement: None,
         threads: RoundTripsApart::default(),

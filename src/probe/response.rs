@@ -84,6 +84,8 @@ fn params(args: &ProbeArgs) -> Result<(ResponseParams, Option<u64>)> {
         target: transport::address(Transport::Udp, Some(target)),
         period_ns: period.as_nanos() as u64,
         timeout_ns: args.duration(&TIMEOUT).unwrap_or(TIMEOUT_DEFAULT).as_nanos() as u64,
+        // A study that serves its network cells itself says so when it plans them.
+        own_peer: Some(false),
         target_host: None,
         lost_triggers: None,
         late_answers: None,

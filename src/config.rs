@@ -96,7 +96,7 @@ pub struct RunConfig {
     pub info: &'static ProbeInfo,
     pub probe: Arc<dyn Probe>,
     /// The probe's own parameters, stored with the run.
-    pub probe_params: serde_json::Map<String, serde_json::Value>,
+    pub probe_params: Box<crate::model::ProbeParams>,
     pub threads: Threads,
     pub loops: Option<u64>,
     pub duration: Option<Duration>,
@@ -203,7 +203,7 @@ impl RunConfig {
         Ok(RunConfig {
             info,
             probe: built.probe,
-            probe_params: built.params,
+            probe_params: Box::new(built.params),
             threads: Threads { plans: threads, policy, priority: opts.priority, mlock },
             loops,
             duration: opts.duration,
@@ -251,7 +251,7 @@ impl RunConfig {
             split: None,
             classify: None,
             load_flags: self.load.flags.clone(),
-            probe: self.probe_params.clone(),
+            probe: (*self.probe_params).clone(),
         }
     }
 }

@@ -228,7 +228,10 @@ fn plan<'a>(
             if let Some(study) = cell.info.study {
                 study(&env, &mut args);
             }
-            let cfg = RunConfig::new(cell.info, &args, &cell_options(a, cell, label))?;
+            let mut cfg = RunConfig::new(cell.info, &args, &cell_options(a, cell, label))?;
+            // Without --peer the network cells talk to the study's own echo server: stored, so
+            // that resume starts it again.
+            cfg.probe_params.set_own_peer(a.peer.is_none());
             planned.push(Planned { cell, cfg, model: model.as_deref() });
         }
     }

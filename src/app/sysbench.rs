@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::config::{SysbenchConfig, SysbenchMode, SysbenchRun};
 use crate::load::LoadSpec;
 use crate::model::{
-    probe_part, LoadRecord, MeasuredParams, Policy, RunKind, RunParams, SysbenchOpParams, SysbenchTotalParams,
+    LoadRecord, MeasuredParams, Policy, ProbeParams, RunKind, RunParams, SysbenchOpParams, SysbenchTotalParams,
     ThreadResult,
 };
 use crate::runner::rt::Pinned;
@@ -112,7 +112,7 @@ fn store_run(
     kind: RunKind,
     metric: crate::model::Metric,
     values: &[u64],
-    own: serde_json::Map<String, serde_json::Value>,
+    own: ProbeParams,
 ) -> Result<i64> {
     let mut stats = Stats::default();
     for &v in values {
@@ -207,7 +207,7 @@ fn total(a: &SysbenchRun, baseline: &str, loads: &[(String, LoadSpec)], chosen: 
         };
         let system = crate::sysinfo::snapshot();
         let cx = Context { label: &label, cpu, load: &record, system: &system, command_line: &command_line };
-        let (sample, own) = ([wall.as_nanos() as u64], probe_part(&own)?);
+        let (sample, own) = ([wall.as_nanos() as u64], ProbeParams::SysbenchTotal(own));
         store_run(&mut store, &cx, TOTAL, RunKind::SysbenchTotal, crate::model::Metric::LATENCY, &sample, own)?;
         rows.push((item.clone(), wall));
     }
@@ -280,7 +280,7 @@ pub fn measure_into<'o>(
             iterations: measured.iterations,
             min_repetition_ms: pass.method.min_rep.as_secs_f64() * 1e3,
         };
-        let (probe, own) = (probe_name(op.name), probe_part(&own)?);
+        let (probe, own) = (probe_name(op.name), ProbeParams::SysbenchOp(own));
         let id = store_run(store, &cx, &probe, RunKind::SysbenchOp, op.metric(), &measured.values, own)?;
         done.ids.push(id);
         done.results.push((op, measured));

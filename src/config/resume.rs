@@ -38,14 +38,17 @@ pub enum Peer {
 /// given again; refused, naming what is missing, when a peer rtbench did not start is not given.
 pub fn peer(h: &RunHeader, given: Option<&str>) -> Result<Peer> {
     let id = h.id;
-    let Some((_, key)) = crate::probe::info(&h.probe).and_then(|info| info.peer()) else {
+    if crate::probe::info(&h.probe).and_then(|info| info.peer()).is_none() {
         return match given {
             Some(_) => Err(invalid!("--peer: run {id} ({}) has no peer", h.probe)),
             None => Ok(Peer::NoPeer),
         };
-    };
-    let stored = resumable(h)?.probe.get(key).and_then(|v| v.as_str()).unwrap_or("?");
-    match (own_peer(&h.command_line), given) {
+    }
+    let stored = &resumable(h)?.probe;
+    // A run stored before rtbench said whose the peer was tells by its command line.
+    let own = stored.own_peer().unwrap_or_else(|| own_peer(&h.command_line));
+    let stored = stored.peer().unwrap_or("?");
+    match (own, given) {
         (true, None) => Ok(Peer::Own),
         (true, Some(_)) => Err(invalid!(
             "--peer: run {id} ({}) measured against the study's own echo server, which resume starts again: \
@@ -60,7 +63,8 @@ pub fn peer(h: &RunHeader, given: Option<&str>) -> Result<Peer> {
     }
 }
 
-/// Whether a run's command line started its peer itself: a study without `--peer`.
+/// Whether a run's command line started its peer itself: a study without `--peer`. How runs
+/// stored before their parameters said ([`crate::model::ProbeParams::own_peer`]) tell.
 fn own_peer(command_line: &str) -> bool {
     let mut words = command_line.split_whitespace().skip(1);
     words.next() == Some("study") && !words.any(|w| w == "--peer" || w.starts_with("--peer="))
@@ -141,7 +145,7 @@ impl RunConfig {
         (info.supported)().map_err(|why| invalid!("run {id}: {} cannot run here: {why}", info.name))?;
         let mut args =
             info.resumed_args(&m.probe).map_err(|why| invalid!("run {id} ({}) cannot be resumed: {why}", h.probe))?;
-        if let (Some((flag, _)), Some(addr)) = (info.peer(), peer) {
+        if let (Some(flag), Some(addr)) = (info.peer(), peer) {
             args.set(&flag, crate::probe::FlagValue::Text(addr.to_string()));
         }
         let (duration, loops) = match rest {
@@ -196,9 +200,8 @@ pub fn notes(h: &RunHeader) -> Vec<String> {
 /// was made with, and this note says where the part after gap `resumes + 1` measured.
 pub fn peer_note(h: &RunHeader, resumes: usize, cfg: &RunConfig, peer: &Peer) -> Option<String> {
     let Peer::Given(_) = peer else { return None };
-    let (_, key) = cfg.info.peer()?;
-    let stored = h.params.measured()?.probe.get(key)?.as_str()?;
-    let now = cfg.probe_params.get(key)?.as_str()?;
+    let stored = h.params.measured()?.probe.peer()?;
+    let now = cfg.probe_params.peer()?;
     (now != stored)
         .then(|| format!("the part after gap {} measured against {now}, not the run's {stored}", resumes + 1))
 }
@@ -257,20 +260,28 @@ fn load_of(load: &LoadRecord) -> (String, Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{LoadFlags, LoadPlan, Metric, RunParams, RunStatus, SystemSnapshot};
+    use crate::model::{
+        LoadFlags, LoadPlan, Metric, ProbeParams, RoundTripsApart, RunParams, RunStatus, SysbenchOpParams,
+        SysbenchTotalParams, SystemSnapshot, ThreadNoise, ThreadRoundTrips, Warmup,
+    };
     use crate::store::{RunHead, RunWriter, Store};
 
     /// A run of `params` under the `cpu` load, stored and stopped: its header as read back.
     fn stopped(store: &mut Store, params: MeasuredParams) -> RunHeader {
+        stopped_as(store, ("timer", RunKind::Probe), params, "rtbench timer --load cpu")
+    }
+
+    /// A run of `probe` (its name and kind), made by `command_line`, stored and stopped.
+    fn stopped_as(store: &mut Store, probe: (&str, RunKind), params: MeasuredParams, command_line: &str) -> RunHeader {
         let load = LoadPlan { profile: "cpu".into(), generators: vec!["cpu".into()], settle_s: 3.0 };
         let head = RunHead {
             label: "l".into(),
-            probe: "timer".into(),
-            kind: RunKind::Probe,
+            probe: probe.0.into(),
+            kind: probe.1,
             metric: Metric::default(),
             params: RunParams::Measured(params),
             load: LoadRecord::Planned(load),
-            command_line: "rtbench timer --load cpu".into(),
+            command_line: command_line.into(),
             rt_priority: true,
             warnings: Vec::new(),
             system: SystemSnapshot::default(),
@@ -326,5 +337,100 @@ mod tests {
         assert!(!own_peer("/usr/bin/rtbench study --peer=10.0.0.2:17700"));
         assert!(!own_peer("rtbench pingpong 127.0.0.1:17700 -D 4s"));
         assert!(!own_peer("rtbench response --logger 127.0.0.1"));
+    }
+
+    /// The run settings of `probe` at its defaults, its peer (if it has one) on loopback.
+    fn config(probe: &str) -> RunConfig {
+        let info = crate::probe::info(probe).unwrap();
+        let mut args = info.defaults();
+        if let Some(flag) = info.peer() {
+            args.set(&flag, crate::probe::FlagValue::Text("127.0.0.1:9".into()));
+        }
+        RunConfig::new(info, &args, &RunOptions::default()).unwrap()
+    }
+
+    /// What a run of the probe learns, filled in as its end would.
+    fn found(mut p: ProbeParams) -> ProbeParams {
+        match &mut p {
+            ProbeParams::Pingpong(p) => {
+                (p.peer_host, p.peer_placement) = (Some("lab".into()), Some("pinned to CPU 1, fifo/95".into()));
+                let warmup = Warmup { round_trips: 3, min_rtt_ns: 1, mean_rtt_ns: 2.5, max_rtt_ns: 4 };
+                p.threads = RoundTripsApart(vec![ThreadRoundTrips { thread: 0, cold_rtt_ns: Some(9), warmup }]);
+            }
+            ProbeParams::Response(p) => {
+                (p.target_host, p.lost_triggers, p.late_answers) = (Some("lab".into()), Some(1), Some(0));
+            }
+            ProbeParams::Noise(p) => {
+                let t = ThreadNoise { thread: 0, measured_ns: 10, noise_ns: 1, available_percent: 90.0, pauses: 2 };
+                p.noise = Some(vec![t]);
+            }
+            _ => {}
+        }
+        p
+    }
+
+    /// A run of each probe (and of sysbench, and a monitor's window), stored with its typed
+    /// parameters, reads back with the same ones.
+    #[test]
+    fn every_kind_of_run_reads_back_the_probe_params_it_was_stored_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let mut runs: Vec<(String, RunKind, MeasuredParams)> = crate::probe::REGISTRY
+            .iter()
+            .map(|info| {
+                let mut cfg = config(info.name);
+                *cfg.probe_params = found(*cfg.probe_params);
+                (info.name.to_string(), RunKind::Probe, cfg.params())
+            })
+            .collect();
+        let mut window = config("timer");
+        window.probe_params.set_monitor_window(1.0);
+        runs.push(("timer".into(), RunKind::MonitorWindow, window.params()));
+        let op = SysbenchOpParams {
+            op: "null-call".into(),
+            group: "processes".into(),
+            iterations: 7,
+            min_repetition_ms: 2.0,
+        };
+        let op = MeasuredParams { probe: ProbeParams::SysbenchOp(op), ..window.params() };
+        runs.push(("sysbench.null-call".into(), RunKind::SysbenchOp, op));
+        let iterations = [("null-call".to_string(), 7)].into();
+        let total = SysbenchTotalParams { load_item: "cpu".into(), baseline: "l".into(), operations: 1, iterations };
+        let total = MeasuredParams { probe: ProbeParams::SysbenchTotal(total), ..window.params() };
+        runs.push(("sysbench.total".into(), RunKind::SysbenchTotal, total));
+        for (probe, kind, params) in runs {
+            let h = stopped_as(&mut store, (&probe, kind), params.clone(), "rtbench");
+            assert_eq!(h.params.measured(), Some(&params), "{probe} ({})", kind.as_str());
+        }
+    }
+
+    /// Whether the peer was rtbench's own is stored with a network probe's run, and resume goes
+    /// by it; a run stored before rtbench said goes by its command line.
+    #[test]
+    fn resume_goes_by_the_stored_word_on_whose_the_peer_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        for probe in ["pingpong", "response"] {
+            let mut cfg = config(probe);
+            assert_eq!(cfg.probe_params.own_peer(), Some(false), "{probe}: said by every run");
+            cfg.probe_params.set_own_peer(true);
+            // Its command line would say otherwise: the stored word counts.
+            let own = stopped_as(&mut store, (probe, RunKind::Probe), cfg.params(), "rtbench pingpong 127.0.0.1:9");
+            assert_eq!(own.params.measured().unwrap().probe.own_peer(), Some(true), "{probe}");
+            assert_eq!(peer(&own, None).unwrap(), Peer::Own, "{probe}");
+            cfg.probe_params.set_own_peer(false);
+            let theirs = stopped_as(&mut store, (probe, RunKind::Probe), cfg.params(), "rtbench study -D 4s");
+            assert!(peer(&theirs, None).is_err(), "{probe}: a peer rtbench did not start must be given");
+            assert_eq!(peer(&theirs, Some("10.0.0.2:9")).unwrap(), Peer::Given("10.0.0.2:9".into()));
+            // As stored before rtbench said: no such field.
+            let mut old = serde_json::to_value(cfg.params()).unwrap();
+            old.as_object_mut().unwrap().remove("own_peer");
+            let old: MeasuredParams = serde_json::from_value(old).unwrap();
+            assert_eq!(old.probe.own_peer(), None, "{probe}");
+            let study = stopped_as(&mut store, (probe, RunKind::Probe), old.clone(), "rtbench study -D 4s");
+            assert_eq!(peer(&study, None).unwrap(), Peer::Own, "{probe}: a study without --peer");
+            let theirs = stopped_as(&mut store, (probe, RunKind::Probe), old, "rtbench pingpong 127.0.0.1:9");
+            assert!(peer(&theirs, None).is_err(), "{probe}");
+        }
     }
 }

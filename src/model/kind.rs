@@ -3,11 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::DeserializeOwned;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
-use super::RunHeader;
+use super::{ProbeParams, RunHeader};
 
 /// The kind of a stored run: the report draws and tables each its own way. Stored by the name
 /// [`RunKind::as_str`] gives.
@@ -47,7 +46,7 @@ impl RunKind {
 }
 
 /// The probe part of a sysbench operation's parameters (see [`super::MeasuredParams::probe`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SysbenchOpParams {
     pub op: String,
     pub group: String,
@@ -57,7 +56,7 @@ pub struct SysbenchOpParams {
 }
 
 /// The probe part of a `sysbench --total` pass's parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SysbenchTotalParams {
     /// The `--loads` item the pass ran under.
     pub load_item: String,
@@ -68,28 +67,22 @@ pub struct SysbenchTotalParams {
     pub iterations: BTreeMap<String, u64>,
 }
 
-/// The map stored as a run's probe part: `part`'s fields, in their order.
-pub fn probe_part<T: Serialize>(part: &T) -> serde_json::Result<Map<String, Value>> {
-    Map::deserialize(serde_json::to_value(part)?)
-}
-
 impl RunHeader {
     /// A sysbench operation's own parameters; `None` for any other kind of run, or one whose
     /// stored parameters lack them.
     pub fn sysbench_op(&self) -> Option<SysbenchOpParams> {
-        self.own_params(RunKind::SysbenchOp)
+        match &self.params.measured()?.probe {
+            ProbeParams::SysbenchOp(p) if self.kind == RunKind::SysbenchOp => Some(p.clone()),
+            _ => None,
+        }
     }
 
     /// A `sysbench --total` pass's own parameters; `None` as for [`RunHeader::sysbench_op`].
     pub fn sysbench_total(&self) -> Option<SysbenchTotalParams> {
-        self.own_params(RunKind::SysbenchTotal)
-    }
-
-    fn own_params<T: DeserializeOwned>(&self, kind: RunKind) -> Option<T> {
-        if self.kind != kind {
-            return None;
+        match &self.params.measured()?.probe {
+            ProbeParams::SysbenchTotal(p) if self.kind == RunKind::SysbenchTotal => Some(p.clone()),
+            _ => None,
         }
-        T::deserialize(&self.params.measured()?.probe).ok()
     }
 }
 
@@ -113,7 +106,7 @@ mod tests {
             iterations: 7,
             min_repetition_ms: 2.0,
         };
-        let text = serde_json::to_string(&probe_part(&op).unwrap()).unwrap();
+        let text = serde_json::to_string(&ProbeParams::SysbenchOp(op)).unwrap();
         assert_eq!(text, r#"{"op":"null-call","group":"processes","iterations":7,"min_repetition_ms":2.0}"#);
         let total = SysbenchTotalParams {
             load_item: "cpu+disk".into(),
@@ -121,7 +114,7 @@ mod tests {
             operations: 2,
             iterations: [("a".to_string(), 3), ("b".to_string(), 4)].into(),
         };
-        let text = serde_json::to_string(&probe_part(&total).unwrap()).unwrap();
+        let text = serde_json::to_string(&ProbeParams::SysbenchTotal(total)).unwrap();
         assert_eq!(text, r#"{"load_item":"cpu+disk","baseline":"k","operations":2,"iterations":{"a":3,"b":4}}"#);
     }
 }

@@ -12,6 +12,8 @@ mod kind;
 mod load;
 mod metric;
 mod params;
+mod pingpong_params;
+mod probe_params;
 mod run;
 mod status;
 mod system;
@@ -21,12 +23,16 @@ pub use breach::{unseen as breach_unseen, Breach, Cause, CauseKind, TraceEvent};
 pub use classes::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, NoiseClass, ThreadClasses, Unseen};
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
-pub use kind::{probe_part, RunKind, SysbenchOpParams, SysbenchTotalParams};
+pub use kind::{RunKind, SysbenchOpParams, SysbenchTotalParams};
 pub use load::{Activity, GeneratorReport, LoadFlags, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
 pub use params::{
     placement, BreachRecord, ImportedParams, Lacked, MeasuredParams, Policy, RunParams, ShieldRecord, SplitRecord,
     ThreadRan,
+};
+pub use probe_params::{
+    Absent, GtodParams, NoiseParams, PingpongParams, ProbeParams, ResponseParams, RoundTripsApart, SyntheticParams,
+    ThreadNoise, ThreadRoundTrips, TimerParams, Transport, Warmup,
 };
 pub use run::{Gap, IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use status::RunStatus;

@@ -1,9 +1,11 @@
-//! How a run was made: the settings every probe shares, typed, plus the probe's own part,
-//! which each probe defines and (de)serializes itself.
+//! How a run was made: the settings every probe shares, plus the probe's own part
+//! ([`ProbeParams`]), both typed.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use super::ProbeParams;
 
 /// Scheduling policy of the measuring threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -107,9 +109,9 @@ pub struct MeasuredParams {
     /// before rtbench kept them: those resume with the defaults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_flags: Option<super::LoadFlags>,
-    /// The probe's own parameters and what it learnt while running, as the probe defines them.
+    /// The probe's own parameters and what it learnt while running, stored flat beside these.
     #[serde(flatten)]
-    pub probe: Map<String, Value>,
+    pub probe: ProbeParams,
 }
 
 /// What `--shield` did: the CPUs, what stayed on them and why.
@@ -229,7 +231,7 @@ mod tests {
         let text = r#"{"threads":2,"cpus":[0,1],"policy":"fifo","priority":95,"mlock":true,"loops":null,"duration_s":12.0,"envelope_interval_ns":20000000,"samples_file":null,"interval_us":1000,"distance_us":0}"#;
         let p: RunParams = serde_json::from_str(text).unwrap();
         let m = p.measured().expect("a measured run");
-        assert_eq!(m.probe["interval_us"], 1000);
+        assert!(matches!(&m.probe, ProbeParams::Timer(super::super::TimerParams { interval_us: 1000, .. })));
         assert_eq!(p.duration_s(), Some(12.0));
         assert_eq!(serde_json::to_string(&p).unwrap(), text);
         let imported: RunParams =

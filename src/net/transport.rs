@@ -11,31 +11,8 @@ use anyhow::Result;
 use super::wire::{self, Kind};
 use crate::error::InputError;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    Udp,
-    Tcp,
-    Unix,
-    Zmq,
-}
-
-impl Transport {
-    /// By its lowercase name, as flags and stored runs spell it.
-    pub fn parse(name: &str) -> Option<Transport> {
-        [Transport::Udp, Transport::Tcp, Transport::Unix, Transport::Zmq].into_iter().find(|t| t.name() == name)
-    }
-
-    /// Its lowercase name, as flags and stored runs spell it.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Transport::Udp => "udp",
-            Transport::Tcp => "tcp",
-            Transport::Unix => "unix",
-            Transport::Zmq => "zmq",
-        }
-    }
-}
+/// The transport, as the run's parameters store it.
+pub use crate::model::Transport;
 
 /// Default port of the network probes' servers.
 pub const DEFAULT_PORT: u16 = 17_700;

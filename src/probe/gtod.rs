@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
-use crate::model::Metric;
+use super::{anywhere, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use crate::model::{GtodParams, Metric, ProbeParams};
 use crate::sys;
 
 pub const INFO: ProbeInfo = ProbeInfo {
@@ -23,7 +23,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     serve: None,
     study: Some(|_, _| {}),
     // Its pair count is the run's loop count, which resume reads from the run.
-    resume: super::Resume::Settings(&[]),
+    resume: super::Resume::Settings(|p| matches!(p, ProbeParams::Gtod(_)).then(Vec::new)),
 };
 
 const PAIRS: Flag = Flag::new(
@@ -34,15 +34,8 @@ const PAIRS: Flag = Flag::new(
 .short('n')
 .value_name("N");
 
-/// Stored with the run.
-#[derive(serde::Serialize)]
-struct Params {
-    /// Pairs per thread; none when a duration bounds the run.
-    pairs: Option<u64>,
-}
-
 fn build(_: &ProbeArgs, shape: &Shape) -> Result<Built> {
-    Ok(Built { probe: Arc::new(Gtod), params: stored(&Params { pairs: shape.loops }) })
+    Ok(Built { probe: Arc::new(Gtod), params: ProbeParams::Gtod(GtodParams { pairs: shape.loops }) })
 }
 
 /// Pairs between pauses. A FIFO thread that never sleeps is throttled by the kernel

@@ -16,14 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde_json::{Map, Value};
 
-use crate::model::Metric;
+use crate::model::{Metric, ProbeParams};
 use crate::net::transport::Transport;
 use crate::recorder::Recorder;
 
 pub use flags::{Flag, Kind, Preset, ProbeArgs, Value as FlagValue};
-pub use resume::{Resume, Stored};
+pub use resume::{ReadBack, Resume};
 
 /// What one measuring thread gets from the runner.
 pub struct ThreadCtx<'a> {
@@ -66,10 +65,9 @@ pub trait Probe: Send + Sync {
     fn prepare(&self, _threads: usize) -> Result<()> {
         Ok(())
     }
-    /// What the probe learnt while running, stored beside its parameters.
-    fn findings(&self) -> Map<String, Value> {
-        Map::new()
-    }
+    /// Adds what the probe learnt while running to its parameters (`params`, as it built
+    /// them), where they are stored with it.
+    fn findings(&self, _params: &mut ProbeParams) {}
 }
 
 /// What a probe's samples offer an instrument riding along its run: each instrument needs one,
@@ -102,7 +100,7 @@ pub struct Shape {
 /// A probe ready to run, and its parameters as stored with the run.
 pub struct Built {
     pub probe: Arc<dyn Probe>,
-    pub params: Map<String, Value>,
+    pub params: ProbeParams,
 }
 
 /// A server that a probe's flags ask for instead of a measurement (`pingpong --serve`).
@@ -164,14 +162,6 @@ impl ProbeInfo {
 /// `supported` of a probe that runs anywhere rtbench does.
 pub fn anywhere() -> Result<(), String> {
     Ok(())
-}
-
-/// A probe's typed parameters or findings as the JSON object stored with the run.
-pub fn stored<T: serde::Serialize>(value: &T) -> Map<String, Value> {
-    match serde_json::to_value(value) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    }
 }
 
 /// Every probe rtbench knows, in the order the study runs them and reports list them.

@@ -10,10 +10,9 @@
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
-use serde::Serialize;
 
-use super::{anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
-use crate::model::Metric;
+use super::{anywhere, Built, DefaultThreads, Flag, FlagValue, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use crate::model::{Metric, NoiseParams, ProbeParams, ThreadNoise};
 use crate::sys;
 
 pub const INFO: ProbeInfo = ProbeInfo {
@@ -30,7 +29,10 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: None,
     study: Some(|_, _| {}),
-    resume: super::Resume::Settings(&[super::Stored::per(THRESHOLD, "threshold_ns", 1000)]),
+    resume: super::Resume::Settings(|p| {
+        let ProbeParams::Noise(p) = p else { return None };
+        Some(vec![(THRESHOLD, FlagValue::Number(p.threshold_ns / 1000))])
+    }),
 };
 
 /// Gaps longer than this count when `--threshold` is not given, in µs; the monitor's too.
@@ -43,14 +45,6 @@ pub const THRESHOLD: Flag = Flag::new("threshold", Kind::PositiveUs, "Gaps longe
 /// The throttling-proof pause schedule repeats every this long, or a tenth of the throttling
 /// period if that is shorter.
 const WINDOW_NS: u64 = 10_000_000;
-
-/// Stored with the run.
-#[derive(Serialize)]
-struct Params {
-    threshold_ns: u64,
-    /// How the thread stays clear of RT throttling, in words; `None` when throttling is off.
-    throttling_pauses: Option<String>,
-}
 
 /// Busy time and pause per window, when RT throttling would otherwise stop the thread.
 fn pause_schedule(runtime_us: Option<i64>, period_us: Option<i64>) -> Option<(u64, u64)> {
@@ -71,7 +65,7 @@ fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
     let threshold_ns = args.number(&THRESHOLD).unwrap_or(THRESHOLD_US) * 1000;
     let t = crate::sysinfo::rt_throttling();
     let schedule = pause_schedule(t.sched_rt_runtime_us, t.sched_rt_period_us);
-    let params = Params {
+    let params = NoiseParams {
         threshold_ns,
         throttling_pauses: schedule.map(|(busy, pause)| {
             format!(
@@ -82,32 +76,17 @@ fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
                 busy / 1000
             )
         }),
+        monitor_window_s: None,
+        noise: None,
     };
     let probe = Noise { threshold_ns, schedule, findings: Mutex::new(Vec::new()) };
-    Ok(Built { probe: Arc::new(probe), params: stored(&params) })
+    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Noise(params) })
 }
 
 struct Noise {
     threshold_ns: u64,
     schedule: Option<(u64, u64)>,
     findings: Mutex<Vec<ThreadNoise>>,
-}
-
-/// One thread's account: how long it watched, how much of that was noise.
-#[derive(Serialize)]
-struct ThreadNoise {
-    thread: usize,
-    measured_ns: u64,
-    noise_ns: u64,
-    /// The share of the CPU the thread had, as osnoise's %available.
-    available_percent: f64,
-    pauses: u64,
-}
-
-/// Stored beside the parameters as `noise`: one entry per thread.
-#[derive(Serialize)]
-struct Findings<'a> {
-    noise: &'a [ThreadNoise],
 }
 
 impl Probe for Noise {
@@ -150,8 +129,11 @@ impl Probe for Noise {
         f.sort_by_key(|t| t.thread);
     }
 
-    fn findings(&self) -> serde_json::Map<String, serde_json::Value> {
-        stored(&Findings { noise: &self.findings.lock().unwrap_or_else(|e| e.into_inner()) })
+    /// One entry per thread: how long it watched, how much of that was noise.
+    fn findings(&self, params: &mut ProbeParams) {
+        if let ProbeParams::Noise(p) = params {
+            p.noise = Some(self.findings.lock().unwrap_or_else(|e| e.into_inner()).clone());
+        }
     }
 }
 

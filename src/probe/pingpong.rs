@@ -5,12 +5,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
-use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::{
-    anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, ServeSpec, Shape, ThreadCtx,
+    anywhere, Built, DefaultThreads, Flag, FlagValue, Kind, Probe, ProbeArgs, ProbeInfo, ServeSpec, Shape, ThreadCtx,
 };
-use crate::model::Metric;
+use crate::model::{Metric, PingpongParams, ProbeParams, RoundTripsApart, ThreadRoundTrips, Warmup};
 use crate::net::transport::{self, Conn, Transport};
 use crate::net::wire::{self, Header, Kind as Packet};
 use crate::sys;
@@ -31,17 +30,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     study: Some(|env, args| args.set(&ADDR, super::FlagValue::Text(env.peer.clone()))),
     // Its round-trip count is the run's loop count, which resume reads from the run; its
     // session token is new, as every session's is.
-    resume: super::Resume::Peer {
-        settings: &[
-            super::Stored::new(TRANSPORT, "transport"),
-            super::Stored::new(SIZE, "size_bytes"),
-            super::Stored::switch_if(RTT, "sample", SAMPLE_RTT),
-            super::Stored::new(WARMUP, "warmup_round_trips"),
-            super::Stored::new(BUSY_POLL, "busy_poll"),
-        ],
-        flag: ADDR,
-        key: "peer",
-    },
+    resume: super::Resume::Peer { settings: resumed, flag: ADDR },
 };
 
 /// The transport when `--transport` is not given.
@@ -99,55 +88,53 @@ fn serve(args: &ProbeArgs) -> Result<Option<ServeSpec>> {
     }))
 }
 
-/// The client's parameters; the serialized fields are what is stored with the run.
-#[derive(serde::Serialize)]
-struct Params {
-    transport: Transport,
-    peer: String,
-    size_bytes: usize,
-    sample: &'static str,
-    warmup_round_trips: u64,
-    busy_poll: bool,
-    /// Store full round trips instead of halves.
-    #[serde(skip)]
-    rtt: bool,
-    /// The session token asked for; a random one when none is.
-    #[serde(skip)]
-    token: Option<u64>,
+/// The client's parameters as stored with the run, and the session token asked for (a random
+/// one when none is).
+fn params(args: &ProbeArgs) -> (PingpongParams, Option<u64>) {
+    let transport = transport_of(args);
+    let params = PingpongParams {
+        transport,
+        peer: transport::address(transport, args.text(&ADDR)),
+        size_bytes: args.number(&SIZE).unwrap_or(SIZE_BYTES) as usize,
+        sample: if args.switch(&RTT) { SAMPLE_RTT } else { "one-way = RTT/2" }.to_string(),
+        warmup_round_trips: args.number(&WARMUP).unwrap_or(WARMUP_ROUND_TRIPS),
+        busy_poll: args.switch(&BUSY_POLL),
+        // A study that serves its network cells itself says so when it plans them.
+        own_peer: Some(false),
+        peer_host: None,
+        peer_placement: None,
+        threads: RoundTripsApart::default(),
+    };
+    (params, args.number(&super::TOKEN))
 }
 
-impl Params {
-    fn read(args: &ProbeArgs) -> Params {
-        let transport = transport_of(args);
-        let rtt = args.switch(&RTT);
-        Params {
-            transport,
-            peer: transport::address(transport, args.text(&ADDR)),
-            size_bytes: args.number(&SIZE).unwrap_or(SIZE_BYTES) as usize,
-            sample: if rtt { SAMPLE_RTT } else { "one-way = RTT/2" },
-            warmup_round_trips: args.number(&WARMUP).unwrap_or(WARMUP_ROUND_TRIPS),
-            busy_poll: args.switch(&BUSY_POLL),
-            rtt,
-            token: args.number(&super::TOKEN),
-        }
-    }
+/// The flags a stored run was made with (its peer aside).
+fn resumed(p: &ProbeParams) -> Option<Vec<(Flag, FlagValue)>> {
+    let ProbeParams::Pingpong(p) = p else { return None };
+    Some(vec![
+        (TRANSPORT, FlagValue::Text(p.transport.name().to_string())),
+        (SIZE, FlagValue::Number(p.size_bytes as u64)),
+        (RTT, FlagValue::Switch(p.sample == SAMPLE_RTT)),
+        (WARMUP, FlagValue::Number(p.warmup_round_trips)),
+        (BUSY_POLL, FlagValue::Switch(p.busy_poll)),
+    ])
 }
 
 fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let p = Params::read(args);
+    let (p, token) = params(args);
     let probe = Pingpong {
         transport: p.transport,
         addr: p.peer.clone(),
         size: p.size_bytes,
-        token: p.token.unwrap_or_else(wire::random_token),
-        rtt: p.rtt,
+        token: token.unwrap_or_else(wire::random_token),
+        rtt: p.sample == SAMPLE_RTT,
         warmup: p.warmup_round_trips,
         busy_poll: p.busy_poll,
         timeout: CONNECT_TIMEOUT,
         conns: Mutex::new(Vec::new()),
         findings: Mutex::new(Findings::default()),
     };
-    Ok(Built { probe: Arc::new(probe), params: stored(&p) })
+    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Pingpong(p) })
 }
 
 struct Pingpong {
@@ -170,38 +157,8 @@ struct Findings {
     peer_host: Option<String>,
     /// Where the echo server's thread runs, when it is an rtbench server that says.
     peer_placement: Option<String>,
-    /// Per thread that ran: its number, its first (cold) round trip and its warm-up.
-    threads: Vec<(usize, Option<u64>, Warmup)>,
-}
-
-/// The warm-up round trips of one thread.
-#[derive(serde::Serialize)]
-struct Warmup {
-    round_trips: u64,
-    min_rtt_ns: u64,
-    mean_rtt_ns: f64,
-    max_rtt_ns: u64,
-}
-
-/// Stored flat beside the parameters, one key pair per thread (`thread0_cold_rtt_ns`,
-/// `thread0_warmup`), the layout exports have always had.
-impl Serialize for Findings {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(None)?;
-        if let Some(host) = &self.peer_host {
-            m.serialize_entry("peer_host", host)?;
-        }
-        if let Some(placement) = &self.peer_placement {
-            m.serialize_entry("peer_placement", placement)?;
-        }
-        let mut threads: Vec<_> = self.threads.iter().collect();
-        threads.sort_by_key(|t| t.0);
-        for (i, cold, warmup) in threads {
-            m.serialize_entry(&format!("thread{i}_cold_rtt_ns"), cold)?;
-            m.serialize_entry(&format!("thread{i}_warmup"), warmup)?;
-        }
-        m.end()
-    }
+    /// Per thread that ran: its first (cold) round trip and its warm-up.
+    threads: Vec<ThreadRoundTrips>,
 }
 
 /// Round-trip times outside the statistics: the first (cold) one and the warm-up.
@@ -292,10 +249,18 @@ impl Probe for Pingpong {
             mean_rtt_ns: if apart.n == 0 { 0.0 } else { apart.sum as f64 / apart.n as f64 },
             max_rtt_ns: apart.max,
         };
-        self.findings.lock().unwrap().threads.push((ctx.index, apart.cold, warmup));
+        let trips = ThreadRoundTrips { thread: ctx.index, cold_rtt_ns: apart.cold, warmup };
+        self.findings.lock().unwrap().threads.push(trips);
     }
 
-    fn findings(&self) -> serde_json::Map<String, serde_json::Value> {
-        stored(&*self.findings.lock().unwrap())
+    fn findings(&self, params: &mut ProbeParams) {
+        let f = self.findings.lock().unwrap();
+        if let ProbeParams::Pingpong(p) = params {
+            p.peer_host.clone_from(&f.peer_host);
+            p.peer_placement.clone_from(&f.peer_placement);
+            let mut threads = f.threads.clone();
+            threads.sort_by_key(|t| t.thread);
+            p.threads = RoundTripsApart(threads);
+        }
     }
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::{
-    anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, ServeSpec, Shape, ThreadCtx,
+    anywhere, Built, DefaultThreads, Flag, FlagValue, Kind, Probe, ProbeArgs, ProbeInfo, ServeSpec, Shape, ThreadCtx,
 };
-use crate::model::Metric;
+use crate::model::{Metric, ProbeParams, ResponseParams};
 use crate::net::transport::{self, Conn, Transport};
 use crate::net::wire::{self, Header, Kind as Packet};
 use crate::sys;
@@ -30,9 +30,12 @@ pub const INFO: ProbeInfo = ProbeInfo {
     serve: Some(serve),
     study: Some(|env, args| args.set(&LOGGER, super::FlagValue::Text(env.peer.clone()))),
     resume: super::Resume::Peer {
-        settings: &[super::Stored::new(PERIOD, "period_ns"), super::Stored::new(TIMEOUT, "timeout_ns")],
+        settings: |p| {
+            let ProbeParams::Response(p) = p else { return None };
+            let ns = |ns| FlagValue::Duration(Duration::from_nanos(ns));
+            Some(vec![(PERIOD, ns(p.period_ns)), (TIMEOUT, ns(p.timeout_ns))])
+        },
         flag: LOGGER,
-        key: "target",
     },
 };
 
@@ -68,46 +71,40 @@ fn serve(args: &ProbeArgs) -> Result<Option<ServeSpec>> {
     }))
 }
 
-/// The logger's parameters; the serialized fields are what is stored with the run.
-#[derive(serde::Serialize)]
-struct Params {
-    target: String,
-    period_ns: u64,
-    timeout_ns: u64,
-    /// The session token asked for; a random one when none is.
-    #[serde(skip)]
-    token: Option<u64>,
-}
-
-impl Params {
-    fn read(args: &ProbeArgs) -> Result<Params> {
-        let Some(target) = args.text(&LOGGER) else {
-            return Err(crate::invalid!("response needs --target (on the machine under test) or --logger TARGET"));
-        };
-        let period = args.duration(&PERIOD).unwrap_or(PERIOD_DEFAULT);
-        if period < Duration::from_micros(10) {
-            return Err(crate::invalid!("--period must be at least 10us"));
-        }
-        Ok(Params {
-            target: transport::address(Transport::Udp, Some(target)),
-            period_ns: period.as_nanos() as u64,
-            timeout_ns: args.duration(&TIMEOUT).unwrap_or(TIMEOUT_DEFAULT).as_nanos() as u64,
-            token: args.number(&super::TOKEN),
-        })
+/// The logger's parameters as stored with the run, and the session token asked for (a random
+/// one when none is).
+fn params(args: &ProbeArgs) -> Result<(ResponseParams, Option<u64>)> {
+    let Some(target) = args.text(&LOGGER) else {
+        return Err(crate::invalid!("response needs --target (on the machine under test) or --logger TARGET"));
+    };
+    let period = args.duration(&PERIOD).unwrap_or(PERIOD_DEFAULT);
+    if period < Duration::from_micros(10) {
+        return Err(crate::invalid!("--period must be at least 10us"));
     }
+    let params = ResponseParams {
+        target: transport::address(Transport::Udp, Some(target)),
+        period_ns: period.as_nanos() as u64,
+        timeout_ns: args.duration(&TIMEOUT).unwrap_or(TIMEOUT_DEFAULT).as_nanos() as u64,
+        // A study that serves its network cells itself says so when it plans them.
+        own_peer: Some(false),
+        target_host: None,
+        lost_triggers: None,
+        late_answers: None,
+    };
+    Ok((params, args.number(&super::TOKEN)))
 }
 
 fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let p = Params::read(args)?;
+    let (p, token) = params(args)?;
     let probe = Response {
         target: p.target.clone(),
         period_ns: p.period_ns,
-        token: p.token.unwrap_or_else(wire::random_token),
+        token: token.unwrap_or_else(wire::random_token),
         timeout: Duration::from_nanos(p.timeout_ns),
         conn: Mutex::new(None),
         findings: Mutex::new(Findings::default()),
     };
-    Ok(Built { probe: Arc::new(probe), params: stored(&p) })
+    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Response(p) })
 }
 
 struct Response {
@@ -121,13 +118,10 @@ struct Response {
 }
 
 /// What a run learns beside its samples.
-#[derive(Default, serde::Serialize)]
+#[derive(Default)]
 struct Findings {
-    #[serde(skip_serializing_if = "Option::is_none")]
     target_host: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     lost_triggers: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     late_answers: Option<u64>,
 }
 
@@ -199,7 +193,11 @@ impl Probe for Response {
         f.late_answers = Some(late);
     }
 
-    fn findings(&self) -> serde_json::Map<String, serde_json::Value> {
-        stored(&*self.findings.lock().unwrap())
+    fn findings(&self, params: &mut ProbeParams) {
+        let f = self.findings.lock().unwrap();
+        if let ProbeParams::Response(p) = params {
+            p.target_host.clone_from(&f.target_host);
+            (p.lost_triggers, p.late_answers) = (f.lost_triggers, f.late_answers);
+        }
     }
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
-use crate::model::Metric;
+use super::{anywhere, Built, DefaultThreads, Flag, FlagValue, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use crate::model::{Metric, ProbeParams, SyntheticParams};
 use crate::rng::SplitMix64;
 
 pub const INFO: ProbeInfo = ProbeInfo {
@@ -24,11 +24,11 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: None,
     study: None,
-    resume: super::Resume::Settings(&[
-        super::Stored::new(SEED, "seed"),
-        super::Stored::new(INTERVAL, "interval_us"),
-        super::Stored::new(MEDIAN, "median_ns"),
-    ]),
+    resume: super::Resume::Settings(|p| {
+        let ProbeParams::Synthetic(p) = p else { return None };
+        let number = FlagValue::Number;
+        Some(vec![(SEED, number(p.seed)), (INTERVAL, number(p.interval_us)), (MEDIAN, number(p.median_ns))])
+    }),
 };
 
 /// The seed when `--seed` is not given.
@@ -49,27 +49,18 @@ const MEDIAN: Flag = Flag::new("median", Kind::Positive, "Median of the lognorma
     .default_number(MEDIAN_NS);
 
 /// The generator's parameters, stored with the run as they are.
-#[derive(serde::Serialize)]
-struct Params {
-    seed: u64,
-    interval_us: u64,
-    median_ns: u64,
-}
-
-impl Params {
-    fn read(args: &ProbeArgs) -> Params {
-        Params {
-            seed: args.number(&SEED).unwrap_or(SEED_DEFAULT),
-            interval_us: args.number(&INTERVAL).unwrap_or(INTERVAL_US),
-            median_ns: args.number(&MEDIAN).unwrap_or(MEDIAN_NS),
-        }
+fn params(args: &ProbeArgs) -> SyntheticParams {
+    SyntheticParams {
+        seed: args.number(&SEED).unwrap_or(SEED_DEFAULT),
+        interval_us: args.number(&INTERVAL).unwrap_or(INTERVAL_US),
+        median_ns: args.number(&MEDIAN).unwrap_or(MEDIAN_NS),
     }
 }
 
 fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let p = Params::read(args);
+    let p = params(args);
     let probe = Synthetic { seed: p.seed, step_ns: p.interval_us * 1000, median_ns: p.median_ns as f64 };
-    Ok(Built { probe: Arc::new(probe), params: stored(&p) })
+    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Synthetic(p) })
 }
 
 struct Synthetic {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{anywhere, stored, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
-use crate::model::Metric;
+use super::{anywhere, Built, DefaultThreads, Flag, FlagValue, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use crate::model::{Metric, ProbeParams, TimerParams};
 use crate::sys;
 
 pub const INFO: ProbeInfo = ProbeInfo {
@@ -23,10 +23,10 @@ pub const INFO: ProbeInfo = ProbeInfo {
     build,
     serve: None,
     study: Some(|_, _| {}),
-    resume: super::Resume::Settings(&[
-        super::Stored::new(INTERVAL, "interval_us"),
-        super::Stored::new(DISTANCE, "distance_us"),
-    ]),
+    resume: super::Resume::Settings(|p| {
+        let ProbeParams::Timer(p) = p else { return None };
+        Some(vec![(INTERVAL, FlagValue::Number(p.interval_us)), (DISTANCE, FlagValue::Number(p.distance_us))])
+    }),
 };
 
 /// Wake-up interval when `-i` is not given, in µs (cyclictest's); the monitor's too.
@@ -44,25 +44,18 @@ const DISTANCE: Flag = Flag::new("distance", Kind::Us, "Added to the interval pe
     .default_number(DISTANCE_US);
 
 /// The timer's parameters, stored with the run as they are.
-#[derive(serde::Serialize)]
-struct Params {
-    interval_us: u64,
-    distance_us: u64,
-}
-
-impl Params {
-    fn read(args: &ProbeArgs) -> Params {
-        Params {
-            interval_us: args.number(&INTERVAL).unwrap_or(INTERVAL_US),
-            distance_us: args.number(&DISTANCE).unwrap_or(DISTANCE_US),
-        }
+fn params(args: &ProbeArgs) -> TimerParams {
+    TimerParams {
+        interval_us: args.number(&INTERVAL).unwrap_or(INTERVAL_US),
+        distance_us: args.number(&DISTANCE).unwrap_or(DISTANCE_US),
+        monitor_window_s: None,
     }
 }
 
 fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let p = Params::read(args);
+    let p = params(args);
     let probe = Timer { interval_ns: p.interval_us * 1000, distance_ns: p.distance_us * 1000 };
-    Ok(Built { probe: Arc::new(probe), params: stored(&p) })
+    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Timer(p) })
 }
 
 struct Timer {

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::Run;
-use crate::model::{ClassifyRecord, CpuInterval, EnvPoint, LongGap, NoiseClass, RunHeader};
+use crate::model::{ClassifyRecord, CpuInterval, EnvPoint, LongGap, NoiseClass, ProbeParams, RunHeader};
 use crate::stats::{Stats, PERCENTILES};
 use crate::units::us;
 
@@ -76,7 +76,8 @@ pub fn summary(run: &Run) -> String {
         let _ = writeln!(out, "{peer}: {placed}");
     }
     out.push('\n');
-    if h.probe == crate::probe::noise::INFO.name {
+    // A run whose samples are busy-loop gaps, as its stored parameters say.
+    if h.params.measured().is_some_and(|m| matches!(m.probe, crate::model::ProbeParams::Noise(_))) {
         out.push_str(&noise_classes(h));
     }
     out.push_str(&percentile_table(run));
@@ -94,10 +95,9 @@ fn policy(h: &RunHeader, thread: u32) -> String {
 /// Where the other end ran: a ping-pong's echo server says so when it is rtbench's
 /// ("echo server (host)", "pinned to CPU 1, fifo/95").
 fn peer_end(h: &RunHeader) -> Option<(String, String)> {
-    let m = h.params.measured()?;
-    let peer = m.probe.get("peer_placement").and_then(|v| v.as_str())?;
-    let host = m.probe.get("peer_host").and_then(|v| v.as_str()).unwrap_or("?");
-    Some((format!("echo server ({host})"), peer.to_string()))
+    let ProbeParams::Pingpong(p) = &h.params.measured()?.probe else { return None };
+    let placed = p.peer_placement.as_ref()?;
+    Some((format!("echo server ({})", p.peer_host.as_deref().unwrap_or("?")), placed.clone()))
 }
 
 /// Where each end of a run ran, as `show` says it: every measuring thread (its CPU, or

@@ -407,9 +407,9 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
     if let Some(report) = load {
         writer.set_load(&LoadRecord::Measured(report))?;
     }
-    let findings = cfg.probe.findings();
-    if !findings.is_empty() || !instruments.names().is_empty() || !params.ran.is_empty() {
-        params.probe.extend(findings);
+    let asked = params.probe.clone();
+    cfg.probe.findings(&mut params.probe);
+    if params.probe != asked || !instruments.names().is_empty() || !params.ran.is_empty() {
         writer.set_params(&RunParams::Measured(params))?;
     }
     if let Outcome::Interrupted(sig) = outcome {

@@ -161,7 +161,7 @@ mod tests {
 
     use super::super::Store;
     use super::SCHEMA_VERSION;
-    use crate::model::probe_part;
+    use crate::model::ProbeParams;
     use crate::model::RunKind::{self, *};
 
     /// The runs of the v5 fixture in order, and the kind the readers of then told each by.
@@ -207,9 +207,9 @@ mod tests {
         assert!(store.header(5).unwrap().sysbench_op().is_none(), "a pass is no operation");
         // And the new writers store them as the old ones did, key for key.
         let stored = |id| serde_json::to_string(&store.header(id).unwrap().params.measured().unwrap().probe).unwrap();
-        let written = |part: serde_json::Map<_, _>| serde_json::to_string(&part).unwrap();
-        assert_eq!(written(probe_part(&op).unwrap()), stored(4));
-        assert_eq!(written(probe_part(&total).unwrap()), stored(5));
+        let written = |part: ProbeParams| serde_json::to_string(&part).unwrap();
+        assert_eq!(written(ProbeParams::SysbenchOp(op)), stored(4));
+        assert_eq!(written(ProbeParams::SysbenchTotal(total)), stored(5));
     }
 
     #[test]

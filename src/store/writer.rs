@@ -11,8 +11,8 @@ use anyhow::Result;
 use super::resume::{merged, Resumed};
 use super::{RawBatch, Store};
 use crate::model::{
-    Breach, ClassInterval, ClassifyRecord, CpuInterval, EnvPoint, LoadRecord, MeasuredParams, Metric, RunKind,
-    RunParams, RunStatus, SplitRecord, SystemSnapshot, ThreadRan, ThreadResult, EMULATED_WARNING,
+    Breach, ClassInterval, ClassifyRecord, CpuInterval, EnvPoint, LoadRecord, MeasuredParams, Metric, ProbeParams,
+    RunKind, RunParams, RunStatus, SplitRecord, SystemSnapshot, ThreadRan, ThreadResult, EMULATED_WARNING,
 };
 
 /// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
@@ -345,10 +345,7 @@ impl<'s> RunWriter<'s> {
 /// settings, which its new part was built from: a count it was given for the rest reads as
 /// the whole's). The split's lost trace events are the whole run's: each part's added.
 fn as_asked(asked: &MeasuredParams, now: &MeasuredParams) -> MeasuredParams {
-    let mut probe = now.probe.clone();
-    probe.extend(
-        asked.probe.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, v)| (k.clone(), v.clone())),
-    );
+    let probe = ProbeParams::as_asked(&asked.probe, &now.probe);
     let split = match (&asked.split, &now.split) {
         (Some(a), Some(n)) => Some(SplitRecord { lost_events: a.lost_events + n.lost_events, ..n.clone() }),
         _ => now.split.clone(),
@@ -366,13 +363,13 @@ fn as_asked(asked: &MeasuredParams, now: &MeasuredParams) -> MeasuredParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::VmPlacement;
+    use crate::model::{TimerParams, VmPlacement};
 
     /// A timer part's parameters: asked for `duration_s`, its split having lost `lost` events.
     fn part(duration_s: f64, lost: u64) -> MeasuredParams {
         let json = serde_json::json!({"threads": 1, "cpus": [1], "policy": "fifo", "priority": 95, "mlock": true,
             "loops": null, "duration_s": duration_s, "envelope_interval_ns": 1_000_000_000u64,
-            "samples_file": "s.rtb", "interval_us": 1000});
+            "samples_file": "s.rtb", "interval_us": 1000, "distance_us": 0});
         let mut p: MeasuredParams = serde_json::from_value(json).unwrap();
         p.split = Some(SplitRecord { lost_events: lost, ..Default::default() });
         p
@@ -384,7 +381,7 @@ mod tests {
         let whole = as_asked(&part(60.0, 3), &MeasuredParams { samples_file: None, ..part(20.0, 4) });
         assert_eq!((whole.duration_s, whole.samples_file.as_deref()), (Some(60.0), Some("s.rtb")));
         assert_eq!(whole.split.map(|s| s.lost_events), Some(7));
-        assert_eq!(whole.probe["interval_us"], 1000);
+        assert!(matches!(whole.probe, ProbeParams::Timer(TimerParams { interval_us: 1000, .. })));
     }
 
     fn head(accelerator: Option<&str>) -> RunHead {

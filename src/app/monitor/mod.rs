@@ -17,7 +17,7 @@ pub fn run(a: MonitorConfig) -> Result<i32> {
     let mut cfg = a.run;
     let probe = cfg.info.name;
     // Every window records its length; its kind, which retention goes by, the runner stores.
-    cfg.probe_params.insert(crate::store::WINDOW_PARAM.into(), a.window.as_secs_f64().into());
+    cfg.probe_params.set_monitor_window(a.window.as_secs_f64());
     let shared = metrics::Shared::default();
     let endpoint = match &a.listen {
         None => None,

@@ -1,0 +1,273 @@
+//! A probe's own parameters, typed: what the probe was set to and what it learnt while
+//! running, one struct per probe. They are stored flat beside the settings every run shares
+//! (the layout runs always had), so which probe's they are is read from the keys: each
+//! probe's struct requires a key no other has (timer `distance_us`, gtod `pairs`, pingpong
+//! `transport`, response `target`, noise `threshold_ns`, synthetic `seed`, a sysbench
+//! operation `op`, a sysbench pass `load_item`), and a run with none of them has no probe part.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+
+pub use super::pingpong_params::{PingpongParams, RoundTripsApart, ThreadRoundTrips, Transport, Warmup};
+use super::{SysbenchOpParams, SysbenchTotalParams};
+
+/// The stored parameters of one probe's run, by probe.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ProbeParams {
+    Timer(TimerParams),
+    Gtod(GtodParams),
+    Pingpong(PingpongParams),
+    Response(ResponseParams),
+    Noise(NoiseParams),
+    Synthetic(SyntheticParams),
+    SysbenchOp(SysbenchOpParams),
+    SysbenchTotal(SysbenchTotalParams),
+    /// No probe part at all (a run written by hand). Last: it takes only an empty part.
+    Absent(Absent),
+}
+
+impl Default for ProbeParams {
+    fn default() -> Self {
+        ProbeParams::Absent(Absent {})
+    }
+}
+
+/// `timer`'s settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TimerParams {
+    pub interval_us: u64,
+    /// Added to the interval per thread (cyclictest's `-d`).
+    pub distance_us: u64,
+    /// A monitor's window: its length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor_window_s: Option<f64>,
+}
+
+/// `gtod`'s settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GtodParams {
+    /// Pairs per thread; null when a duration bounds the run. Always stored, so required.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub pairs: Option<u64>,
+}
+
+/// `response`'s settings (the logger's) and what it learnt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResponseParams {
+    /// The target's address.
+    pub target: String,
+    pub period_ns: u64,
+    pub timeout_ns: u64,
+    /// Whether the target was rtbench's own (a study's echo server on loopback). Runs stored
+    /// before rtbench said do not: resume reads their command line instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_peer: Option<bool>,
+    /// The target's host name, as its hello said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_triggers: Option<u64>,
+    /// Answers that came later than a period after their trigger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_answers: Option<u64>,
+}
+
+/// `noise`'s settings and what each thread saw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NoiseParams {
+    pub threshold_ns: u64,
+    /// How the thread stays clear of RT throttling, in words; null when throttling is off.
+    #[serde(default)]
+    pub throttling_pauses: Option<String>,
+    /// A monitor's window: its length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor_window_s: Option<f64>,
+    /// One entry per thread, stored at the run's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<Vec<ThreadNoise>>,
+}
+
+/// One noise thread's account: how long it watched, how much of that was noise.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadNoise {
+    pub thread: usize,
+    pub measured_ns: u64,
+    pub noise_ns: u64,
+    /// The share of the CPU the thread had, as osnoise's %available.
+    pub available_percent: f64,
+    pub pauses: u64,
+}
+
+/// `synthetic`'s settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SyntheticParams {
+    pub seed: u64,
+    pub interval_us: u64,
+    pub median_ns: u64,
+}
+
+/// No probe part: stored as nothing, read only from nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, JsonSchema)]
+pub struct Absent {}
+
+impl<'de> Deserialize<'de> for Absent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let keys = serde_json::Map::deserialize(d)?;
+        match keys.keys().next() {
+            None => Ok(Absent {}),
+            Some(key) => Err(serde::de::Error::custom(format!("'{key}' is no probe's parameter"))),
+        }
+    }
+}
+
+impl ProbeParams {
+    /// The address of the probe's peer (a ping-pong's echo server, a response's target).
+    pub fn peer(&self) -> Option<&str> {
+        match self {
+            ProbeParams::Pingpong(p) => Some(&p.peer),
+            ProbeParams::Response(p) => Some(&p.target),
+            _ => None,
+        }
+    }
+
+    /// Whether the peer was rtbench's own; `None` for a probe without one, or a run stored
+    /// before rtbench said.
+    pub fn own_peer(&self) -> Option<bool> {
+        match self {
+            ProbeParams::Pingpong(p) => p.own_peer,
+            ProbeParams::Response(p) => p.own_peer,
+            _ => None,
+        }
+    }
+
+    /// Says whether the peer is rtbench's own, for a probe that has one.
+    pub fn set_own_peer(&mut self, own: bool) {
+        match self {
+            ProbeParams::Pingpong(p) => p.own_peer = Some(own),
+            ProbeParams::Response(p) => p.own_peer = Some(own),
+            _ => {}
+        }
+    }
+
+    /// Records a monitor's window length. The monitor runs the timer or the noise probe; the
+    /// others have no such field.
+    pub fn set_monitor_window(&mut self, seconds: f64) {
+        match self {
+            ProbeParams::Timer(p) => p.monitor_window_s = Some(seconds),
+            ProbeParams::Noise(p) => p.monitor_window_s = Some(seconds),
+            _ => debug_assert!(false, "only timer and noise windows are monitored"),
+        }
+    }
+
+    /// A resumed run's parameters: its settings as `asked` (the whole run's, where the new
+    /// part was built for the rest), what `now` (the new part) learnt where it is a list or
+    /// a record, and the run's single values where it had them, as rtbench always kept them.
+    pub fn as_asked(asked: &ProbeParams, now: &ProbeParams) -> ProbeParams {
+        match (asked, now) {
+            (ProbeParams::Pingpong(a), ProbeParams::Pingpong(n)) => ProbeParams::Pingpong(a.as_asked(n)),
+            (ProbeParams::Response(a), ProbeParams::Response(n)) => ProbeParams::Response(ResponseParams {
+                target_host: a.target_host.clone().or_else(|| n.target_host.clone()),
+                lost_triggers: a.lost_triggers.or(n.lost_triggers),
+                late_answers: a.late_answers.or(n.late_answers),
+                ..a.clone()
+            }),
+            (ProbeParams::Noise(a), ProbeParams::Noise(n)) => {
+                ProbeParams::Noise(NoiseParams { noise: n.noise.clone(), ..a.clone() })
+            }
+            (ProbeParams::Absent(_), n) => n.clone(),
+            (a, _) => a.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::RunParams;
+    use super::*;
+
+    /// The settings every run shares, as runs store them before the probe part.
+    const SHARED: &str = r#""threads":1,"cpus":[0],"policy":"fifo","priority":95,"mlock":true,"loops":null,"duration_s":2.0,"envelope_interval_ns":1000000000,"samples_file":null"#;
+
+    /// Probe parts as rtbench stored them before they were typed (their keys and order), with
+    /// the variant each must read as.
+    const OLD: [(&str, &str); 10] = [
+        ("timer", r#""interval_us":1000,"distance_us":0"#),
+        ("timer window", r#""interval_us":20000,"distance_us":0,"monitor_window_s":1.0"#),
+        ("gtod", r#""pairs":null"#),
+        (
+            "pingpong",
+            r#""transport":"udp","peer":"127.0.0.1:17700","size_bytes":1,"sample":"one-way = RTT/2","warmup_round_trips":1000,"busy_poll":false,"peer_host":"lab","peer_placement":"pinned to CPU 1, fifo/95","thread0_cold_rtt_ns":81234,"thread0_warmup":{"round_trips":1000,"min_rtt_ns":20000,"mean_rtt_ns":31000.5,"max_rtt_ns":90000},"thread1_cold_rtt_ns":null,"thread1_warmup":{"round_trips":0,"min_rtt_ns":0,"mean_rtt_ns":0.0,"max_rtt_ns":0}"#,
+        ),
+        (
+            "response",
+            r#""target":"127.0.0.1:17700","period_ns":1000000,"timeout_ns":100000000,"target_host":"lab","lost_triggers":2,"late_answers":0"#,
+        ),
+        (
+            "noise",
+            r#""threshold_ns":1000,"throttling_pauses":null,"noise":[{"thread":0,"measured_ns":2000000000,"noise_ns":5000,"available_percent":99.99975,"pauses":0}]"#,
+        ),
+        ("noise killed", r#""threshold_ns":5000,"throttling_pauses":"RT throttling allows 950000 of 1000000 µs""#),
+        ("synthetic", r#""seed":1,"interval_us":1000,"median_ns":5000"#),
+        ("sysbench-op", r#""op":"null-call","group":"processes","iterations":29256,"min_repetition_ms":2.0"#),
+        ("sysbench-total", r#""load_item":"none","baseline":"old","operations":1,"iterations":{"null-call":29263}"#),
+    ];
+
+    fn variant(p: &ProbeParams) -> &'static str {
+        match p {
+            ProbeParams::Timer(_) => "timer",
+            ProbeParams::Gtod(_) => "gtod",
+            ProbeParams::Pingpong(_) => "pingpong",
+            ProbeParams::Response(_) => "response",
+            ProbeParams::Noise(_) => "noise",
+            ProbeParams::Synthetic(_) => "synthetic",
+            ProbeParams::SysbenchOp(_) => "sysbench-op",
+            ProbeParams::SysbenchTotal(_) => "sysbench-total",
+            ProbeParams::Absent(_) => "absent",
+        }
+    }
+
+    /// Each old probe part reads as its probe's typed parameters, and is written back key for
+    /// key: an export of an old run is what it was.
+    #[test]
+    fn old_probe_parts_read_as_their_probe_s_and_write_back_unchanged() {
+        for (what, part) in OLD {
+            let text = format!("{{{SHARED},{part}}}");
+            let read: RunParams = serde_json::from_str(&text).unwrap();
+            let m = read.measured().unwrap_or_else(|| panic!("{what}: not read as measured: {read:?}"));
+            assert_eq!(variant(&m.probe), what.split(' ').next().unwrap(), "{what}");
+            assert_eq!(serde_json::to_string(&read).unwrap(), text, "{what}");
+        }
+        let none: RunParams = serde_json::from_str(&format!("{{{SHARED}}}")).unwrap();
+        assert_eq!(none.measured().map(|m| variant(&m.probe)), Some("absent"));
+        // A probe part no rtbench wrote is not taken for one: the row is kept as it is.
+        let odd: RunParams = serde_json::from_str(&format!("{{{SHARED},\"interval_us\":5}}")).unwrap();
+        assert!(matches!(odd, RunParams::Unknown(_)), "{odd:?}");
+    }
+
+    #[test]
+    fn a_ping_pong_s_round_trips_apart_read_by_thread() {
+        let (_, part) = OLD[3];
+        let ProbeParams::Pingpong(p) = serde_json::from_str(&format!("{{{part}}}")).unwrap() else { panic!() };
+        let cold: Vec<_> = p.threads.0.iter().map(|t| (t.thread, t.cold_rtt_ns, t.warmup.round_trips)).collect();
+        assert_eq!(cold, [(0, Some(81_234), 1000), (1, None, 0)]);
+        assert_eq!((p.peer_host.as_deref(), p.own_peer), (Some("lab"), None), "stored before rtbench said");
+    }
+
+    /// A resumed run keeps its settings and the values it had, and takes the new part's lists.
+    #[test]
+    fn a_resumed_probe_part_keeps_the_run_s_settings() {
+        let read = |i: usize| serde_json::from_str::<ProbeParams>(&format!("{{{}}}", OLD[i].1)).unwrap();
+        let (ProbeParams::Noise(asked), ProbeParams::Noise(mut now)) = (read(6), read(5)) else { panic!() };
+        now.threshold_ns = 9000;
+        let whole = ProbeParams::as_asked(&ProbeParams::Noise(asked.clone()), &ProbeParams::Noise(now.clone()));
+        let ProbeParams::Noise(whole) = whole else { panic!() };
+        assert_eq!((whole.threshold_ns, whole.noise), (asked.threshold_ns, now.noise));
+        let ProbeParams::Response(mut asked) = read(4) else { panic!() };
+        asked.lost_triggers = None;
+        let now = ResponseParams { lost_triggers: Some(7), late_answers: Some(1), ..asked.clone() };
+        let whole = ProbeParams::as_asked(&ProbeParams::Response(asked), &ProbeParams::Response(now));
+        let ProbeParams::Response(whole) = whole else { panic!() };
+        assert_eq!((whole.lost_triggers, whole.late_answers), (Some(7), Some(0)));
+    }
+}

@@ -2,6 +2,7 @@
 //! everything else.
 
 mod merge;
+mod place;
 mod resume;
 mod retention;
 mod schema;
@@ -15,6 +16,7 @@ use anyhow::{Context, Result};
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use rusqlite::{params, Connection, OptionalExtension};
 
+pub use place::default_path;
 pub use schema::SCHEMA_VERSION;
 pub use windows::WINDOW_PARAM;
 pub use writer::{Checkpoint, Found, RunHead, RunWriter, RAW_IN_STORE};
@@ -25,21 +27,6 @@ use crate::model::{
     RunParams, RunStatus, ThreadResult, ThreadSamples,
 };
 use crate::stats::Stats;
-
-/// Where the store lives: `--db`, else `$RTBENCH_DB`, else `$XDG_DATA_HOME/rtbench/rtbench.db`.
-pub fn default_path(flag: Option<&Path>) -> PathBuf {
-    if let Some(p) = flag {
-        return p.to_path_buf();
-    }
-    if let Some(p) = std::env::var_os("RTBENCH_DB").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| ".".into())).join(".local/share"));
-    data.join("rtbench").join("rtbench.db")
-}
 
 /// Raw samples of one thread, numbered from `first_seq`.
 pub struct RawBatch<'a> {

@@ -5,7 +5,7 @@
 //! One format for every kind: the owner (pid and its start time, so a reused pid is not taken
 //! for it) and the kind's own fields beside them, in `KIND-PID.json`, or `KIND.json` for a
 //! change only one process may hold at a time. Adding a kind is one [`Change`] impl in its own
-//! file and one line in the replay table.
+//! file and one line in the replay table; its holder is [`Held`](super::Held).
 
 use std::path::{Path, PathBuf};
 
@@ -20,9 +20,10 @@ pub trait Change: Serialize + DeserializeOwned {
     /// first one's journal is there.
     const ONE_AT_A_TIME: bool = false;
 
-    /// Puts back what `owner`, a process now gone, left changed. Ok: what was done, for the
-    /// user to read (None: nothing needed doing); Err: what could not be put back (the journal
-    /// is kept for the next command, or a person, to finish).
+    /// Puts back what `owner` changed: a process now gone, when the next command replays its
+    /// journal, or this one, when its [`Held`](super::Held) drops (one way back for both). Ok:
+    /// what was done, for the user to read (None: nothing needed doing); Err: what could not be
+    /// put back (the journal is kept for the next command, or a person, to finish).
     fn put_back(&self, owner: u32) -> Result<Option<String>, String>;
 }
 
@@ -67,7 +68,7 @@ impl<C: Change> Journal<C> {
         self.write_in(&state_dir())
     }
 
-    fn write_in(&self, dir: &Path) -> std::io::Result<Written> {
+    pub(super) fn write_in(&self, dir: &Path) -> std::io::Result<Written> {
         let path = path_of::<C>(dir, self.pid);
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         if !C::ONE_AT_A_TIME {
@@ -144,7 +145,7 @@ pub fn replay<C: Change>() -> Vec<String> {
     replay_in::<C>(&state_dir())
 }
 
-fn replay_in<C: Change>(dir: &Path) -> Vec<String> {
+pub(super) fn replay_in<C: Change>(dir: &Path) -> Vec<String> {
     let mut said = Vec::new();
     for path in all::<C>(dir) {
         let j = match read::<C>(&path) {

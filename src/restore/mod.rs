@@ -7,10 +7,12 @@
 //! This module knows no kind of change: shield, tracer, preemption switch, load and the rest
 //! depend on it, never the other way.
 
+mod held;
 pub mod journal;
 
 use std::path::Path;
 
+pub use held::Held;
 pub use journal::{alive, replay, Change, Journal, Written};
 
 /// A system change held for a session. Dropping it puts the old state back.

@@ -8,9 +8,9 @@ mod changes;
 use std::io::Write;
 use std::marker::PhantomData;
 
-use super::session::Session;
 use crate::model::{Lacked, Policy};
 use crate::restore::{Guard, Held};
+use crate::session::Session;
 use crate::sys;
 use changes::{Affinity, LatencyRequest, Locked, ThreadScheduling};
 

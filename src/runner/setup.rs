@@ -7,10 +7,11 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::{rt, LoadStart, Session};
+use super::{rt, LoadStart};
 use crate::config::RunConfig;
 use crate::model::{BreachRecord, ClassifyRecord, MeasuredParams, ShieldRecord, SplitRecord, SystemSnapshot};
 use crate::recorder::samplelog::SampleLogWriter;
+use crate::session::Session;
 use crate::shield::Shield;
 use crate::trace::classify::ClassifyTracer;
 use crate::trace::split::SplitTracer;

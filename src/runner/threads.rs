@@ -10,12 +10,13 @@ use std::thread::JoinHandle;
 use anyhow::Result;
 
 use super::flow::ThreadTotals;
+use super::rt;
 use super::setup::Admit;
-use super::{rt, Session};
 use crate::config::{RunConfig, ThreadPlan};
 use crate::model::{Policy, ThreadRan};
 use crate::probe::ThreadCtx;
 use crate::recorder::{self, Buffer};
+use crate::session::Session;
 use crate::stats::Stats;
 use crate::sys;
 use crate::trace::split::SplitTracer;

@@ -36,15 +36,16 @@ pub struct Journal<C> {
     pub change: C,
 }
 
-/// A journal on disk, for the process that wrote it: removed once the change is put back.
+/// A journal on disk, for the [`Held`](super::Held) that wrote it: removed once the change is
+/// put back.
 #[derive(Debug)]
-pub struct Written {
+pub(super) struct Written {
     path: PathBuf,
 }
 
 impl Written {
     /// The change is put back: nothing is left to replay.
-    pub fn remove(self) {
+    pub(super) fn remove(self) {
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -56,18 +57,14 @@ pub fn state_dir() -> PathBuf {
 
 impl<C: Change> Journal<C> {
     /// This process's journal of `change`.
-    pub fn mine(change: C) -> Journal<C> {
+    pub(super) fn mine(change: C) -> Journal<C> {
         let pid = std::process::id();
         Journal { pid, pid_start: crate::sysinfo::process_start(pid), change }
     }
 
-    /// Writes it before the change is made. For a change [`Change::ONE_AT_A_TIME`], fails
-    /// when a journal of that kind is there already (alive or not yet replayed): the file is
-    /// linked into place, and a link never replaces one.
-    pub fn write(&self) -> std::io::Result<Written> {
-        self.write_in(&state_dir())
-    }
-
+    /// Writes it into `dir` before the change is made (only a [`Held`](super::Held) does). For
+    /// a change [`Change::ONE_AT_A_TIME`], fails when a journal of that kind is there already
+    /// (alive or not yet replayed): the file is linked into place, and a link never replaces one.
     pub(super) fn write_in(&self, dir: &Path) -> std::io::Result<Written> {
         let path = path_of::<C>(dir, self.pid);
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;

@@ -116,29 +116,38 @@ mod tests {
         names.filter(|n| n.starts_with("test-setting")).collect()
     }
 
+    /// A setting at "original" in `files`, held with its journal in `state`: not changed yet.
+    fn held_setting(state: &Path, files: &Path) -> (PathBuf, Held<Setting>) {
+        let file = files.join("setting");
+        std::fs::write(&file, "original").unwrap();
+        let held = Held::journalled_in(Setting { file: file.clone(), was: read(&file) }, state).unwrap();
+        (file, held)
+    }
+
+    /// `file` is back, by one put_back of this process's change, and no journal is left.
+    fn put_back_once(file: &Path, state: &Path) {
+        assert_eq!(read(file), "original");
+        assert_eq!(read(&file.with_extension("log")), format!("put back for {}\n", std::process::id()));
+        assert!(journals(state).is_empty(), "nothing is left to replay");
+    }
+
     #[test]
     fn a_held_change_is_journalled_before_it_is_made_and_put_back_when_it_drops() {
         let (state, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let file = files.path().join("setting");
-        std::fs::write(&file, "original").unwrap();
-        let held = Held::journalled_in(Setting { file: file.clone(), was: read(&file) }, state.path()).unwrap();
+        let (file, held) = held_setting(state.path(), files.path());
         let mine = format!("test-setting-{}.json", std::process::id());
         assert_eq!(journals(state.path()), std::slice::from_ref(&mine), "written before anything changed");
         let journal = read(&state.path().join(&mine));
         assert!(journal.contains(r#""was": "original""#), "{journal}");
         std::fs::write(&file, "changed").unwrap();
         drop(held);
-        assert_eq!(read(&file), "original");
-        assert_eq!(read(&file.with_extension("log")), format!("put back for {}\n", std::process::id()));
-        assert!(journals(state.path()).is_empty(), "nothing is left to replay");
+        put_back_once(&file, state.path());
     }
 
     #[test]
     fn a_holder_killed_with_its_change_is_put_back_by_the_replay_through_the_same_put_back() {
         let (state, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let file = files.path().join("setting");
-        std::fs::write(&file, "original").unwrap();
-        let held = Held::journalled_in(Setting { file: file.clone(), was: read(&file) }, state.path()).unwrap();
+        let (file, held) = held_setting(state.path(), files.path());
         std::fs::write(&file, "changed").unwrap();
         // Killed: no drop runs. Its journal then names a process that is gone (a pid whose
         // start time differs is a reused one).
@@ -149,9 +158,7 @@ mod tests {
         std::fs::write(&at, serde_json::to_vec(&left).unwrap()).unwrap();
         let said = super::super::journal::replay_in::<Setting>(state.path());
         assert_eq!(said, [format!("put {} back for pid {}", file.display(), std::process::id())]);
-        assert_eq!(read(&file), "original");
-        assert_eq!(read(&file.with_extension("log")), format!("put back for {}\n", std::process::id()));
-        assert!(journals(state.path()).is_empty(), "replayed once");
+        put_back_once(&file, state.path());
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod report;
 pub mod restore;
 pub mod rng;
 pub mod runner;
+pub mod session;
 pub mod shield;
 pub mod stats;
 pub mod store;

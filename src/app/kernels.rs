@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use crate::config::{GuestCommand, KernelsConfig, ReportConfig};
+use crate::session::Session;
 use crate::store::Store;
 use crate::vm::accel::{self, Accel};
 use crate::vm::cache::{self, Kernel};
@@ -30,17 +31,16 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
         kernels.push(cache::resolve(source, name, cfg.modules.as_deref(), &cache, scratch.path())?);
     }
     // From here a Ctrl-C is taken between looks at the guest: it stops the guest, not rtbench.
-    crate::sys::block_stop_signals()?;
+    let mut session = Session::taking_signals()?;
     let started = Instant::now();
     let accel = match accelerator(&kernels[0], cfg.allow_emulated, scratch.path()) {
         Err(e) => return stopped(e, &[]),
         Ok(a) => a,
     };
     // Held until the command ends, however it ends; a killed rtbench's is put back by the next.
-    let _tuning = match &cfg.perf {
-        Some(perf) => Some(performance_mode(perf)?),
-        None => None,
-    };
+    if let Some(perf) = &cfg.perf {
+        session.hold(performance_mode(perf)?);
+    }
     let mut store = super::writable_store(&cfg.db)?;
     let machine = Machine {
         accel,

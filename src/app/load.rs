@@ -6,7 +6,8 @@ use anyhow::Result;
 
 use crate::config::LoadConfig;
 use crate::load;
-use crate::runner::{LoadStart, LoadView, Session};
+use crate::runner::{LoadStart, LoadView};
+use crate::session::Session;
 
 pub fn run(a: LoadConfig) -> Result<i32> {
     let a = match a {

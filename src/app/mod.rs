@@ -321,7 +321,7 @@ fn measure(cfg: RunConfig) -> Result<i32> {
 
 /// What a measuring run writes and prints at its end (its JSON and histogram files when asked,
 /// its summary); returns its exit code.
-fn print_run(cfg: &RunConfig, store: &Store, id: i64, outcome: crate::runner::Outcome) -> Result<i32> {
+fn print_run(cfg: &RunConfig, store: &Store, id: i64, outcome: crate::session::Outcome) -> Result<i32> {
     let run = store.run(id)?;
     if let Some(path) = &cfg.output.json {
         let text = serde_json::to_string_pretty(&export::document(&run))? + "\n";

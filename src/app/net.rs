@@ -10,7 +10,7 @@ use anyhow::Result;
 use crate::config::RunOptions;
 use crate::net::server::Server;
 use crate::probe::ServeSpec;
-use crate::runner::Session;
+use crate::session::Session;
 
 /// Runs an echo server in the foreground until a signal or `serve_for`.
 pub fn serve(spec: &ServeSpec, opts: &RunOptions) -> Result<i32> {

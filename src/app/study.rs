@@ -11,7 +11,7 @@ use crate::probe::{ProbeInfo, StudyEnv};
 use crate::report::junit::Errored;
 use crate::report::select;
 use crate::runner::preempt::PreemptSwitch;
-use crate::runner::{Outcome, Session};
+use crate::session::{Outcome, Session};
 use crate::store::Store;
 use crate::units::clock as hms;
 
@@ -387,7 +387,7 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
     print!("\n{}", crate::report::findings::text(&findings));
     // A study asked to stop still draws what it measured, within the 2 s a stop may take:
     // without the PNG copies (issue 29: 15 s of them after a SIGTERM).
-    let stopping = || crate::runner::signals::received().is_some();
+    let stopping = || crate::session::signals::received().is_some();
     let files = crate::report::build::write(&a.output, &latency, &costs, &[], &super::catalog(), &findings, &stopping)?;
     if files.pngs < files.figures {
         println!(

@@ -13,7 +13,8 @@ use crate::model::{
     ThreadResult,
 };
 use crate::runner::rt::Pinned;
-use crate::runner::{LoadStart, Session};
+use crate::runner::LoadStart;
+use crate::session::Session;
 use crate::stats::Stats;
 use crate::store::{RunHead, RunWriter};
 use crate::sysbench::{self as sb, Group, Method, Op};

@@ -5,7 +5,7 @@
 //! One format for every kind: the owner (pid and its start time, so a reused pid is not taken
 //! for it) and the kind's own fields beside them, in `KIND-PID.json`, or `KIND.json` for a
 //! change only one process may hold at a time. Adding a kind is one [`Change`] impl in its own
-//! file and one line in the replay table.
+//! file and one line in the replay table; its holder is [`Held`](super::Held).
 
 use std::path::{Path, PathBuf};
 
@@ -20,9 +20,10 @@ pub trait Change: Serialize + DeserializeOwned {
     /// first one's journal is there.
     const ONE_AT_A_TIME: bool = false;
 
-    /// Puts back what `owner`, a process now gone, left changed. Ok: what was done, for the
-    /// user to read (None: nothing needed doing); Err: what could not be put back (the journal
-    /// is kept for the next command, or a person, to finish).
+    /// Puts back what `owner` changed: a process now gone, when the next command replays its
+    /// journal, or this one, when its [`Held`](super::Held) drops (one way back for both). Ok:
+    /// what was done, for the user to read (None: nothing needed doing); Err: what could not be
+    /// put back (the journal is kept for the next command, or a person, to finish).
     fn put_back(&self, owner: u32) -> Result<Option<String>, String>;
 }
 
@@ -35,15 +36,16 @@ pub struct Journal<C> {
     pub change: C,
 }
 
-/// A journal on disk, for the process that wrote it: removed once the change is put back.
+/// A journal on disk, for the [`Held`](super::Held) that wrote it: removed once the change is
+/// put back.
 #[derive(Debug)]
-pub struct Written {
+pub(super) struct Written {
     path: PathBuf,
 }
 
 impl Written {
     /// The change is put back: nothing is left to replay.
-    pub fn remove(self) {
+    pub(super) fn remove(self) {
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -55,19 +57,15 @@ pub fn state_dir() -> PathBuf {
 
 impl<C: Change> Journal<C> {
     /// This process's journal of `change`.
-    pub fn mine(change: C) -> Journal<C> {
+    pub(super) fn mine(change: C) -> Journal<C> {
         let pid = std::process::id();
         Journal { pid, pid_start: crate::sysinfo::process_start(pid), change }
     }
 
-    /// Writes it before the change is made. For a change [`Change::ONE_AT_A_TIME`], fails
-    /// when a journal of that kind is there already (alive or not yet replayed): the file is
-    /// linked into place, and a link never replaces one.
-    pub fn write(&self) -> std::io::Result<Written> {
-        self.write_in(&state_dir())
-    }
-
-    fn write_in(&self, dir: &Path) -> std::io::Result<Written> {
+    /// Writes it into `dir` before the change is made (only a [`Held`](super::Held) does). For
+    /// a change [`Change::ONE_AT_A_TIME`], fails when a journal of that kind is there already
+    /// (alive or not yet replayed): the file is linked into place, and a link never replaces one.
+    pub(super) fn write_in(&self, dir: &Path) -> std::io::Result<Written> {
         let path = path_of::<C>(dir, self.pid);
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         if !C::ONE_AT_A_TIME {
@@ -144,7 +142,7 @@ pub fn replay<C: Change>() -> Vec<String> {
     replay_in::<C>(&state_dir())
 }
 
-fn replay_in<C: Change>(dir: &Path) -> Vec<String> {
+pub(super) fn replay_in<C: Change>(dir: &Path) -> Vec<String> {
     let mut said = Vec::new();
     for path in all::<C>(dir) {
         let j = match read::<C>(&path) {

@@ -1,17 +1,21 @@
 //! Every system setting rtbench changes goes through here, as rtla's `run_tool` keeps the
-//! original of every kernel setting it touches: a [`Guard`] puts its change back when it drops
-//! (the runner's session holds them and drops them in reverse order), and a change that must
-//! outlive a killed process is written down first in a [`journal`], which the next rtbench
-//! command replays (`app::REPLAY` lists every kind).
+//! original of every kernel setting it touches. Each kind of change is a [`Change`] (its fields
+//! and how to put them back) held by one [`Held`]: it writes the change down in a [`journal`]
+//! before the change is made, when the change must outlive a killed process, and puts the
+//! change back when it drops through the same `put_back` the next rtbench command replays
+//! (`app::REPLAY` lists every journalled kind). A [`Guard`] is what a session holds (a `Held`
+//! or a type made of them) and drops in reverse order when it ends.
 //!
 //! This module knows no kind of change: shield, tracer, preemption switch, load and the rest
 //! depend on it, never the other way.
 
+mod held;
 pub mod journal;
 
 use std::path::Path;
 
-pub use journal::{alive, replay, Change, Journal, Written};
+pub use held::Held;
+pub use journal::{alive, replay, Change, Journal};
 
 /// A system change held for a session. Dropping it puts the old state back.
 pub trait Guard: std::any::Any {

@@ -9,9 +9,7 @@ mod phase;
 pub mod preempt;
 pub mod rt;
 pub mod segment;
-pub mod session;
 mod setup;
-pub mod signals;
 pub mod sink;
 mod threads;
 mod watchdog;
@@ -24,12 +22,12 @@ use anyhow::Result;
 
 pub use live::LoadView;
 pub use phase::{load_progress, start_load, stop_load, LoadStart};
-pub use session::Session;
 
 use crate::config::RunConfig;
 use crate::instrument::Ending;
-use crate::model::{attribute, EnvPoint, LoadRecord, LoadReport, RunKind, RunParams, RunStatus, StealFinding};
+use crate::model::{attribute, EnvPoint, LoadRecord, LoadReport, RunKind, RunParams, StealFinding};
 use crate::recorder::samplelog::SampleLogWriter;
+use crate::session::{Outcome, Session};
 use crate::store::{RunHead, RunWriter, Store};
 use crate::sys;
 use flow::{Flow, Sinks, ThreadTotals};
@@ -45,30 +43,6 @@ const FINAL_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
 /// How long the measuring threads get to end once told to stop, beyond one step of their
 /// probe: a probe that ignores the stop must not hold the command for ever (issue 29).
 const STOP_GRACE: Duration = Duration::from_secs(1);
-
-/// How a run, or any wait of a session, ended: its time or work was done, or a signal came.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Complete,
-    Interrupted(i32),
-}
-
-impl Outcome {
-    pub fn status(self) -> RunStatus {
-        match self {
-            Outcome::Complete => RunStatus::Complete,
-            Outcome::Interrupted(_) => RunStatus::Interrupted,
-        }
-    }
-
-    /// 0, or 128 + the signal, as a shell reports it.
-    pub fn exit_code(self) -> i32 {
-        match self {
-            Outcome::Complete => 0,
-            Outcome::Interrupted(sig) => 128 + sig,
-        }
-    }
-}
 
 /// Runs `cfg` to the end and stores it. Returns the run id and how it ended.
 pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {

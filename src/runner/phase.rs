@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::Session;
 use crate::load::{CpuSample, LoadSession, LoadSpec, FIRST_SECOND};
 use crate::model::{GeneratorReport, LoadReport};
 use crate::restore::Guard;
+use crate::session::Session;
 
 /// A load the session holds, and the CPUs' counters from when it had settled.
 struct LoadPhase {

@@ -1,11 +1,11 @@
 //! Switching the preemption model of a PREEMPT_DYNAMIC kernel between a study's passes, so one
-//! boot compares several "kernels". A guard: the model it found is put back when it drops, and
-//! debugfs is unmounted again if it mounted it. A journal written before the first switch lets
-//! the next rtbench command do the same when the study was killed.
+//! boot compares several "kernels". A [`Held`] change: its journal is written before the first
+//! switch, and one `put_back` restores the model it found (and unmounts debugfs if it mounted
+//! it), when the switch drops or, after a kill, when the next rtbench command replays it.
 
 use serde::{Deserialize, Serialize};
 
-use crate::restore::{Change, Guard, Journal, Written};
+use crate::restore::{Change, Guard, Held};
 use crate::sysinfo::current_preempt_model as current;
 
 const DEBUGFS: &str = "/sys/kernel/debug";
@@ -14,16 +14,15 @@ const FILE: &str = "/sys/kernel/debug/sched/preempt";
 /// The models a PREEMPT_DYNAMIC kernel may offer.
 pub const MODELS: [&str; 4] = ["none", "voluntary", "full", "lazy"];
 
+/// A switched preemption model, held: dropping it puts the model it found back (and unmounts
+/// debugfs if it mounted it) through [`Switched::put_back`], as the next command would.
 pub struct PreemptSwitch {
-    original: String,
-    mounted: bool,
-    /// Removed once the model is put back.
-    journal: Option<Written>,
+    held: Held<Switched>,
 }
 
 impl PreemptSwitch {
-    /// Gets ready to switch: mounts debugfs when it is not, reads the model in force. `Err` says
-    /// why switching cannot be done here; nothing is left changed then.
+    /// Gets ready to switch: mounts debugfs when it is not, reads the model in force, writes
+    /// the journal. `Err` says why switching cannot be done here; nothing is left changed then.
     pub fn open() -> Result<PreemptSwitch, String> {
         let version = std::fs::read_to_string("/proc/sys/kernel/version").unwrap_or_default();
         if !version.split_whitespace().any(|w| w == "PREEMPT_DYNAMIC") {
@@ -34,19 +33,19 @@ impl PreemptSwitch {
         if mounted {
             crate::sys::mount_pseudo("debugfs", DEBUGFS).map_err(|e| format!("cannot mount debugfs: {e}"))?;
         }
-        // From here on, dropping the switch unmounts what it mounted.
-        let mut switch = PreemptSwitch { original: String::new(), mounted, journal: None };
-        let text = std::fs::read_to_string(FILE).map_err(|e| format!("cannot read {FILE}: {e}"))?;
-        let original = current(&text).ok_or_else(|| format!("{FILE} says '{}', no current model", text.trim()))?;
-        let journal = Journal::mine(Switched { original: original.clone(), mounted }).write();
-        switch.journal = Some(journal.map_err(|e| format!("cannot write the preemption switch's journal: {e}"))?);
-        switch.original = original;
-        Ok(switch)
+        let held = in_force().and_then(|original| {
+            Held::journalled(Switched { original, mounted })
+                .map_err(|e| format!("cannot write the preemption switch's journal: {e}"))
+        });
+        if held.is_err() && mounted {
+            let _ = crate::sys::unmount(DEBUGFS);
+        }
+        Ok(PreemptSwitch { held: held? })
     }
 
     /// The model that was in force.
     pub fn original(&self) -> &str {
-        &self.original
+        &self.held.change().original
     }
 
     /// Switches to `model` and checks the kernel took it.
@@ -60,22 +59,15 @@ impl PreemptSwitch {
     }
 }
 
+/// The model in force, read from debugfs.
+fn in_force() -> Result<String, String> {
+    let text = std::fs::read_to_string(FILE).map_err(|e| format!("cannot read {FILE}: {e}"))?;
+    current(&text).ok_or_else(|| format!("{FILE} says '{}', no current model", text.trim()))
+}
+
 impl Guard for PreemptSwitch {
     fn name(&self) -> &'static str {
         "preemption model"
-    }
-}
-
-impl Drop for PreemptSwitch {
-    fn drop(&mut self) {
-        if !self.original.is_empty() && std::fs::write(FILE, &self.original).is_ok() {
-            if let Some(journal) = self.journal.take() {
-                journal.remove();
-            }
-        }
-        if self.mounted {
-            let _ = crate::sys::unmount(DEBUGFS);
-        }
     }
 }
 
@@ -94,7 +86,7 @@ impl Change for Switched {
         let now = std::fs::read_to_string(FILE).ok().and_then(|t| current(&t));
         if now.as_deref() != Some(self.original.as_str()) && std::fs::write(FILE, &self.original).is_err() {
             return Err(format!(
-                "could not put the preemption model back to '{}' after rtbench pid {owner} ended without it",
+                "could not put the preemption model back to '{}' (switched by rtbench pid {owner})",
                 self.original
             ));
         }

@@ -1,21 +1,28 @@
 //! Real-time setup: each system change is a guard that puts the old state back when dropped,
-//! held by the session for as long as it runs.
+//! held by the session for as long as it runs. Each is a [`Held`] change, unjournalled: the end
+//! of the process undoes them all (memory lock, descriptor, thread policies), so none is left
+//! for the next command to replay; their kinds are in [`changes`].
 
-use std::fs::File;
+mod changes;
+
 use std::io::Write;
+use std::marker::PhantomData;
 
-use super::session::Session;
 use crate::model::{Lacked, Policy};
-use crate::restore::Guard;
+use crate::restore::{Guard, Held};
+use crate::session::Session;
 use crate::sys;
+use changes::{Affinity, LatencyRequest, Locked, ThreadScheduling};
 
 /// All current and future pages locked in memory; unlocked on drop.
-pub struct MemoryLock(());
+pub struct MemoryLock {
+    _held: Held<Locked>,
+}
 
 impl MemoryLock {
     pub fn acquire() -> std::io::Result<MemoryLock> {
         sys::lock_memory()?;
-        Ok(MemoryLock(()))
+        Ok(MemoryLock { _held: Held::unjournalled(Locked) })
     }
 }
 
@@ -25,21 +32,17 @@ impl Guard for MemoryLock {
     }
 }
 
-impl Drop for MemoryLock {
-    fn drop(&mut self) {
-        sys::unlock_memory();
-    }
-}
-
 /// `/dev/cpu_dma_latency` held at 0: the kernel keeps CPUs out of deep idle states for as long
 /// as the descriptor is open; closing it on drop gives them back.
-pub struct DmaLatency(#[allow(dead_code)] File);
+pub struct DmaLatency {
+    _held: Held<LatencyRequest>,
+}
 
 impl DmaLatency {
     pub fn hold() -> std::io::Result<DmaLatency> {
         let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency")?;
         f.write_all(&0i32.to_ne_bytes())?;
-        Ok(DmaLatency(f))
+        Ok(DmaLatency { _held: Held::unjournalled(LatencyRequest { open: std::cell::Cell::new(Some(f)) }) })
     }
 }
 
@@ -172,26 +175,12 @@ fn try_policy(policy: Policy, priority: i32) -> std::io::Result<()> {
 /// The scheduling policy and timer slack of a measuring or serving thread: set when the thread
 /// starts, the previous ones put back when dropped. It stays on its thread (policies are per thread).
 pub struct ThreadPolicy {
-    previous: Option<sys::Scheduling>,
-    /// The thread's timer slack before it was set to 1 ns.
-    previous_slack: Option<u64>,
-    _on_this_thread: std::marker::PhantomData<*const ()>,
+    held: Held<ThreadScheduling>,
 }
 
 impl Guard for ThreadPolicy {
     fn name(&self) -> &'static str {
         "thread scheduling policy"
-    }
-}
-
-impl Drop for ThreadPolicy {
-    fn drop(&mut self) {
-        if let Some(previous) = self.previous.take() {
-            let _ = sys::restore_scheduling(previous);
-        }
-        if let Some(ns) = self.previous_slack.take() {
-            let _ = sys::set_timer_slack(ns);
-        }
     }
 }
 
@@ -214,8 +203,7 @@ pub struct Entered {
 /// LMbench; its affinity comes back when dropped, on the thread that pinned it (a session's
 /// guards drop on the thread that holds the session).
 pub struct Pinned {
-    previous: Option<Vec<usize>>,
-    _on_this_thread: std::marker::PhantomData<*const ()>,
+    _held: Held<Affinity>,
 }
 
 impl Pinned {
@@ -224,23 +212,16 @@ impl Pinned {
     }
 
     fn to_cpus(cpus: &[usize]) -> std::io::Result<Pinned> {
-        let previous = sys::affinity().ok();
+        let held = Held::unjournalled(Affinity { previous: sys::affinity().ok(), on_this_thread: PhantomData });
+        // A failure drops `held`, which puts the affinity found back.
         sys::set_affinity(cpus)?;
-        Ok(Pinned { previous, _on_this_thread: std::marker::PhantomData })
+        Ok(Pinned { _held: held })
     }
 }
 
 impl Guard for Pinned {
     fn name(&self) -> &'static str {
         "CPU pinning"
-    }
-}
-
-impl Drop for Pinned {
-    fn drop(&mut self) {
-        if let Some(cpus) = self.previous.take() {
-            let _ = sys::set_affinity(&cpus);
-        }
     }
 }
 
@@ -274,7 +255,8 @@ impl Housekeeping {
 /// warnings.
 pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entered {
     sys::prefault_stack(128 * 1024);
-    let guard = ThreadPolicy { previous: None, previous_slack: None, _on_this_thread: std::marker::PhantomData };
+    let unset = ThreadScheduling { previous: None, previous_slack: None, on_this_thread: PhantomData };
+    let guard = ThreadPolicy { held: Held::unjournalled(unset) };
     let mut entered = Entered { guard, unpinned: None, problem: None, ran: None, timer_slack_ns: None };
     if let Some(cpu) = cpu {
         if let Err(e) = sys::pin_to_cpu(cpu) {
@@ -285,14 +267,15 @@ pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entere
     let mut problems = Vec::new();
     let previous = sys::current_scheduling();
     match sys::set_scheduler(sched_policy(policy), priority) {
-        Ok(()) => entered.guard.previous = previous.ok(),
+        Ok(()) => entered.guard.held.change_mut().previous = previous.ok(),
         Err(e) => problems.push(format!("could not set {policy:?} on a thread: {e}")),
     }
     // At SCHED_OTHER the default slack (50 µs) would make every wake-up late on purpose; the
     // real-time policies have none, and asking costs nothing.
-    entered.guard.previous_slack = sys::timer_slack().ok();
+    let noted = entered.guard.held.change_mut();
+    noted.previous_slack = sys::timer_slack().ok();
     if let Err(e) = sys::set_timer_slack(1) {
-        let slack = entered.guard.previous_slack.take().map_or("?".into(), |ns| crate::units::fmt_ns_as_us(ns as f64));
+        let slack = noted.previous_slack.take().map_or("?".into(), |ns| crate::units::fmt_ns_as_us(ns as f64));
         problems.push(format!(
             "could not set a thread's timer slack to 1 ns ({e}): at SCHED_OTHER its wake-ups may be up to {slack} µs late"
         ));

@@ -8,11 +8,12 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::{rt, LoadStart, Session};
+use super::{rt, LoadStart};
 use crate::config::RunConfig;
 use crate::instrument::Armed;
 use crate::model::{MeasuredParams, ShieldRecord, SystemSnapshot};
 use crate::recorder::samplelog::SampleLogWriter;
+use crate::session::Session;
 use crate::shield::Shield;
 
 /// A run ready to measure.

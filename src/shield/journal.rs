@@ -39,7 +39,7 @@ impl Change for Shielded {
             )))
         } else {
             Err(format!(
-                "the shield of CPUs {cpus} left by rtbench pid {owner} is not fully put back: {}",
+                "the shield of CPUs {cpus} raised by rtbench pid {owner} is not fully put back: {}",
                 problems.join("; ")
             ))
         }

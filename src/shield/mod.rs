@@ -1,8 +1,8 @@
 //! `--shield CPUS`: the rest of the system moved off the measured CPUs for a run, as `cset
 //! shield` does. Two cpusets (the system on the other CPUs, the shield on these), every task
 //! of the root moved into the system set, every IRQ that can be steered sent to the other
-//! CPUs. A journal written before the first change lets the next rtbench command put it all
-//! back when the run was killed; a normal end puts it back itself.
+//! CPUs. A [`Held`] change: journalled before the first change, and lowered by one `put_back`
+//! whether the run ends (the shield drops) or is killed (the next rtbench command replays it).
 
 mod cpuset;
 mod irq;
@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Result};
 
 use crate::model::ShieldRecord;
-use crate::restore::{Guard, Journal, Written};
+use crate::restore::{Guard, Held};
 use crate::sysinfo::{online_cpus, parse_cpu_list};
 use crate::units::format_cpu_list;
 pub use journal::Shielded;
@@ -21,11 +21,10 @@ pub use journal::Shielded;
 const SYSTEM: &str = "rtbench-system";
 const SHIELD: &str = "rtbench-shield";
 
-/// A raised shield; dropping it lowers it.
+/// A raised shield, held: dropping it lowers it through [`Shielded::put_back`], the same way
+/// the next command lowers a killed run's.
 pub struct Shield {
-    journal: Journal<Shielded>,
-    /// Removed once the shield is fully lowered; kept (for the next command) when it is not.
-    written: Option<Written>,
+    held: Held<Shielded>,
     hierarchy: cpuset::Hierarchy,
     pub record: ShieldRecord,
 }
@@ -38,7 +37,7 @@ impl Shield {
             return Err(anyhow!("a shield of every CPU leaves none for the rest of the system"));
         }
         let hierarchy = cpuset::Hierarchy::find().map_err(|e| anyhow!("cannot shield CPUs: {e}"))?;
-        let journal = Journal::mine(Shielded {
+        let change = Shielded {
             cpus: cpus.to_vec(),
             cpuset_root: hierarchy.root.clone(),
             prefix: hierarchy.prefix.clone(),
@@ -46,8 +45,8 @@ impl Shield {
             irqs: crate::sysinfo::irq_affinities(),
             default_affinity: irq::default_affinity(),
             workqueue_mask: irq::workqueue_mask(),
-        });
-        let written = journal.write().map_err(|e| match crate::restore::journal::current::<Shielded>() {
+        };
+        let held = Held::journalled(change).map_err(|e| match crate::restore::journal::current::<Shielded>() {
             Ok(Some(other)) if other.owner_alive() => {
                 anyhow!(
                     "CPUs {} are shielded already by rtbench (pid {})",
@@ -59,10 +58,10 @@ impl Shield {
         })?;
         // From here on, dropping the shield puts back whatever was changed.
         let record = ShieldRecord { cpus: cpus.to_vec(), ..ShieldRecord::default() };
-        let mut shield = Shield { journal, written: Some(written), hierarchy, record };
+        let mut shield = Shield { held, hierarchy, record };
         // Unbound kernel work (the kworker/u* threads and workqueue rescuers cannot be moved
         // between cpusets) is kept off the shield through the workqueue mask instead.
-        if shield.journal.change.workqueue_mask.is_some() {
+        if shield.held.change().workqueue_mask.is_some() {
             let _ = irq::set_workqueue_mask(&crate::sysinfo::cpu_mask(&rest));
         }
         let h = &shield.hierarchy;
@@ -78,7 +77,7 @@ impl Shield {
                 shield.record.stuck.push(task_name(tid));
             }
         }
-        for (n, list) in &shield.journal.change.irqs {
+        for (n, list) in &shield.held.change().irqs {
             let Some(now) = parse_cpu_list(list) else { continue };
             if !now.iter().any(|c| cpus.contains(c)) {
                 continue;
@@ -90,14 +89,14 @@ impl Shield {
                 Err(_) => shield.record.irqs_refused.push(*n),
             }
         }
-        if shield.journal.change.default_affinity.is_some() {
+        if shield.held.change().default_affinity.is_some() {
             let _ = irq::set_default(&crate::sysinfo::cpu_mask(&rest));
         }
         Ok(shield)
     }
 
     pub fn cpus(&self) -> &[usize] {
-        &self.journal.change.cpus
+        &self.held.change().cpus
     }
 
     /// The file a measuring thread writes itself into to enter the shield (see [`enter`]).
@@ -115,18 +114,6 @@ pub fn enter(tasks_file: &std::path::Path) -> std::io::Result<()> {
 impl Guard for Shield {
     fn name(&self) -> &'static str {
         "CPU shield"
-    }
-}
-
-impl Drop for Shield {
-    fn drop(&mut self) {
-        let problems = lower(&self.journal.change);
-        for p in &problems {
-            eprintln!("rtbench: WARNING: shield: {p}");
-        }
-        if let Some(written) = self.written.take().filter(|_| problems.is_empty()) {
-            written.remove();
-        }
     }
 }
 

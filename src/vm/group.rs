@@ -1,7 +1,7 @@
 //! A guest's processes: virtme-ng, and the QEMU it starts, lead their own process group, so one
-//! signal stops them all and a Ctrl-C at the terminal reaches only rtbench. The group is written
-//! in the restore layer's journal while it runs: a killed rtbench leaves no QEMU behind, the
-//! next rtbench command stops it.
+//! signal stops them all and a Ctrl-C at the terminal reaches only rtbench. The group is a
+//! [`Held`] change, in the restore layer's journal while it runs: one `put_back` stops it when
+//! it ends, and when a killed rtbench left it, the next rtbench command.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
@@ -10,15 +10,17 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::restore::{Change, Journal, Written};
+use crate::restore::{Change, Held};
 
 /// How often a wait looks at the child, its marker and the clock.
 const TICK: Duration = Duration::from_millis(200);
 
-/// A running process group, stopped (SIGKILL to the whole group) when dropped.
+/// A running process group, held: stopped (SIGKILL to the whole group) through
+/// [`Guest::put_back`] when it stops or drops, as the next command stops a killed rtbench's.
 pub struct Group {
     child: Child,
-    journal: Option<Written>,
+    /// None once stopped.
+    held: Option<Held<Guest>>,
 }
 
 /// How a [`Group::wait`] ended.
@@ -40,9 +42,12 @@ impl Group {
         // journal stops the whole group instead.
         crate::sys::own_child(cmd, 0, Some(0), 0);
         let child = cmd.spawn().with_context(|| format!("could not start {:?}", cmd.get_program()))?;
-        let journal = Journal::mine(Guest { pgid: child.id(), scratch: Some(scratch.to_path_buf()) }).write();
-        let journal = journal.inspect_err(|e| eprintln!("rtbench: WARNING: guest not journaled ({e})")).ok();
-        Ok(Group { child, journal })
+        let guest = Guest { pgid: child.id(), scratch: Some(scratch.to_path_buf()) };
+        let held = Held::journalled(guest.clone()).unwrap_or_else(|e| {
+            eprintln!("rtbench: WARNING: guest not journaled ({e})");
+            Held::unjournalled(guest)
+        });
+        Ok(Group { child, held: Some(held) })
     }
 
     /// Waits until the group's leader exits, `ready()` holds, `deadline` passes or a stop
@@ -71,15 +76,14 @@ impl Group {
 
     /// Stops every process of the group and reaps the leader.
     pub fn stop(&mut self) {
-        let _ = crate::sys::send_signal(-(self.child.id() as i32), libc::SIGKILL);
+        drop(self.held.take());
         let _ = self.child.wait();
-        if let Some(j) = self.journal.take() {
-            j.remove();
-        }
     }
 }
 
 impl Drop for Group {
+    /// The group is stopped by its holder; this only reaps the leader, which is no system
+    /// change but a zombie.
     fn drop(&mut self) {
         self.stop();
     }
@@ -98,11 +102,13 @@ impl Change for Guest {
     const KIND: &'static str = "guest";
 
     fn put_back(&self, owner: u32) -> Result<Option<String>, String> {
-        // A group id is not handed out again while a process is in the group: whatever is
-        // still in it was started for the guest.
-        if let Some(dir) = &self.scratch {
+        // A live owner's scratch directory is its own, still in use by its other guests (and
+        // removed by it at its end); a gone one's is left to us.
+        if let Some(dir) = self.scratch.as_ref().filter(|_| owner != std::process::id()) {
             let _ = std::fs::remove_dir_all(dir);
         }
+        // A group id is not handed out again while a process is in the group: whatever is
+        // still in it was started for the guest.
         let members = members(self.pgid);
         if members.is_empty() {
             return Ok(None);

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::restore::{Change, Journal, Written};
+use crate::restore::{Change, Guard, Held};
 use crate::units::format_cpu_list;
 
 /// QEMU's options in this mode: guest memory locked, threads named ("CPU 0/KVM") so the vCPU
@@ -107,10 +107,10 @@ fn vcpu_index(name: &str) -> Option<usize> {
     ["KVM", "TCG"].contains(&accel).then(|| n.parse().ok()).flatten()
 }
 
-/// The host settings as the mode wants them while it holds them; put back when dropped.
+/// The host settings as the mode wants them, held: dropped, they are put back through
+/// [`Tuned::put_back`], as the next command puts a killed rtbench's back.
 pub struct HostTuning {
-    tuned: Tuned,
-    journal: Option<Written>,
+    _held: Held<Tuned>,
 }
 
 /// What the mode changed: each file and its value before (one holder at a time: a second
@@ -127,41 +127,27 @@ impl HostTuning {
     }
 }
 
+impl Guard for HostTuning {
+    fn name(&self) -> &'static str {
+        "host tuning for performance mode"
+    }
+}
+
 fn apply_settings(settings: &[(&str, &str)]) -> Result<HostTuning, String> {
     let was: Vec<(String, String)> = settings
         .iter()
         .filter_map(|(path, _)| Some((path.to_string(), std::fs::read_to_string(path).ok()?.trim().to_string())))
         .collect();
-    let tuned = Tuned { was };
-    let journal = Journal::mine(tuned.clone()).write().map_err(|e| {
+    let held = Held::journalled(Tuned { was }).map_err(|e| {
         format!("cannot hold the host's settings for performance mode (another rtbench holds them?): {e}")
     })?;
-    let mut held = HostTuning { tuned, journal: Some(journal) };
     // Only what differs is written: a setting already as wanted may be read-only here.
-    let differ = |(path, value): &&(&str, &str)| held.tuned.was.iter().any(|(p, was)| p == path && was != value);
+    let differ = |(path, value): &&(&str, &str)| held.change().was.iter().any(|(p, was)| p == path && was != value);
     for (path, value) in settings.iter().filter(differ) {
-        if let Err(e) = std::fs::write(path, value) {
-            held.put_back();
-            return Err(format!("cannot write {value} to {path}: {e}"));
-        }
+        // A failure drops `held`, which puts back what was written.
+        std::fs::write(path, value).map_err(|e| format!("cannot write {value} to {path}: {e}"))?;
     }
-    Ok(held)
-}
-
-impl HostTuning {
-    fn put_back(&mut self) {
-        if self.tuned.put_back(std::process::id()).is_ok() {
-            if let Some(j) = self.journal.take() {
-                j.remove();
-            }
-        }
-    }
-}
-
-impl Drop for HostTuning {
-    fn drop(&mut self) {
-        self.put_back();
-    }
+    Ok(HostTuning { _held: held })
 }
 
 impl Change for Tuned {

@@ -34,7 +34,7 @@ pub fn run(a: MonitorConfig) -> Result<i32> {
     }
     let extras = Extras { window: Some(a.window), keep: Some(a.keep), sinks, ..Extras::default() };
     let (id, outcome) = crate::runner::run_with(&cfg, &mut store, extras)?;
-    if let (Some(linger), Some(_), crate::runner::Outcome::Complete) = (a.linger, &endpoint, outcome) {
+    if let (Some(linger), Some(_), crate::session::Outcome::Complete) = (a.linger, &endpoint, outcome) {
         std::thread::sleep(linger);
     }
     drop(endpoint);

@@ -1,26 +1,26 @@
-//! An ftrace instance of rtbench's own, written in a journal before it exists and removed
-//! (with a tracefs mount of ours) when it drops, or by the next rtbench command when the
-//! process was killed. The breach tracer and the split each hold one.
+//! An ftrace instance of rtbench's own, a [`Held`] change: written in a journal before it
+//! exists and removed (with a tracefs mount of ours) by its kind's one `put_back`, when it
+//! drops or, when the process was killed, by the next rtbench command. The breach tracer, the
+//! split and the classification each hold one.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::instance::{self, Instance};
 use super::journal::{ClassifyTraced, SplitTraced, Traced};
-use crate::restore::{Change, Journal, Written};
+use crate::restore::{Change, Guard, Held};
 
 pub struct Owned {
     pub instance: Instance,
-    root: PathBuf,
-    mounted_here: bool,
-    /// Removed once the instance is gone.
-    journal: Option<Written>,
+    /// The instance's [`Held`] change (its kind's `put_back` removes it, and a tracefs mount
+    /// of ours); dropped with it.
+    _held: Box<dyn Guard>,
 }
 
 impl Owned {
     /// Makes `instances/NAME` with `make` (given tracefs's root), journalled as `kind` says
     /// first; `Err` says why there is no instance.
-    pub fn make<C: Change>(
+    pub fn make<C: Change + 'static>(
         name: &str,
         kind: impl FnOnce(Traced) -> C,
         make: impl FnOnce(&Path) -> io::Result<Instance>,
@@ -29,30 +29,20 @@ impl Owned {
         // Mounted by another rtbench that traces now: whichever of us ends last unmounts it,
         // or two traced runs at once would leave it mounted.
         fs.mounted_here |= mounted_by_rtbench(&fs.root);
-        let j = Journal::mine(kind(Traced {
+        let change = kind(Traced {
             instance: fs.root.join("instances").join(name),
             mounted: fs.mounted_here.then(|| fs.root.clone()),
-        }));
-        let undo_mount = || {
+        });
+        // Written before the instance exists: a kill between the two leaves nothing unknown.
+        let held = Held::journalled(change).map_err(|e| {
             if fs.mounted_here {
                 instance::unmount_if_unused(&fs.root);
             }
-        };
-        // Written before the instance exists: a kill between the two leaves nothing unknown.
-        let journal = j.write().map_err(|e| {
-            undo_mount();
             format!("cannot write the tracer's journal: {e}")
         })?;
-        match make(&fs.root) {
-            Ok(instance) => {
-                Ok(Owned { instance, root: fs.root, mounted_here: fs.mounted_here, journal: Some(journal) })
-            }
-            Err(e) => {
-                undo_mount();
-                journal.remove();
-                Err(format!("cannot set up the trace instance: {e}"))
-            }
-        }
+        // A failure drops `held`, which removes what was made and unmounts a mount of ours.
+        let instance = make(&fs.root).map_err(|e| format!("cannot set up the trace instance: {e}"))?;
+        Ok(Owned { instance, _held: Box::new(held) })
     }
 }
 
@@ -62,17 +52,4 @@ fn mounted_by_rtbench(root: &Path) -> bool {
         crate::restore::alive::<C>().iter().any(|j| traced(&j.change).mounted.as_deref() == Some(root))
     }
     by::<Traced>(root, |t| t) || by::<SplitTraced>(root, |t| &t.0) || by::<ClassifyTraced>(root, |t| &t.0)
-}
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        if instance::remove(&self.instance.dir).is_ok() {
-            if self.mounted_here {
-                instance::unmount_if_unused(&self.root);
-            }
-            if let Some(journal) = self.journal.take() {
-                journal.remove();
-            }
-        }
-    }
 }

@@ -1,6 +1,8 @@
-//! The session: the one lifecycle every command that runs something goes through. It owns the
-//! signal handling, the system changes (guards, restored in reverse order when it ends, however
-//! it ends) and the wait for the end (a duration, a signal, or the work being done).
+//! The session: the one lifecycle every command that changes the system goes through (a
+//! measuring run, a study, sysbench, load, a pingpong server, kernels). It owns the signal
+//! handling, the system changes (guards, each a [`Held`](crate::restore::Held) change or made of
+//! them, restored in reverse order when it ends, however it ends) and the wait for the end (a
+//! duration, a signal, or the work being done).
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -8,8 +10,34 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::{signals, Outcome};
+use crate::model::RunStatus;
 use crate::restore::Guard;
+
+pub mod signals;
+
+/// How a run, or any wait of a session, ended: its time or work was done, or a signal came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Complete,
+    Interrupted(i32),
+}
+
+impl Outcome {
+    pub fn status(self) -> RunStatus {
+        match self {
+            Outcome::Complete => RunStatus::Complete,
+            Outcome::Interrupted(_) => RunStatus::Interrupted,
+        }
+    }
+
+    /// 0, or 128 + the signal, as a shell reports it.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Complete => 0,
+            Outcome::Interrupted(sig) => 128 + sig,
+        }
+    }
+}
 
 pub struct Session {
     /// Held changes, oldest first. In a cell so a step of the wait (which borrows the session)
@@ -25,6 +53,15 @@ impl Session {
         let mut session = Session { guards: RefCell::new(Vec::new()), started: Instant::now() };
         session.hold(signals);
         Ok(session)
+    }
+
+    /// Starts a session whose stop signals are blocked (for the rest of the process: one that
+    /// came late would end rtbench at once when unblocked), for a command that takes them itself
+    /// between looks at its child processes (`sys::wait_stop_signal`): `kernels`, whose Ctrl-C
+    /// stops a guest rather than rtbench. [`Session::signal`] sees none of them.
+    pub fn taking_signals() -> Result<Session> {
+        crate::sys::block_stop_signals().context("could not block the stop signals")?;
+        Ok(Session { guards: RefCell::new(Vec::new()), started: Instant::now() })
     }
 
     /// Keeps a system change until the session ends. Returns true, for `&&` chains.

@@ -41,7 +41,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Ratios of one label against a baseline; exit 1 when --fail-if holds.
     Compare(CompareArgs),
-    /// Turn cyclictest output (--json file or -h histogram) into a stored run.
+    /// Store another tool's measurement as a run: cyclictest, rtla timerlat/osnoise, sockperf.
     Import(ImportArgs),
     /// Copy the runs of another store into this one.
     Merge(MergeArgs),

@@ -24,6 +24,11 @@ pub use timeline::Timeline;
 
 use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
 use crate::model::{ClassifyRecord, NoiseClass};
+use crate::trace::context::describe;
+use crate::trace::ftrace::instance::Instance;
+use crate::trace::ftrace::journal::ClassifyTraced;
+use crate::trace::ftrace::owned::Owned;
+use crate::trace::stream::{Feed, Stream};
 
 /// `noise --classify`, as the instruments' registry lists it.
 pub const INFO: InstrumentInfo = InstrumentInfo {
@@ -41,11 +46,6 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     },
     resumed: |m| m.classify.as_ref().filter(|c| c.skipped.is_none()).map(|_| Request::plain("classify", Ask::Asked)),
 };
-use crate::trace::context::describe;
-use crate::trace::ftrace::instance::Instance;
-use crate::trace::ftrace::journal::ClassifyTraced;
-use crate::trace::ftrace::owned::Owned;
-use crate::trace::stream::{Feed, Stream};
 
 /// Per-CPU buffer: the reader empties it every few milliseconds; a loaded CPU writes a few MB
 /// of switches and interrupts a second.

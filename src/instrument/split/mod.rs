@@ -25,6 +25,11 @@ pub use flow::Split;
 
 use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
 use crate::model::SplitRecord;
+use crate::trace::ftrace::instance::Instance;
+use crate::trace::ftrace::journal::SplitTraced;
+use crate::trace::ftrace::owned::Owned;
+pub use crate::trace::stream::lock;
+use crate::trace::stream::{Feed, Stream};
 
 /// `--split`, as the instruments' registry lists it.
 pub const INFO: InstrumentInfo = InstrumentInfo {
@@ -42,11 +47,6 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     },
     resumed: |m| m.split.as_ref().filter(|s| s.skipped.is_none()).map(|_| Request::plain("split", Ask::Asked)),
 };
-use crate::trace::ftrace::instance::Instance;
-use crate::trace::ftrace::journal::SplitTraced;
-use crate::trace::ftrace::owned::Owned;
-pub use crate::trace::stream::lock;
-use crate::trace::stream::{Feed, Stream};
 
 /// Per-CPU buffer: at 10 kHz, two events of ~50 bytes per sample, a second's worth is 1 MB; the
 /// reader empties it every few milliseconds.

@@ -39,9 +39,9 @@ impl Armed {
         Armed { list }
     }
 
-    /// The names of the armed instruments, in order.
-    pub fn names(&self) -> Vec<&'static str> {
-        self.list.iter().map(|i| i.info().name).collect()
+    /// Whether no instrument rides along.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
     }
 
     /// What the measuring threads must do for them all.

@@ -383,7 +383,7 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
     }
     let asked = params.probe.clone();
     cfg.probe.findings(&mut params.probe);
-    if params.probe != asked || !instruments.names().is_empty() || !params.ran.is_empty() {
+    if params.probe != asked || !instruments.is_empty() || !params.ran.is_empty() {
         writer.set_params(&RunParams::Measured(params))?;
     }
     if let Outcome::Interrupted(sig) = outcome {

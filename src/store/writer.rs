@@ -300,16 +300,11 @@ impl<'s> RunWriter<'s> {
         self.store.set_params(self.id, &self.head.params)
     }
 
-    /// Stores what `noise --classify` has come to so far in the run's parameters.
-    pub fn set_classify(&self, classify: &ClassifyRecord) -> Result<()> {
-        self.store.set_classify(self.id, classify)
-    }
-
     /// Stores what the instruments of a checkpoint have recorded since the run began in the
     /// run's parameters, so a killed run keeps it.
     pub fn set_records(&self, cp: &Checkpoint) -> Result<()> {
         match cp.found.classify {
-            Some(c) => self.set_classify(c),
+            Some(c) => self.store.set_classify(self.id, c),
             None => Ok(()),
         }
     }

@@ -18,7 +18,6 @@ mod timeline;
 
 use std::sync::{Arc, Mutex};
 
-pub use flow::Classify;
 pub use gap::UNTRACED_EDGES_NS;
 pub use timeline::Timeline;
 

@@ -21,7 +21,6 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 pub use expiry::{Expiry, Seen};
-pub use flow::Split;
 
 use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
 use crate::model::SplitRecord;

@@ -106,3 +106,20 @@ pub fn bpf_loads() -> bool {
     }
     root
 }
+
+/// For tests: the programs `attach` loads and attaches, or `None` where they cannot be here
+/// (no root, a kernel without BTF), said on stderr. Any other refusal fails the test.
+#[cfg(test)]
+pub fn attached_or_skip<T>(attach: impl FnOnce() -> Result<T, String>) -> Option<T> {
+    if !bpf_loads() {
+        return None;
+    }
+    match attach() {
+        Ok(p) => Some(p),
+        Err(why) if why.contains("BTF") => {
+            eprintln!("skipped: {why}");
+            None
+        }
+        Err(why) => panic!("the programs load and attach: {why}"),
+    }
+}

@@ -154,14 +154,9 @@ mod tests {
     /// The programs as the kernel runs them: a switch on this CPU is queued with both tasks.
     #[test]
     fn a_switch_on_a_followed_cpu_comes_back_with_the_next_task() {
-        if !crate::sys::bpf_loads() {
-            return;
-        }
         let cpus = crate::sysinfo::online_cpus();
-        let programs = match Programs::attach(&cpus) {
-            Ok(p) => p,
-            Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
-            Err(why) => panic!("the programs load and attach: {why}"),
+        let Some(programs) = crate::sys::attached_or_skip(|| Programs::attach(&cpus)) else {
+            return;
         };
         // Sleeping switches this thread out and back in.
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -99,10 +99,9 @@ mod tests {
     /// Another process's sleeps expire on the same tracepoint: they are not queued.
     #[test]
     fn another_process_s_sleep_is_not_queued() {
-        if !crate::sys::bpf_loads() {
+        let Some(programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id())) else {
             return;
-        }
-        let programs = Programs::attach(std::process::id()).expect("the program loads and attaches");
+        };
         let mut child = std::process::Command::new("sleep").arg("0.005").spawn().expect("sleep starts");
         let status = child.wait();
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -119,10 +118,9 @@ mod tests {
     /// due when it asked, handled no earlier.
     #[test]
     fn a_sleep_of_this_thread_comes_back_as_its_expiry() {
-        if !crate::sys::bpf_loads() {
+        let Some(programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id())) else {
             return;
-        }
-        let programs = Programs::attach(std::process::id()).expect("the program loads and attaches");
+        };
         let seen = Mutex::new(Seen::default());
         let me = crate::sys::gettid();
         lock(&seen).follow(&[me]);

@@ -110,6 +110,13 @@ mod tests {
         Expiry { due_ns: START + due_ns, ran_ns: START + due_ns + irq }
     }
 
+    /// A pairing handed two samples, due 1 and 2 ms in, and the reader's queue of `expiries`.
+    fn two_samples(expiries: &[Expiry]) -> (Pairing, Resolved, VecDeque<Expiry>) {
+        let mut p = Pairing::default();
+        p.push(&[(1_000_000, 9_000), (2_000_000, 7_000)]);
+        (p, Resolved::default(), expiries.iter().copied().collect())
+    }
+
     #[test]
     fn a_sample_takes_the_expiry_due_at_its_own_time_and_waits_for_it() {
         let mut p = Pairing::default();
@@ -131,10 +138,7 @@ mod tests {
     /// window was taken; an unmatched sample has none to find.
     #[test]
     fn a_breach_learns_its_sample_s_split_once_the_pairing_has_settled_it() {
-        let mut p = Pairing::default();
-        let mut out = Resolved::default();
-        p.push(&[(1_000_000, 9_000), (2_000_000, 7_000)]);
-        let mut ex: VecDeque<Expiry> = [expiry(1_000_000, 4_000)].into();
+        let (mut p, mut out, mut ex) = two_samples(&[expiry(1_000_000, 4_000)]);
         p.resolve(START, &mut ex, START + 2_000_000 + 7_000 + MARGIN_NS + 1, &mut out);
         assert!(ex.is_empty(), "the expiry is consumed by the pairing");
         assert_eq!(p.split_of(START + 1_000_000), Some(Some(4_000)));
@@ -149,10 +153,7 @@ mod tests {
 
     #[test]
     fn an_expiry_of_another_time_is_never_taken_and_the_end_leaves_nothing_pending() {
-        let mut p = Pairing::default();
-        let mut out = Resolved::default();
-        p.push(&[(1_000_000, 9_000), (2_000_000, 7_000)]);
-        let mut ex: VecDeque<Expiry> = [expiry(1_000_001, 3)].into();
+        let (mut p, mut out, mut ex) = two_samples(&[expiry(1_000_001, 3)]);
         p.resolve(START, &mut ex, START + 1_500_000, &mut out);
         assert!(out.irq.is_empty(), "1 ns off is not the sample's expiry, and the reader is not past it yet");
         p.give_up(&mut out);

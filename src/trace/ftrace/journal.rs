@@ -36,28 +36,32 @@ impl Change for Traced {
     }
 }
 
-/// The split's instance (`--split`): a journal of its own, beside the breach tracer's.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct SplitTraced(pub Traced);
+/// A tracer of an instrument that rides along the breach tracer: a journal of its own, under a
+/// kind of its own, so each instrument's instance is put back by its own entry.
+macro_rules! traced_kind {
+    ($(#[$doc:meta])* $name:ident, $kind:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub Traced);
 
-impl Change for SplitTraced {
-    const KIND: &'static str = "split-trace";
+        impl Change for $name {
+            const KIND: &'static str = $kind;
 
-    fn put_back(&self, owner: u32) -> Result<Option<String>, String> {
-        self.0.put_back(owner)
-    }
+            fn put_back(&self, owner: u32) -> Result<Option<String>, String> {
+                self.0.put_back(owner)
+            }
+        }
+    };
 }
 
-/// The noise classification's instance (`--classify`): a journal of its own.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ClassifyTraced(pub Traced);
-
-impl Change for ClassifyTraced {
-    const KIND: &'static str = "classify-trace";
-
-    fn put_back(&self, owner: u32) -> Result<Option<String>, String> {
-        self.0.put_back(owner)
-    }
-}
+traced_kind!(
+    /// The split's instance (`--split`).
+    SplitTraced,
+    "split-trace"
+);
+traced_kind!(
+    /// The noise classification's instance (`--classify`).
+    ClassifyTraced,
+    "classify-trace"
+);

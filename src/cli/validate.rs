@@ -79,9 +79,9 @@ pub fn validate(invocation: Invocation) -> Result<Task> {
 
 impl CompareArgs {
     pub fn config(self) -> Result<CompareConfig> {
-        // The condition is checked first: a typo must not wait for the store.
         crate::parse::label_filter(&self.baseline, "--baseline")?;
         crate::parse::label_filter(&self.label, "LABEL")?;
+        // The condition is checked before the store is read: a typo must not wait for it.
         let conditions = self.fail_if.as_deref().map(crate::report::compare::parse_conditions).transpose()?;
         Ok(CompareConfig {
             baseline: self.baseline,

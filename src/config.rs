@@ -161,6 +161,8 @@ pub struct Storage {
 impl RunConfig {
     /// Checks `opts`, resolves the loop count and builds the probe from its flags.
     pub fn new(info: &'static ProbeInfo, args: &ProbeArgs, opts: &RunOptions) -> Result<RunConfig> {
+        let label = opts.label.clone().unwrap_or_else(crate::sysinfo::kernel_release);
+        crate::parse::label(&label, "--label")?;
         let shield = shield_cpus(opts.shield.as_deref())?;
         if shield.is_some() {
             needs_root("--shield", "it moves every task and IRQ off the shielded CPUs")?;
@@ -223,12 +225,7 @@ impl RunConfig {
                 samples: opts.samples.clone(),
                 samples_append: false,
             },
-            storage: Storage {
-                label: opts.label.clone().unwrap_or_else(crate::sysinfo::kernel_release),
-                db,
-                envelope_ns,
-                command_line: std::env::args().collect::<Vec<_>>().join(" "),
-            },
+            storage: Storage { label, db, envelope_ns, command_line: std::env::args().collect::<Vec<_>>().join(" ") },
         })
     }
 

@@ -129,6 +129,18 @@ pub fn one_cpu(given: &str, flag: &str) -> Result<usize> {
     }
 }
 
+/// A label to store runs under, checked by [`crate::model::check_label`]; `whose` says where it
+/// comes from (a flag, a guest's command). The label is quoted with its control characters
+/// escaped, so the message stays one line.
+pub fn label(label: &str, whose: &str) -> Result<()> {
+    crate::model::check_label(label).map_err(|fault| invalid!("{whose} {label:?}: {fault}"))
+}
+
+/// A label that selects stored runs, checked by [`crate::model::check_label_filter`].
+pub fn label_filter(label: &str, whose: &str) -> Result<()> {
+    crate::model::check_label_filter(label).map_err(|fault| invalid!("{whose} {label:?}: {fault}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,10 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
     for (name, source) in &cfg.kernels {
         kernels.push(cache::resolve(source, name, cfg.modules.as_deref(), &cache, scratch.path())?);
     }
+    // The whole label of each kernel, its release in it, before the first boot.
+    for kernel in &kernels {
+        crate::parse::label(&label_of(&cfg, kernel), &format!("--label of {}", kernel.name))?;
+    }
     // From here a Ctrl-C is taken between looks at the guest: it stops the guest, not rtbench.
     let mut session = Session::taking_signals()?;
     let started = Instant::now();
@@ -149,9 +153,14 @@ fn accelerator(first: &Kernel, allow_emulated: bool, scratch: &Path) -> Result<A
     }
 }
 
+/// The label of `kernel`'s runs: `--label` with the kernel's release for `{release}`.
+fn label_of(cfg: &KernelsConfig, kernel: &Kernel) -> String {
+    cfg.label.replace("{release}", &kernel.release)
+}
+
 /// The guest's command lines, the kernel's label given to each that needs one.
 fn labelled(cfg: &KernelsConfig, kernel: &Kernel) -> Vec<Vec<String>> {
-    let label = cfg.label.replace("{release}", &kernel.release);
+    let label = label_of(cfg, kernel);
     let with_label = |c: &GuestCommand| {
         let extra = if c.needs_label { vec!["--label".to_string(), label.clone()] } else { Vec::new() };
         c.args.iter().cloned().chain(extra).collect()

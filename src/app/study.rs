@@ -99,7 +99,7 @@ pub fn run(a: StudyConfig) -> Result<i32> {
             Ok(s) => {
                 println!("preemption model now '{}'; the study runs under {}", s.original(), models.join(", "));
                 session.hold(s);
-                models.into_iter().map(|m| (format!("{label} preempt={m}"), Some(m))).collect()
+                models.into_iter().map(|m| (crate::config::preempt_label(&label, &m), Some(m))).collect()
             }
             Err(why) => {
                 println!("study: skipping --preempt: {why}");

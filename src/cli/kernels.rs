@@ -59,6 +59,10 @@ pub struct KernelsArgs {
 
 impl KernelsArgs {
     pub fn config(self) -> Result<KernelsConfig> {
+        // Each kernel's release is known once its image is found (app::kernels checks the whole
+        // label then, before the first boot); now, the pattern with the shortest release.
+        let shortest = self.label.replace("{release}", "r");
+        crate::model::check_label(&shortest).map_err(|fault| crate::invalid!("--label {:?}: {fault}", self.label))?;
         let kernels = self.kernels.iter().map(|k| Ok((k.clone(), Source::parse(k)?))).collect::<Result<Vec<_>>>()?;
         let size = self.memory.trim_end_matches(['M', 'G', 'm', 'g']);
         if size.is_empty() || !size.chars().all(|c| c.is_ascii_digit()) || self.memory.len() - size.len() > 1 {
@@ -124,15 +128,34 @@ fn commands(words: &[String]) -> Result<Vec<GuestCommand>> {
             }
             Ok(_) => {}
         }
+        if let Some(label) = named_label(c).filter(|_| stores(c)) {
+            crate::parse::label(label, &format!("guest command '{}': --label", c[0]))?;
+        }
     }
-    Ok(out.into_iter().map(|args| GuestCommand { needs_label: needs_label(&args), args }).collect())
+    Ok(out
+        .into_iter()
+        .map(|args| GuestCommand { needs_label: stores(&args) && named_label(&args).is_none(), args })
+        .collect())
 }
 
-/// Whether `command` stores runs under a label it takes with `--label`, and names none.
-fn needs_label(command: &[String]) -> bool {
+/// Whether `command` stores runs under a label it takes with `--label`.
+fn stores(command: &[String]) -> bool {
     let first = command.first().map(String::as_str).unwrap_or("");
-    let stores = ["study", "sysbench", "monitor"].contains(&first) || crate::probe::info(first).is_some();
-    stores && !command.iter().any(|w| w == "--label" || w.starts_with("--label="))
+    ["study", "sysbench", "monitor"].contains(&first) || crate::probe::info(first).is_some()
+}
+
+/// The label `command` names itself (`--label L` or `--label=L`), if any.
+fn named_label(command: &[String]) -> Option<&str> {
+    let mut words = command.iter();
+    while let Some(w) = words.next() {
+        if w == "--label" {
+            return Some(words.next().map_or("", String::as_str));
+        }
+        if let Some(label) = w.strip_prefix("--label=") {
+            return Some(label);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -161,5 +184,15 @@ mod tests {
             .map(|c| c.needs_label)
             .collect();
         assert_eq!(labels, [true, true, false, false], "audit stores nothing; a named label stays");
+    }
+
+    #[test]
+    fn a_label_a_guest_command_names_is_checked_before_any_kernel_boots() {
+        assert!(!commands(&words("gtod --label=mine")).unwrap()[0].needs_label, "named with =");
+        let e = commands(&words("timer -D 2s --label=")).unwrap_err().to_string();
+        assert!(e.starts_with("guest command 'timer': --label \"\": a label cannot be empty"), "{e}");
+        let long = format!("study --label {}", "k".repeat(crate::model::LABEL_MAX_CHARS + 1));
+        assert!(commands(&words(&long)).unwrap_err().to_string().contains("at most"));
+        assert!(commands(&words("report --label=")).is_ok(), "a filter in a guest is the guest's to check");
     }
 }

@@ -13,6 +13,11 @@ impl SysbenchArgs {
         if self.list {
             return Ok(SysbenchConfig::List);
         }
+        let label = self.label.unwrap_or_else(crate::sysinfo::kernel_release);
+        crate::parse::label(&label, "--label")?;
+        if let Some(baseline) = &self.baseline {
+            crate::parse::label_filter(baseline, "--baseline")?;
+        }
         let ops = choose(&crate::sysbench::ops(), self.only.as_deref())?;
         let flags = self.load.load_args.flags();
         let mode = match (self.total, self.baseline) {
@@ -34,7 +39,7 @@ impl SysbenchArgs {
             ops,
             quick: self.quick,
             cpu,
-            label: self.label.unwrap_or_else(crate::sysinfo::kernel_release),
+            label,
             db: crate::store::default_path(self.db.db.as_deref()),
             settle: self.load.settle,
             load_flags: flags,

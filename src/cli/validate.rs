@@ -36,11 +36,17 @@ pub fn validate(invocation: Invocation) -> Result<Task> {
             strict: a.strict,
         }),
         Command::Report(a) => {
+            for label in &a.labels {
+                crate::parse::label_filter(label, "--label")?;
+            }
             let findings = a.findings.then_some(if a.json { Output::Json } else { Output::Text });
             Task::Report(ReportConfig { labels: a.labels, runs: a.runs, output: a.output, findings, db: db(a.db) })
         }
         Command::Compare(a) => Task::Compare(a.config()?),
-        Command::Import(a) => Task::Import(ImportConfig { file: a.file, label: a.label, load: a.load, db: db(a.db) }),
+        Command::Import(a) => {
+            crate::parse::label(&a.label, "--label")?;
+            Task::Import(ImportConfig { file: a.file, label: a.label, load: a.load, db: db(a.db) })
+        }
         Command::Merge(a) => Task::Merge(MergeConfig { other: a.other, db: db(a.db) }),
         Command::Load(a) => Task::Load(a.config()?),
         Command::Analyze(a) => Task::Analyze(AnalyzeConfig { file: a.file, salvage: a.salvage, json: a.json }),
@@ -73,7 +79,9 @@ pub fn validate(invocation: Invocation) -> Result<Task> {
 
 impl CompareArgs {
     pub fn config(self) -> Result<CompareConfig> {
-        // The condition is checked first: a typo must not wait for the store.
+        crate::parse::label_filter(&self.baseline, "--baseline")?;
+        crate::parse::label_filter(&self.label, "LABEL")?;
+        // The condition is checked before the store is read: a typo must not wait for it.
         let conditions = self.fail_if.as_deref().map(crate::report::compare::parse_conditions).transpose()?;
         Ok(CompareConfig {
             baseline: self.baseline,
@@ -114,19 +122,29 @@ impl LoadCmdArgs {
 
 impl StudyArgs {
     pub fn config(self) -> Result<StudyConfig> {
+        let label = self.label.unwrap_or_else(crate::sysinfo::kernel_release);
+        crate::parse::label(&label, "--label")?;
+        if let Some(baseline) = &self.baseline {
+            crate::parse::label_filter(baseline, "--baseline")?;
+        }
         let conditions = self.fail_if.as_deref().map(crate::report::compare::parse_conditions).transpose()?;
+        let preempt = preempt_models(self.preempt.as_deref())?;
+        // Each pass under a model is stored under a longer label: checked now, not a pass later.
+        for model in preempt.iter().flatten() {
+            crate::parse::label(&crate::config::preempt_label(&label, model), "--preempt's label")?;
+        }
         let gate = self.baseline.map(|baseline| StudyGate {
             baseline,
             conditions: conditions.unwrap_or_default(),
             junit: self.junit,
         });
         Ok(StudyConfig {
-            preempt: preempt_models(self.preempt.as_deref())?,
+            preempt,
             duration: self.duration,
             extended: self.extended,
             load: self.load,
             settle: self.settle,
-            label: self.label.unwrap_or_else(crate::sysinfo::kernel_release),
+            label,
             output: self.output,
             shield: self.shield,
             breach: self.breach.options(),

@@ -121,6 +121,12 @@ pub struct StudyConfig {
     pub gate: Option<StudyGate>,
 }
 
+/// The label of a study's pass under preemption model `model` (`--preempt`): the study's
+/// label with the model beside it.
+pub fn preempt_label(label: &str, model: &str) -> String {
+    format!("{label} preempt={model}")
+}
+
 /// `study --baseline L [--fail-if EXPR [--junit FILE]]`: what `compare` would do with the
 /// study's labels, in the same command.
 pub struct StudyGate {

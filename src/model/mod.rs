@@ -9,6 +9,7 @@ mod classes;
 mod envelope;
 mod interference;
 mod kind;
+mod label;
 mod load;
 mod metric;
 mod params;
@@ -24,6 +25,7 @@ pub use classes::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, NoiseClass
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
 pub use kind::{RunKind, SysbenchOpParams, SysbenchTotalParams};
+pub use label::{check_label, check_label_filter, LabelFault, LABEL_MAX_CHARS};
 pub use load::{Activity, GeneratorReport, LoadFlags, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
 pub use params::{

@@ -32,6 +32,14 @@ impl Store {
         }
         // Opening it as a store checks it is one, and of a schema we can read.
         let theirs = Store::open(other)?;
+        // A run under a label no report can select or show would be lost here: none comes in.
+        for run in theirs.runs()? {
+            if let Err(fault) = crate::model::check_label(&run.label) {
+                return Err(
+                    bad(format!("run {} is labelled {:?}: {fault}; nothing was merged", run.id, run.label)).into()
+                );
+            }
+        }
         drop(theirs);
         if std::fs::canonicalize(other).ok() == std::fs::canonicalize(&self.path).ok() {
             return Err(bad("is this store itself".into()).into());

@@ -11,9 +11,16 @@ pub fn rules(runs: &[RunView]) -> Vec<Finding> {
     super::labels(runs.iter()).into_iter().filter_map(|l| rule(runs, l)).collect()
 }
 
+/// The runs of `label` held to the rule of thumb, each with its budget in µs: those whose CPU
+/// clock is known, on a real CPU (an emulated one's stalls are the emulator's: `emulated` says
+/// so).
+fn judged<'a>(runs: &'a [RunView], label: &str) -> Vec<(&'a RunView, f64)> {
+    let real = runs.iter().filter(|r| r.label() == label && !super::emulated::is(r));
+    real.filter_map(|r| rule_of_thumb(r).map(|(b, _)| (r, b))).collect()
+}
+
 fn rule(runs: &[RunView], label: &str) -> Option<Finding> {
-    let judged: Vec<(&RunView, f64)> =
-        runs.iter().filter(|r| r.label() == label).filter_map(|r| rule_of_thumb(r).map(|(b, _)| (r, b))).collect();
+    let judged = judged(runs, label);
     let worst = judged.iter().max_by_key(|(r, _)| r.data.total.max)?;
     let (budget_us, max_ns) = (worst.1, worst.0.data.total.max as f64);
     let budget_ns = budget_us * 1000.0;

@@ -3,12 +3,15 @@
 //! its caveats, the ones that matter most first. No sentence the data do not support: one label
 //! has no comparison, a run without a CPU clock no rule of thumb.
 
+mod emulated;
 mod machine;
 mod pairs;
 mod price;
 mod split;
 mod steal;
 mod tail;
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Write;
 
@@ -67,6 +70,8 @@ pub enum Topic {
     FixFirst,
     /// `--split`: how much of the timer's p99 was the interrupt and how much scheduling.
     Split,
+    /// What is not ranked, for one cause (runs made on an emulated CPU).
+    Unranked,
 }
 
 /// One sentence of the answer.
@@ -85,12 +90,9 @@ pub struct Finding {
 /// The findings over a report's runs, most important first. `baseline`: the label the others
 /// are compared against when the command names one (`compare`, a gated study).
 pub fn compute(runs: &[RunView], costs: &[RunView], baseline: Option<&str>) -> Vec<Finding> {
-    let pairs = pairs::choose(runs, costs, baseline);
-    let mut out = Vec::new();
-    for (b, c) in &pairs {
-        out.extend(pairs::sentences(runs, b, c));
-        out.extend(price::sentences(costs, b, c));
-    }
+    let (mut out, mut unranked) = of_pairs(runs, costs, &pairs::choose(runs, costs, baseline));
+    unranked.extend(emulated::unjudged(runs));
+    out.extend(emulated::finding(unranked));
     out.extend(machine::rules(runs));
     out.extend(tail::sentences(runs));
     out.extend(split::sentences(runs));
@@ -101,10 +103,27 @@ pub fn compute(runs: &[RunView], costs: &[RunView], baseline: Option<&str>) -> V
 
 /// The findings of one label against another only (`compare`).
 pub fn of_pair(runs: &[RunView], costs: &[RunView], baseline: &str, label: &str) -> Vec<Finding> {
-    let mut out = pairs::sentences(runs, baseline, label);
-    out.extend(price::sentences(costs, baseline, label));
+    let (mut out, unranked) = of_pairs(runs, costs, &[(baseline.to_string(), label.to_string())]);
+    out.extend(emulated::finding(unranked));
     out.sort_by_key(|f| std::cmp::Reverse(f.weight));
     out
+}
+
+/// The sentences of each (baseline, label) pair, and what of them is not ranked because it ran
+/// on an emulated CPU (said once, over every pair, by [`emulated::finding`]).
+fn of_pairs(
+    runs: &[RunView],
+    costs: &[RunView],
+    pairs: &[(String, String)],
+) -> (Vec<Finding>, Vec<emulated::Unranked>) {
+    let mut out = Vec::new();
+    let mut unranked = Vec::new();
+    for (b, c) in pairs {
+        out.extend(pairs::sentences(runs, b, c));
+        out.extend(price::sentences(costs, b, c));
+        unranked.extend(emulated::cells(runs, costs, b, c));
+    }
+    (out, unranked)
 }
 
 /// The findings for a terminal: one numbered sentence each, its caveats below it.

@@ -2,7 +2,7 @@
 //! as the ØMQ study states it ("cut the loaded max from A to B (N×) while the average rose
 //! from C to D").
 
-use super::{factor, us, Finding, Number, Topic, Unit};
+use super::{emulated, factor, us, Finding, Number, Topic, Unit};
 use crate::model::Metric;
 use crate::report::compare::{matched, value};
 use crate::report::select::RunView;
@@ -41,12 +41,21 @@ fn change(what: &str, b: f64, c: f64) -> String {
     }
 }
 
-/// The sentences of `label` against `baseline`, one per probe × load both measured.
+/// The sentences of `label` against `baseline`, one per probe × load both measured on a real
+/// CPU (the emulated ones are said once, by `emulated`).
 pub fn sentences(runs: &[RunView], baseline: &str, label: &str) -> Vec<Finding> {
+    cells(runs, baseline, label)
+        .into_iter()
+        .filter(|(b, c)| !emulated::is(b) && !emulated::is(c))
+        .map(|(b, c)| sentence(b, c))
+        .collect()
+}
+
+/// The latency runs of `baseline` and `label` that compare, one pair per probe × load × length.
+pub fn cells<'a>(runs: &'a [RunView], baseline: &str, label: &str) -> Vec<(&'a RunView, &'a RunView)> {
     newest(matched(runs, baseline, label))
         .into_iter()
         .filter(|(b, _)| b.data.header.metric == Metric::LATENCY)
-        .map(|(b, c)| sentence(b, c))
         .collect()
 }
 
@@ -62,16 +71,7 @@ pub fn newest<'a>(pairs: Vec<(&'a RunView, &'a RunView)>) -> Vec<(&'a RunView, &
     pairs.into_iter().filter(|(b, _)| kept.contains(&b.data.header.id)).collect()
 }
 
-/// Ran on an emulated CPU (`kernels --allow-emulated` under TCG): its latencies are the
-/// emulator's, so no kernel is ranked on them.
-fn emulated(r: &RunView) -> bool {
-    r.data.header.warnings.iter().any(|w| w == crate::model::EMULATED_WARNING)
-}
-
 fn sentence(b: &RunView, c: &RunView) -> Finding {
-    if emulated(b) || emulated(c) {
-        return unranked(b, c);
-    }
     let stat = |r: &RunView, s: &str| value(&r.data.total, s);
     let (max, p999, avg) =
         ((stat(b, "max"), stat(c, "max")), (stat(b, "p99.9"), stat(c, "p99.9")), (stat(b, "avg"), stat(c, "avg")));
@@ -112,20 +112,4 @@ fn sentence(b: &RunView, c: &RunView) -> Finding {
         link: format!("{}-bars", b.probe()),
         caveats,
     }
-}
-
-/// A pair whose runs ran on an emulated CPU: said, and not ranked.
-fn unranked(b: &RunView, c: &RunView) -> Finding {
-    let sentence = format!(
-        "{label} against {base}, {cell}: not compared, because the runs ran on an emulated CPU (TCG), whose latencies are the emulator's, not the kernel's; boot the kernels under KVM to rank them.",
-        label = c.label(),
-        base = b.label(),
-        cell = super::cell(b)
-    );
-    let numbers = ["max", "avg"]
-        .iter()
-        .flat_map(|s| [b, c].map(|r| Number::us(format!("{s} {}", r.label()), value(&r.data.total, s))))
-        .collect();
-    let caveats = vec![crate::model::EMULATED_WARNING.to_string()];
-    Finding { weight: 750, topic: Topic::Pair, sentence, numbers, link: format!("{}-bars", b.probe()), caveats }
 }

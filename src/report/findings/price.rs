@@ -11,7 +11,12 @@ use crate::report::tables::{load_item, total_seconds, totals};
 /// How many operations the sentence names.
 const OPS: usize = 3;
 
+/// The price of `label` against `baseline`; none when their costs ran on an emulated CPU (the
+/// emulator's costs rank no kernel: `emulated` says so).
 pub fn sentences(costs: &[RunView], baseline: &str, label: &str) -> Vec<Finding> {
+    if super::emulated::in_costs(costs, baseline, label) {
+        return Vec::new();
+    }
     total(costs, baseline, label).into_iter().chain(operations(costs, baseline, label)).collect()
 }
 

@@ -45,7 +45,7 @@ fn sentence(r: &RunView, s: &Shares) -> Finding {
         us(s.thread_max as f64),
         us(s.irq_max as f64),
     );
-    let mut caveats = Vec::new();
+    let mut caveats: Vec<String> = super::emulated::caveat(r).into_iter().collect();
     if s.matched < MATCHED {
         caveats.push(format!(
             "only {} of the samples were matched with their timer's expiry: the IRQ side is theirs alone",

@@ -24,7 +24,7 @@ fn sentence(r: &RunView) -> Option<Finding> {
     let samples = e.samples as f64;
     let mut numbers =
         vec![Number::new("samples", samples, Unit::Count), Number::us("observed max", e.observed_max_ns as f64)];
-    let mut caveats = Vec::new();
+    let mut caveats: Vec<String> = super::emulated::caveat(r).into_iter().collect();
     let level = e.levels.iter().find(|l| l.name == LEVEL).filter(|_| e.verdict != Verdict::TooFew);
     let observed = us(e.observed_max_ns as f64);
     let sentence = match level {

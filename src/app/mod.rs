@@ -168,6 +168,7 @@ fn import(a: ImportConfig) -> Result<i32> {
 
 /// `rtbench merge`: the runs of another store.
 fn merge(a: MergeConfig) -> Result<i32> {
+    Store::mergeable(&a.other)?;
     let mut store = writable_store(&a.db)?;
     let (added, skipped) = store.merge(&a.other)?;
     println!("merged {added} runs from '{}' ({skipped} already here)", a.other.display());

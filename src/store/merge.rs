@@ -24,23 +24,28 @@ const RUN_TABLES: [(&str, &str); 8] = [
 ];
 
 impl Store {
-    /// Copies every run of `other` that this store does not have yet. Returns (added, skipped).
-    pub fn merge(&mut self, other: &Path) -> Result<(usize, usize)> {
+    /// Whether `other` can be merged: an existing store of a schema rtbench reads, with no run
+    /// under a label no report can select or show (it would be lost here). Checked before the
+    /// store it goes into is opened, so a refused merge creates nothing.
+    pub fn mergeable(other: &Path) -> Result<()> {
         let bad = |reason: String| InputError::Database { path: other.display().to_string(), reason };
         if !other.is_file() {
             return Err(bad("does not exist".into()).into());
         }
-        // Opening it as a store checks it is one, and of a schema we can read.
-        let theirs = Store::open(other)?;
-        // A run under a label no report can select or show would be lost here: none comes in.
-        for run in theirs.runs()? {
+        for run in Store::open(other)?.runs()? {
             if let Err(fault) = crate::model::check_label(&run.label) {
                 return Err(
                     bad(format!("run {} is labelled {:?}: {fault}; nothing was merged", run.id, run.label)).into()
                 );
             }
         }
-        drop(theirs);
+        Ok(())
+    }
+
+    /// Copies every run of `other` that this store does not have yet. Returns (added, skipped).
+    pub fn merge(&mut self, other: &Path) -> Result<(usize, usize)> {
+        let bad = |reason: String| InputError::Database { path: other.display().to_string(), reason };
+        Store::mergeable(other)?;
         if std::fs::canonicalize(other).ok() == std::fs::canonicalize(&self.path).ok() {
             return Err(bad("is this store itself".into()).into());
         }

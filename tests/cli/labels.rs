@@ -120,6 +120,10 @@ fn a_merge_refuses_a_store_holding_a_label_that_would_be_lost() {
             lab.runs().as_array().unwrap().iter().map(|r| r["label"].clone()).collect();
         assert_eq!(labels, ["ours"], "nothing was merged");
     }
+    let fresh = lab.path("fresh.db");
+    let out = lab.cmd(&["merge", theirs.to_str().unwrap()]).env("RTBENCH_DB", &fresh).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(!fresh.exists(), "a refused merge creates no store");
     rusqlite::Connection::open(&theirs)
         .unwrap()
         .execute("UPDATE runs SET label = 'now-fine' WHERE id = 2", [])

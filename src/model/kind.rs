@@ -74,7 +74,7 @@ pub struct ForkImage {
 }
 
 impl ForkImage {
-    /// As tables show it: "24 mappings: ld-linux-x86-64.so.2 libc.so.6", and the mark after.
+    /// As tables show it: "24 mappings: libc.so.6 ld-linux-x86-64.so.2", and the mark after.
     pub fn describe(&self) -> String {
         let mut s = format!("{} mappings: {}", self.mappings, self.libraries.join(" "));
         if let Some(mark) = &self.mark {

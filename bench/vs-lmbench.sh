@@ -22,6 +22,10 @@
 #             per benchmark on a loaded machine here and chose 1 s repetitions.
 # LMbench's lat_fs (create-*, delete-*) takes minutes here; ONLY can leave it out.
 #
+# The fork rows' numbers grow with the process they fork from: beside each, the mappings of
+# LMbench's lat_proc (read from its /proc/PID/maps while it runs) and of rtbench's helper (as
+# rtbench's table states them), and under the table the libraries each mapped.
+#
 # LMbench's fork+exec runs /tmp/hello, as its own scripts set up: the script copies
 # LMBENCH_BIN_DIR/hello there (and removes it afterwards if it put it there).
 set -euo pipefail
@@ -120,13 +124,44 @@ def lmbench(op, outputs):
     v = float(m.group(1))
     return 1e6 / v if op in RATES else v
 
+# What each side's fork rows forked from: LMbench's lat_proc as read while it ran, rtbench's
+# helper as rtbench's table says; (mappings, "N mappings: libraries").
+IMAGES = {}
+
+def image(maps):
+    libs = []
+    for line in maps.splitlines():
+        f = line.split()
+        name = f[5].rsplit("/", 1)[-1] if len(f) > 5 else ""
+        if ".so" in name and name not in libs:
+            libs.append(name)
+    n = len(maps.splitlines())
+    return n, f"{n} mappings: {' '.join(libs)}"
+
+def watched(cmd):
+    """Runs lat_proc, reading its process image once it has started (after taskset's exec)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for _ in range(50):
+        time.sleep(0.02)
+        try:
+            maps = open(f"/proc/{p.pid}/maps").read()
+        except OSError:
+            break
+        if "/lat_proc" in maps:
+            IMAGES["lat_proc"] = image(maps)
+            break
+    return p.communicate(timeout=300)[0]
+
 def run(argv):
     server = argv[0] in SERVERS
     if server:
         subprocess.run(pin + [f"{lm}/{argv[0]}", "-s"], check=True)
         time.sleep(0.2)
+    cmd = pin + [f"{lm}/{argv[0]}"] + argv[1:]
     try:
-        out = subprocess.run(pin + [f"{lm}/{argv[0]}"] + argv[1:], capture_output=True, text=True, timeout=300)
+        if argv[0] == "lat_proc":
+            return watched(cmd)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     finally:
         if server:
             subprocess.run([f"{lm}/{argv[0]}", "-S", "localhost"], capture_output=True)
@@ -138,8 +173,11 @@ def rtbench_pass():
     rows = {}
     for line in out.splitlines():
         f = line.split()
-        if len(f) == 5 and f[0] in OPS:
+        if len(f) >= 5 and f[0] in OPS:
             rows[f[0]] = float(f[1])
+            m = re.search(r"  ((\d+) mappings: .*)$", line)
+            if m:
+                IMAGES["helper"] = (int(m.group(2)), m.group(1))
     return rows
 
 def lmbench_pass(into):
@@ -162,9 +200,11 @@ for r in range(rounds):
 where = "unpinned" if cpu == "none" else f"both pinned to CPU {cpu}"
 print(f"rtbench sysbench vs LMbench 3, {where}; median of {rounds} interleaved rounds (µs; bw-* MB/s)")
 print(f"load average (1 min) after each round: {', '.join(loads)}; LMbench's ENOUGH={os.environ['ENOUGH']} µs")
-print(f"{'operation':<16} {'LMbench':>10} {'rtbench':>10} {'ratio':>7} {'AA':>6}")
+print(f"{'operation':<16} {'LMbench':>10} {'rtbench':>10} {'ratio':>7} {'AA':>6}  {'mappings':>16}")
 def within(x):
     return 0.75 <= x <= 1.33
+def mapped(side):
+    return str(IMAGES[side][0]) if side in IMAGES else "?"
 for o in ops:
     def med(v):
         got = [x for x in v[o] if x == x]  # rounds that gave a value
@@ -175,6 +215,10 @@ for o in ops:
         flag = "  (differs by design: see its help)"
     else:
         flag = "" if within(ratio) else ("  * (AA too: noise)" if not within(control) else "  *")
-    print(f"{o:<16} {a:>10.4f} {b:>10.4f} {ratio:>7.2f} {control:>6.2f}{flag}")
+    maps = f"lat_proc {mapped('lat_proc')} / helper {mapped('helper')}" if o.startswith("fork-") else ""
+    print(f"{o:<16} {a:>10.4f} {b:>10.4f} {ratio:>7.2f} {control:>6.2f}  {maps:>16}{flag}")
 print("* outside 0.75-1.33; AA: LMbench's second run of each round against its first")
+if any(o.startswith("fork-") for o in ops):
+    for side, who in (("lat_proc", "LMbench's lat_proc"), ("helper", "rtbench's helper")):
+        print(f"{who}: {IMAGES[side][1] if side in IMAGES else 'not read'}")
 PY

@@ -2,12 +2,12 @@
  * rtbench's process-creation helper (rtbench sysbench fork-exit, fork-exec, fork-sh).
  *
  * rtbench starts it once per operation. It forks from its own small address space, so the
- * numbers price the kernel's process creation, not rtbench's much larger one. Its process
- * image is LMbench's: dynamically linked, and build.rs links it with libm and libtirpc (kept
- * though unused), as LMbench links every one of its programs (its RPC benchmarks need
- * libtirpc, which brings Kerberos' libraries): about 70 mappings where libc alone makes 25.
- * What fork copies and exit tears down grows with the mappings, and exit() runs those
- * libraries' exit handlers: a libc-only helper forked and exited in half LMbench's time here.
+ * numbers price the kernel's process creation, not rtbench's much larger one. build.rs links
+ * it with LMbench's own link line for lat_proc (-O, -lm -ltirpc) and the toolchain's
+ * defaults, nothing more, so it maps what lat_proc built on the same machine maps: with a
+ * linker that drops unused libraries (--as-needed, Debian's and Ubuntu's default) libc alone,
+ * about 23 mappings. What fork copies and exit tears down grows with the mappings, so
+ * sysbench stores the helper's mappings and libraries with each fork row.
  *
  * Started with no argument it is the program fork-exec runs: it writes a greeting to its
  * (closed) standard output and exits, like LMbench's hello, which is linked alike.

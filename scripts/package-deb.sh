@@ -55,7 +55,8 @@ printf 'Source: rtbench\n\nPackage: rtbench\nArchitecture: any\n' >"$stage/debia
 depends=$(cd "$stage" && dpkg-shlibdeps -O root/usr/bin/rtbench 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 # sysbench's process helper, embedded in the binary and so unseen by dpkg-shlibdeps, is linked
-# with libtirpc as LMbench's programs are (build.rs).
+# with -ltirpc as LMbench's programs are (build.rs); a toolchain that links --as-needed drops it,
+# one that does not keeps it, so the package depends on it either way.
 depends="$depends, libtirpc3"
 
 install -d "$root/DEBIAN"

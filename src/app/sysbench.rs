@@ -280,6 +280,7 @@ pub fn measure_into<'o>(
             group: op.group.name().into(),
             iterations: measured.iterations,
             min_repetition_ms: pass.method.min_rep.as_secs_f64() * 1e3,
+            image: measured.image.clone(),
         };
         let (probe, own) = (probe_name(op.name), ProbeParams::SysbenchOp(own));
         let id = store_run(store, &cx, &probe, RunKind::SysbenchOp, op.metric(), &measured.values, own)?;
@@ -301,6 +302,8 @@ fn list(all: &[Op]) -> String {
     out
 }
 
+/// LMbench's tables of `results`: a row per operation, and the process image a fork row
+/// forked from (with its mark, if any) after it.
 pub fn tables(results: &[(&Op, sb::Measured)], label: &str, cpu: Option<usize>) -> String {
     let mut out = String::new();
     for g in Group::ALL {
@@ -309,13 +312,18 @@ pub fn tables(results: &[(&Op, sb::Measured)], label: &str, cpu: Option<usize>) 
             continue;
         }
         let _ = writeln!(out, "\n{} — {label}, {}", g.title(), crate::model::placement(cpu));
-        let _ =
-            writeln!(out, "  {:<16} {:>12} {:>12} {:>12} {:>11}", "operation", "median", "min", "max", "iterations");
+        let image = if rows.iter().any(|(_, m)| m.image.is_some()) { "  process image" } else { "" };
+        let _ = writeln!(
+            out,
+            "  {:<16} {:>12} {:>12} {:>12} {:>11}{image}",
+            "operation", "median", "min", "max", "iterations"
+        );
         for (op, m) in rows {
             let f = |v: u64| sb::shown(op.bandwidth, v as f64);
+            let image = m.image.as_ref().map_or(String::new(), |i| format!("  {}", i.describe()));
             let _ = writeln!(
                 out,
-                "  {:<16} {:>12} {:>12} {:>12} {:>11}",
+                "  {:<16} {:>12} {:>12} {:>12} {:>11}{image}",
                 op.name,
                 f(m.median()),
                 f(m.min()),

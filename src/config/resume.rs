@@ -391,6 +391,7 @@ mod tests {
             group: "processes".into(),
             iterations: 7,
             min_repetition_ms: 2.0,
+            image: None,
         };
         let op = MeasuredParams { probe: ProbeParams::SysbenchOp(op), ..window.params() };
         runs.push(("sysbench.null-call".into(), RunKind::SysbenchOp, op));

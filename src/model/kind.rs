@@ -53,6 +53,35 @@ pub struct SysbenchOpParams {
     /// Iterations per repetition.
     pub iterations: u64,
     pub min_repetition_ms: f64,
+    /// The process a fork row forked from, as it was mapped while measured; fork rows only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ForkImage>,
+}
+
+/// The process image of sysbench's process-creation helper, read from its /proc/PID/maps
+/// while it was measured: what each fork copies and each exit tears down, and what each exec
+/// of it maps again. Its cost grows with the mappings, so a fork row's number means little
+/// without them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ForkImage {
+    /// Lines of its /proc/PID/maps.
+    pub mappings: u32,
+    /// The shared objects it mapped, by file name, in address order (the loader among them).
+    pub libraries: Vec<String>,
+    /// Set when the helper was not linked with LMbench's link line, saying how it differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<String>,
+}
+
+impl ForkImage {
+    /// As tables show it: "24 mappings: libc.so.6 ld-linux-x86-64.so.2", and the mark after.
+    pub fn describe(&self) -> String {
+        let mut s = format!("{} mappings: {}", self.mappings, self.libraries.join(" "));
+        if let Some(mark) = &self.mark {
+            s += &format!(" [{mark}]");
+        }
+        s
+    }
 }
 
 /// The probe part of a `sysbench --total` pass's parameters.
@@ -99,15 +128,32 @@ mod tests {
     }
 
     #[test]
+    fn an_image_is_described_with_its_mark_when_it_has_one() {
+        let libraries = vec!["ld-linux-x86-64.so.2".to_string(), "libc.so.6".to_string()];
+        let mut image = ForkImage { mappings: 24, libraries, mark: None };
+        assert_eq!(image.describe(), "24 mappings: ld-linux-x86-64.so.2 libc.so.6");
+        image.mark = Some("linked without -ltirpc".into());
+        assert_eq!(image.describe(), "24 mappings: ld-linux-x86-64.so.2 libc.so.6 [linked without -ltirpc]");
+    }
+
+    #[test]
     fn a_sysbench_part_is_stored_as_the_keys_it_always_was() {
         let op = SysbenchOpParams {
             op: "null-call".into(),
             group: "processes".into(),
             iterations: 7,
             min_repetition_ms: 2.0,
+            image: None,
         };
-        let text = serde_json::to_string(&ProbeParams::SysbenchOp(op)).unwrap();
+        let text = serde_json::to_string(&ProbeParams::SysbenchOp(op.clone())).unwrap();
         assert_eq!(text, r#"{"op":"null-call","group":"processes","iterations":7,"min_repetition_ms":2.0}"#);
+        // A fork row adds its image, and reads back as it was written.
+        let libraries = vec!["libc.so.6".to_string()];
+        let image = Some(ForkImage { mappings: 23, libraries, mark: None });
+        let fork = ProbeParams::SysbenchOp(SysbenchOpParams { op: "fork-exit".into(), image, ..op });
+        let text = serde_json::to_string(&fork).unwrap();
+        assert!(text.ends_with(r#""image":{"mappings":23,"libraries":["libc.so.6"]}}"#), "{text}");
+        assert_eq!(serde_json::from_str::<ProbeParams>(&text).unwrap(), fork);
         let total = SysbenchTotalParams {
             load_item: "cpu+disk".into(),
             baseline: "k".into(),

@@ -24,7 +24,7 @@ pub use breach::{unseen as breach_unseen, Breach, Cause, CauseKind, TraceEvent};
 pub use classes::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, NoiseClass, ThreadClasses, Unseen};
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
-pub use kind::{RunKind, SysbenchOpParams, SysbenchTotalParams};
+pub use kind::{ForkImage, RunKind, SysbenchOpParams, SysbenchTotalParams};
 pub use label::{check_label, check_label_filter, LabelFault, LABEL_MAX_CHARS};
 pub use load::{Activity, GeneratorReport, LoadFlags, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};

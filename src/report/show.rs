@@ -57,6 +57,9 @@ pub fn summary(run: &Run) -> String {
         );
         let cpu = run.threads.first().and_then(|t| t.cpu).map(|c| c as usize);
         let _ = writeln!(out, "placement: {}", crate::model::placement(cpu));
+        if let Some(image) = h.sysbench_op().and_then(|p| p.image) {
+            let _ = writeln!(out, "forked from: {}", image.describe());
+        }
         return out;
     }
     for t in &run.threads {

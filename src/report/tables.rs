@@ -251,18 +251,7 @@ pub fn sysbench(costs: &[RunView]) -> String {
                         .rev()
                         .find(|r| r.label() == *label && r.load() == load && r.sysbench_op().as_ref() == Some(op));
                     match newest {
-                        Some(r) => {
-                            let bw = group == crate::sysbench::Group::Bandwidth;
-                            let s = &r.data.total;
-                            let f = |v: u64| crate::sysbench::shown(bw, v as f64);
-                            let _ = write!(
-                                out,
-                                r#"<td title="min {} max {}">{}</td>"#,
-                                f(s.min),
-                                f(s.max),
-                                f(s.percentile(0.5))
-                            );
-                        }
+                        Some(r) => out.push_str(&cost_cell(r, group == crate::sysbench::Group::Bandwidth)),
                         None => out.push_str("<td>-</td>"),
                     }
                 }
@@ -272,6 +261,16 @@ pub fn sysbench(costs: &[RunView]) -> String {
         out.push_str("</table>");
     }
     out
+}
+
+/// One operation's cell: its median, its spread on hover, and for a fork row the process image
+/// it forked from (and its mark) beneath, in view: the number means little without it.
+fn cost_cell(r: &RunView, bw: bool) -> String {
+    let s = &r.data.total;
+    let f = |v: u64| crate::sysbench::shown(bw, v as f64);
+    let image = r.data.header.sysbench_op().and_then(|p| p.image);
+    let image = image.map_or(String::new(), |i| format!(r#"<br><small class="image">{}</small>"#, esc(&i.describe())));
+    format!(r#"<td title="min {} max {}">{}{image}</td>"#, f(s.min), f(s.max), f(s.percentile(0.5)))
 }
 
 /// Where the sysbench runs of one row ran: "pinned to CPU 1", "unpinned", or each of them.

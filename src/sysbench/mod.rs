@@ -14,7 +14,7 @@ mod spawn;
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::model::{Better, Metric, Unit};
+use crate::model::{Better, ForkImage, Metric, Unit};
 
 /// LMbench's summary tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +61,11 @@ pub struct Timed {
 pub trait Bench {
     /// Does the operation `n` times (or moves `n` blocks) and says how long that took.
     fn iterate(&mut self, n: u64) -> io::Result<Timed>;
+
+    /// The process image the operation forks from, where it forks (the fork rows).
+    fn image(&self) -> Option<ForkImage> {
+        None
+    }
 }
 
 /// One operation of the table.
@@ -129,6 +134,8 @@ impl Method {
 pub struct Measured {
     pub iterations: u64,
     pub values: Vec<u64>,
+    /// What the operation forked from, read once its repetitions were done.
+    pub image: Option<ForkImage>,
 }
 
 impl Measured {
@@ -189,7 +196,7 @@ pub fn measure(op: &Op, method: Method, iterations: Option<u64>) -> io::Result<M
     for _ in 0..method.reps.max(1) {
         values.push(op.value(bench.iterate(iterations)?));
     }
-    Ok(Measured { iterations, values })
+    Ok(Measured { iterations, values, image: bench.image() })
 }
 
 /// `total` less `overhead`, never below zero: an operation's time with the cost of what carries
@@ -240,7 +247,7 @@ mod tests {
         assert_eq!(op.value(Timed { ns: 1_000, units: 8 }), 125_000, "125 ns per operation, in ps");
         let bw = Op { bandwidth: true, ..op };
         assert_eq!(bw.value(Timed { ns: 1_000_000_000, units: 5_000_000 }), 5_000, "5 MB in 1 s is 5000 KB/s");
-        let m = Measured { iterations: 1, values: vec![5, 1, 9, 3, 7] };
+        let m = Measured { iterations: 1, values: vec![5, 1, 9, 3, 7], image: None };
         assert_eq!((m.median(), m.min(), m.max()), (5, 1, 9));
     }
 

@@ -90,17 +90,17 @@ pub fn ops() -> Vec<Op> {
         }),
         op(
             "fork-exit",
-            "fork a process that calls exit at once, and wait (from a small helper with LMbench's process image)",
+            "fork a process that calls exit at once, and wait (from a small helper linked as LMbench's lat_proc)",
             || Spawner::make(How::Exit),
         ),
         op(
             "fork-exec",
-            "fork, exec a tiny program that exits, and wait (from a small helper with LMbench's process image)",
+            "fork, exec a tiny program that exits, and wait (from a small helper linked as LMbench's lat_proc)",
             || Spawner::make(How::Exec),
         ),
         op(
             "fork-sh",
-            "fork, exec sh -c running a tiny program, and wait (from a small helper with LMbench's process image)",
+            "fork, exec sh -c running a tiny program, and wait (from a small helper linked as LMbench's lat_proc)",
             || Spawner::make(How::Shell),
         ),
     ]

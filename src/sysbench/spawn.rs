@@ -1,22 +1,46 @@
 //! Making processes, as LMbench's lat_proc does: from a small helper process (helper/spawn.c,
 //! compiled with rtbench) that rtbench starts once per operation, so fork copies a small
-//! address space, not rtbench's, and exec runs a tiny program. The helper is linked as
-//! LMbench's programs are (libm, libtirpc), so what it forks, exits and execs is LMbench's
-//! process image. It times its own loop and answers with nanoseconds.
+//! address space, not rtbench's, and exec runs a tiny program. The helper is linked with
+//! LMbench's link line for lat_proc and the toolchain's defaults (build.rs), so it maps what
+//! lat_proc built on the same machine maps; each fork row stores what it did map. It times its
+//! own loop and answers with nanoseconds.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use super::{Bench, Timed};
+use crate::model::ForkImage;
 
 /// The helper's executable, built by build.rs (empty when no C compiler was found).
 const HELPER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rtbench-spawn"));
 
-/// "lmbench" when build.rs linked the helper as LMbench links its programs, "libc" when it
-/// could not (no libtirpc to link) and the fork rows price a smaller process.
-#[cfg(test)]
-const IMAGE: &str = env!("RTBENCH_SPAWN_IMAGE");
+/// "linked" when build.rs linked the helper with LMbench's whole link line, "missing" when
+/// libtirpc could not be linked and it left `-ltirpc` out.
+const TIRPC: &str = env!("RTBENCH_SPAWN_TIRPC");
+
+/// The mark of a fork row whose helper lacks LMbench's `-ltirpc` (`tirpc` as build.rs said),
+/// or None. Whether that changes what the helper maps is the toolchain's doing (one that links
+/// --as-needed drops libtirpc from LMbench's lat_proc as well): the row's libraries say.
+fn mark(tirpc: &str) -> Option<String> {
+    (tirpc != "linked")
+        .then(|| "linked without LMbench's -ltirpc: libtirpc-dev was missing when rtbench was built".to_string())
+}
+
+/// The image a /proc/PID/maps text describes: its mappings, and the shared objects among them
+/// by file name, each once, in address order.
+fn image_of(maps: &str, mark: Option<String>) -> ForkImage {
+    let mut libraries: Vec<String> = Vec::new();
+    for line in maps.lines() {
+        let name = line.split_whitespace().nth(5).and_then(|path| path.rsplit('/').next());
+        if let Some(name) = name.filter(|n| n.contains(".so")) {
+            if !libraries.iter().any(|l| l == name) {
+                libraries.push(name.to_string());
+            }
+        }
+    }
+    ForkImage { mappings: maps.lines().count() as u32, libraries, mark }
+}
 
 /// How each process is made.
 #[derive(Clone, Copy)]
@@ -98,6 +122,13 @@ impl Bench for Spawner {
         let ns = line.trim().parse().map_err(|_| io::Error::other(format!("the helper failed ({line:?})")))?;
         Ok(Timed { ns, units: n })
     }
+
+    /// The helper's own mappings: a fork's child is their copy, and an exec of the helper maps
+    /// them again. None when they cannot be read (the helper gone).
+    fn image(&self) -> Option<ForkImage> {
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", self.child.id())).ok()?;
+        Some(image_of(&maps, mark(TIRPC)))
+    }
 }
 
 impl Drop for Spawner {
@@ -122,17 +153,36 @@ mod tests {
     }
 
     #[test]
-    fn the_helper_forks_from_lmbench_s_process_image() {
-        if IMAGE != "lmbench" {
-            eprintln!("skipped: rtbench was built without libtirpc, so the helper is libc only");
-            return;
-        }
+    fn the_helper_s_image_is_read_from_its_maps_while_it_runs() {
         let mut s = Spawner::start(How::Exit).unwrap();
+        assert!(s.image().is_some_and(|i| i.mappings > 0), "readable from the start");
         s.iterate(1).unwrap(); // its answer says the loader has mapped everything
-        let maps = std::fs::read_to_string(format!("/proc/{}/maps", s.child.id())).unwrap();
-        for lib in ["libc.so", "libm.so", "libtirpc.so"] {
-            assert!(maps.contains(lib), "the helper maps {lib}, as LMbench's lat_proc does");
-        }
-        assert!(maps.lines().count() >= 50, "LMbench's image has about 70 mappings, libc alone 25");
+        let image = s.image().unwrap();
+        assert!(image.mappings as usize > image.libraries.len(), "{image:?}");
+        assert!(image.libraries.iter().any(|l| l.starts_with("libc.so")), "libc among {:?}", image.libraries);
+        assert_eq!(image.mark, mark(TIRPC), "marked as this build was linked");
+    }
+
+    #[test]
+    fn maps_give_their_count_and_each_library_once() {
+        let maps = "\
+55d0c0a00000-55d0c0a01000 r--p 00000000 fe:01 131 /tmp/x/rtbench-spawn
+7f1e2a400000-7f1e2a428000 r--p 00000000 fe:01 771 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f1e2a428000-7f1e2a5bd000 r-xp 00028000 fe:01 771 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f1e2a615000-7f1e2a622000 rw-p 00000000 00:00 0
+7f1e2a630000-7f1e2a631000 r--p 00000000 fe:01 768 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
+7ffc5e5f1000-7ffc5e612000 rw-p 00000000 00:00 0                          [stack]
+";
+        let image = image_of(maps, None);
+        assert_eq!(image.mappings, 6);
+        assert_eq!(image.libraries, ["libc.so.6", "ld-linux-x86-64.so.2"]);
+    }
+
+    #[test]
+    fn only_a_helper_built_without_libtirpc_is_marked() {
+        assert_eq!(mark("linked"), None);
+        let said = mark("missing").expect("marked");
+        assert!(said.contains("-ltirpc") && said.contains("libtirpc-dev"), "{said}");
+        assert_eq!(image_of("", mark("missing")).mark, Some(said), "the mark goes with the image");
     }
 }

@@ -178,3 +178,35 @@ fn total_needs_a_baseline_and_known_loads() {
     assert_rejected(&lab.run(&["sysbench", "--baseline", "k", "--only", "null-call"]), "--total");
     assert!(!lab.db().exists(), "nothing measured, nothing stored");
 }
+
+#[test]
+fn fork_rows_store_and_show_the_process_image_they_forked_from() {
+    let lab = Lab::new();
+    let said = lab.ok(&["sysbench", "--quick", "--only", "null-call,fork-exit", "--label", "k"]);
+    assert!(said.contains("iterations  process image"), "the table has the column: {said}");
+    let row = said.lines().find(|l| l.trim_start().starts_with("fork-exit")).expect("a fork-exit row");
+    assert!(row.contains(" mappings: ") && row.contains("libc.so"), "{row}");
+    // A binary whose helper lacks LMbench's -ltirpc says so on the row, and only such a one.
+    let without_tirpc = env!("RTBENCH_SPAWN_TIRPC") == "missing";
+    assert_eq!(row.contains("[linked without LMbench's -ltirpc"), without_tirpc, "{row}");
+    let null = said.lines().find(|l| l.trim_start().starts_with("null-call")).unwrap();
+    assert!(!null.contains("mappings"), "no process image where nothing forks: {null}");
+    let runs = lab.runs();
+    let ids: Vec<i64> = runs.as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    let params: Vec<serde_json::Value> = ids.iter().map(|id| lab.export_json(*id)["run"]["params"].clone()).collect();
+    assert!(params[0].get("image").is_none(), "null-call stores none: {}", params[0]);
+    let image = &params[1]["image"];
+    assert!(image["mappings"].as_u64().unwrap() > 0, "{image}");
+    let libraries = image["libraries"].as_array().unwrap();
+    assert!(libraries.iter().any(|l| l.as_str().unwrap().starts_with("libc.so")), "{image}");
+    assert_eq!(image.get("mark").is_some(), without_tirpc, "the stored run carries the mark: {image}");
+    let shown = lab.ok(&["show", &ids[1].to_string()]);
+    assert!(shown.contains("forked from: ") && shown.contains(" mappings: "), "{shown}");
+    let out = lab.path("report");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let cell = html.split(r#"<small class="image">"#).nth(1).expect("the fork cell shows its image");
+    let cell = cell.split("</small>").next().unwrap();
+    assert!(cell.contains(" mappings: ") && cell.contains("libc.so"), "{cell}");
+    assert_eq!(html.matches(r#"<small class="image">"#).count(), 1, "fork-exit's cell alone");
+}

@@ -179,8 +179,10 @@ impl RunConfig {
             (Some(n), _) => n as usize,
             (None, DefaultThreads::One) => 1,
         };
-        if n > 1024 {
-            return Err(invalid!("--threads {n} is too many; use 1 to 1024"));
+        // A thread per CPU however many the machine has; beyond that, no more than 1024.
+        let most = cpus.len().max(1024);
+        if n > most {
+            return Err(invalid!("--threads {n} is too many; use 1 to {most}"));
         }
         let threads = (0..n).map(|i| ThreadPlan { index: i, cpu: (!unpinned).then(|| cpus[i % cpus.len()]) }).collect();
         for path in [&opts.json, &opts.histfile, &opts.samples].into_iter().flatten() {

@@ -54,6 +54,9 @@ pub struct RunOptions {
     pub shield: Option<String>,
     /// The instruments to ride along (`--breach`, `--split`, `--classify`).
     pub instruments: Vec<Request>,
+    /// CPUs for the collector (main thread, trace readers, store writes); `None`: the
+    /// housekeeping CPUs.
+    pub main_affinity: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -79,6 +82,7 @@ impl Default for RunOptions {
             db: None,
             shield: None,
             instruments: Vec::new(),
+            main_affinity: None,
         }
     }
 }
@@ -105,6 +109,8 @@ pub struct RunConfig {
     pub shield: Option<Vec<usize>>,
     /// The instruments to arm, in the registry's order.
     pub instruments: Vec<Planned>,
+    /// `--main-affinity`: where the collector runs; `None`: on the online CPUs not measured.
+    pub main_affinity: Option<Vec<usize>>,
     pub output: Outputs,
     pub storage: Storage,
 }
@@ -217,6 +223,7 @@ impl RunConfig {
             },
             shield,
             instruments,
+            main_affinity: opts.main_affinity.as_deref().map(|l| cpu_list(Some(l), "--main-affinity")).transpose()?,
             output: Outputs {
                 quiet: opts.quiet,
                 json: opts.json.clone(),
@@ -249,6 +256,7 @@ impl RunConfig {
             ran: Vec::new(),
             lacked: Vec::new(),
             shield: None,
+            collector: None,
             breach: None,
             split: None,
             classify: None,

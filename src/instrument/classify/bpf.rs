@@ -118,12 +118,12 @@ impl Programs {
 }
 
 /// Attaches the programs and reads them into a timeline of `cpus` from a thread named `name`,
-/// off those CPUs.
-pub fn start(name: &str, cpus: &[usize]) -> Result<Reader<Timeline>, String> {
+/// on the collector's CPUs `on`.
+pub fn start(name: &str, cpus: &[usize], on: &[usize]) -> Result<Reader<Timeline>, String> {
     let programs = Programs::attach(cpus)?;
     let mut irqs = IrqNames::default();
     // The programs go when the reader ends.
-    Reader::spawn(name, Timeline::new(cpus), cpus, move |t| programs.drain(t, &mut irqs).is_ok())
+    Reader::spawn(name, Timeline::new(cpus), on, move |t| programs.drain(t, &mut irqs).is_ok())
 }
 /// The maps the programs share.
 struct Maps<'a> {
@@ -282,7 +282,7 @@ mod tests {
             }
         });
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let reader = match start("rtbench-test", &cpus) {
+        let reader = match start("rtbench-test", &cpus, &[]) {
             Ok(r) => r,
             Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
             Err(why) => panic!("the programs load and attach: {why}"),

@@ -1,6 +1,7 @@
 //! Scheduling, CPU affinity and memory locking of the calling thread or process.
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::check;
 
@@ -81,24 +82,29 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 
 /// The CPUs the calling thread may run on.
 pub fn affinity() -> io::Result<Vec<usize>> {
-    // Sized from the machine; a kernel that counts more CPUs than `possible` says (EINVAL:
-    // the mask is too small for its nr_cpu_ids) is asked again with a larger one.
-    let mut bits = crate::sysinfo::cpu_ids();
+    // Sized as the kernel counts CPUs (its nr_cpu_ids): a mask too small for them is EINVAL,
+    // asked again twice as large, and the size that served is kept for the next call.
+    let mut bits = MASK_BITS.load(Ordering::Relaxed);
     loop {
         let mut words = mask_words(&[], bits);
         let bytes = std::mem::size_of_val(words.as_slice());
         // SAFETY: `words` is writable for `bytes` bytes; the kernel writes at most that many.
         let rc = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, bytes, words.as_mut_ptr()) };
         if rc >= 0 {
+            MASK_BITS.fetch_max(bits, Ordering::Relaxed);
             return Ok(mask_cpus(&words));
         }
         let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINVAL) || bits > MAX_CPUS {
+        if e.raw_os_error() != Some(libc::EINVAL) || bits >= MAX_CPUS {
             return Err(e);
         }
         bits *= 2;
     }
 }
+
+/// How many CPUs the kernel's masks hold, as far as known: one word's worth until a mask was
+/// refused as too small.
+static MASK_BITS: AtomicUsize = AtomicUsize::new(libc::c_ulong::BITS as usize);
 
 /// Lets the calling thread run on `cpus` only.
 pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
@@ -106,13 +112,15 @@ pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
 }
 
 /// Lets thread `tid` of any process (0: the calling thread) run on `cpus` only. The mask is as
-/// large as the machine's CPU numbers, not glibc's fixed 1024-CPU `cpu_set_t`; a CPU past any
-/// kernel's is EINVAL, as one the machine lacks is the kernel's EINVAL.
+/// large as the highest CPU named and the kernel's count of CPUs need, not glibc's fixed
+/// 1024-CPU `cpu_set_t`; a CPU past any kernel's is EINVAL, as one the machine lacks is the
+/// kernel's EINVAL.
 pub fn set_thread_affinity(tid: u32, cpus: &[usize]) -> io::Result<()> {
     if cpus.iter().any(|&c| c >= MAX_CPUS) {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
-    let words = mask_words(cpus, crate::sysinfo::cpu_ids());
+    // The kernel takes a shorter mask as zeros beyond it.
+    let words = mask_words(cpus, MASK_BITS.load(Ordering::Relaxed));
     let bytes = std::mem::size_of_val(words.as_slice());
     // SAFETY: `words` is readable for `bytes` bytes.
     let rc = unsafe { libc::syscall(libc::SYS_sched_setaffinity, tid as libc::pid_t, bytes, words.as_ptr()) };
@@ -191,7 +199,7 @@ mod tests {
     fn a_cpu_the_machine_lacks_is_refused_not_a_crash() {
         std::thread::spawn(|| {
             let before = affinity().unwrap();
-            let missing = crate::sysinfo::cpu_ids() + 128;
+            let missing = MAX_CPUS - 1;
             let e = set_affinity(&[missing]).unwrap_err();
             assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "CPU {missing}: {e}");
             assert_eq!(set_affinity(&[MAX_CPUS]).unwrap_err().raw_os_error(), Some(libc::EINVAL));

@@ -130,7 +130,7 @@ fn drive(
     };
     // The runner's own work (checkpoints, the store's fsync, reading /proc) happens on the
     // collector's CPUs; the measuring threads (which inherit nothing of it) were started before.
-    let _housekeeping = enter_housekeeping(cfg, &collector, &mut params, &mut warnings);
+    let _housekeeping = enter_housekeeping(&collector, &mut params, &mut warnings);
     let every = windows.every;
     let mut run = flow(cfg, writer, samples, windows, totals, (started, start_ns));
     run.instruments = instruments;
@@ -153,14 +153,12 @@ fn drive(
 
 /// Pins the main thread where the collector runs, and records where the kernel then lets it run.
 fn enter_housekeeping(
-    cfg: &RunConfig,
     plan: &rt::CollectorPlan,
     params: &mut crate::model::MeasuredParams,
     warnings: &mut Vec<String>,
 ) -> rt::Housekeeping {
     let (held, cpus, problem) = rt::Housekeeping::enter(plan);
-    let measured: Vec<Option<usize>> = cfg.threads.iter().map(|t| t.cpu).collect();
-    params.collector = Some(plan.record(cpus, &measured));
+    params.collector = Some(plan.record(cpus));
     if let Some(p) = problem {
         eprintln!("rtbench: WARNING: {p}");
         warnings.push(p);

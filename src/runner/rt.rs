@@ -234,28 +234,31 @@ pub struct CollectorPlan {
     /// The CPUs to pin it to; empty: left where the scheduler puts it.
     pub cpus: Vec<usize>,
     pub chosen: CollectorChoice,
+    /// Each measuring thread's CPU.
+    measured: Vec<Option<usize>>,
 }
 
 impl CollectorPlan {
     /// `asked` (`--main-affinity`), else the CPUs rtbench may use (`allowed`) that are online
     /// and measure nothing; none when a measuring thread floats or every such CPU is measured.
     pub fn choose(asked: Option<&[usize]>, measured: &[Option<usize>], allowed: &[usize], online: &[usize]) -> Self {
-        if let Some(cpus) = asked {
-            return CollectorPlan { cpus: cpus.to_vec(), chosen: CollectorChoice::Asked };
-        }
-        if measured.iter().any(Option::is_none) {
-            return CollectorPlan { cpus: Vec::new(), chosen: CollectorChoice::Floating };
-        }
-        let free: Vec<usize> =
-            allowed.iter().copied().filter(|c| online.contains(c) && !measured.contains(&Some(*c))).collect();
-        let chosen = if free.is_empty() { CollectorChoice::Unpinned } else { CollectorChoice::Housekeeping };
-        CollectorPlan { cpus: free, chosen }
+        let (cpus, chosen) = if let Some(cpus) = asked {
+            (cpus.to_vec(), CollectorChoice::Asked)
+        } else if measured.iter().any(Option::is_none) {
+            (Vec::new(), CollectorChoice::Floating)
+        } else {
+            let free: Vec<usize> =
+                allowed.iter().copied().filter(|c| online.contains(c) && !measured.contains(&Some(*c))).collect();
+            let chosen = if free.is_empty() { CollectorChoice::Unpinned } else { CollectorChoice::Housekeeping };
+            (free, chosen)
+        };
+        CollectorPlan { cpus, chosen, measured: measured.to_vec() }
     }
 
     /// What the run records of a collector allowed on `cpus` (where it was left unpinned: the
-    /// CPUs it may use) beside threads pinned to `measured`.
-    pub fn record(&self, cpus: Vec<usize>, measured: &[Option<usize>]) -> CollectorRecord {
-        CollectorRecord::new(cpus, self.chosen, measured)
+    /// CPUs it may use).
+    pub fn record(&self, cpus: Vec<usize>) -> CollectorRecord {
+        CollectorRecord::new(cpus, self.chosen, &self.measured)
     }
 }
 
@@ -270,15 +273,16 @@ impl Housekeeping {
     /// Enters `plan`'s CPUs; the CPUs the thread is then allowed on, as the kernel says, and
     /// why it could not be pinned, if it could not.
     pub fn enter(plan: &CollectorPlan) -> (Housekeeping, Vec<usize>, Option<String>) {
-        let (pinned, problem) = match plan.cpus.is_empty() {
-            true => (None, None),
-            false => match Pinned::to_cpus(&plan.cpus) {
+        let (pinned, problem) = if plan.cpus.is_empty() {
+            (None, None)
+        } else {
+            match Pinned::to_cpus(&plan.cpus) {
                 Ok(p) => (Some(p), None),
                 Err(e) => {
                     let cpus = crate::units::format_cpu_list(&plan.cpus);
                     (None, Some(format!("the collector could not be pinned to CPUs {cpus}: {e}")))
                 }
-            },
+            }
         };
         let now = sys::affinity().unwrap_or_default();
         (Housekeeping { _pinned: pinned }, now, problem)
@@ -384,7 +388,7 @@ mod tests {
         let every: Vec<Option<usize>> = online.iter().copied().map(Some).collect();
         let all = CollectorPlan::choose(None, &every, &online, &online);
         assert_eq!((all.cpus.len(), all.chosen), (0, CollectorChoice::Unpinned));
-        let record = all.record(online.clone(), &every);
+        let record = all.record(online.clone());
         assert_eq!(record.shared, online, "and the run says it shared them");
         // Only the CPUs rtbench may use (taskset) count as free.
         let outside = CollectorPlan::choose(None, &measured, &(64..128).collect::<Vec<_>>(), &online);

@@ -75,7 +75,7 @@ fn plan_collector(cfg: &RunConfig, params: &mut MeasuredParams) -> rt::Collector
     } else {
         plan.cpus.clone()
     };
-    params.collector = Some(plan.record(cpus, &measured));
+    params.collector = Some(plan.record(cpus));
     plan
 }
 

@@ -1,8 +1,7 @@
 //! An own instance's `trace_pipe` read as it fills, by a thread on the collector's CPUs (off the
-//! measured ones where there are others) that polls
-//! without blocking: a blocked reader would be woken from the measured CPUs by an irq_work
-//! interrupt per event, the very kind of interference the run measures. Each line goes to the
-//! reader's parser, which keeps what it learns in a state the runner shares; after each pass,
+//! measured ones where there are others) that polls without blocking: a blocked reader would be
+//! woken from the measured CPUs by an irq_work interrupt per event, the very kind of
+//! interference the run measures. Each line goes to the reader's parser, which keeps what it learns in a state the runner shares; after each pass,
 //! the state learns how far the kernel's events have been read. The split and the noise
 //! classification each hold one.
 

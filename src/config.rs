@@ -54,6 +54,9 @@ pub struct RunOptions {
     pub shield: Option<String>,
     /// The instruments to ride along (`--breach`, `--split`, `--classify`).
     pub instruments: Vec<Request>,
+    /// CPUs for the collector (main thread, trace readers, store writes); `None`: the
+    /// housekeeping CPUs.
+    pub main_affinity: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -79,6 +82,7 @@ impl Default for RunOptions {
             db: None,
             shield: None,
             instruments: Vec::new(),
+            main_affinity: None,
         }
     }
 }
@@ -105,6 +109,8 @@ pub struct RunConfig {
     pub shield: Option<Vec<usize>>,
     /// The instruments to arm, in the registry's order.
     pub instruments: Vec<Planned>,
+    /// `--main-affinity`: where the collector runs; `None`: on the online CPUs not measured.
+    pub main_affinity: Option<Vec<usize>>,
     pub output: Outputs,
     pub storage: Storage,
 }
@@ -181,8 +187,10 @@ impl RunConfig {
             (Some(n), _) => n as usize,
             (None, DefaultThreads::One) => 1,
         };
-        if n > 1024 {
-            return Err(invalid!("--threads {n} is too many; use 1 to 1024"));
+        // A thread per CPU however many the machine has; beyond that, no more than 1024.
+        let most = cpus.len().max(1024);
+        if n > most {
+            return Err(invalid!("--threads {n} is too many; use 1 to {most}"));
         }
         let threads = (0..n).map(|i| ThreadPlan { index: i, cpu: (!unpinned).then(|| cpus[i % cpus.len()]) }).collect();
         for path in [&opts.json, &opts.histfile, &opts.samples].into_iter().flatten() {
@@ -217,6 +225,7 @@ impl RunConfig {
             },
             shield,
             instruments,
+            main_affinity: opts.main_affinity.as_deref().map(|l| cpu_list(Some(l), "--main-affinity")).transpose()?,
             output: Outputs {
                 quiet: opts.quiet,
                 json: opts.json.clone(),
@@ -244,6 +253,7 @@ impl RunConfig {
             ran: Vec::new(),
             lacked: Vec::new(),
             shield: None,
+            collector: None,
             breach: None,
             split: None,
             classify: None,

@@ -135,6 +135,21 @@ pub fn online_cpus() -> Vec<usize> {
         .unwrap_or_else(|| (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect())
 }
 
+/// CPUs the kernel could ever bring online (`/sys/devices/system/cpu/possible`): what a mask
+/// or per-CPU table is sized by, since a CPU hot-plugged later is numbered among them. The
+/// online ones where the file cannot be read.
+pub fn possible_cpus() -> Vec<usize> {
+    read("/sys/devices/system/cpu/possible")
+        .and_then(|s| parse_cpu_list(&s))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(online_cpus)
+}
+
+/// How many CPU numbers the kernel uses (its `nr_cpu_ids`): one past the highest possible CPU.
+pub fn cpu_ids() -> usize {
+    possible_cpus().last().map_or(1, |c| c + 1)
+}
+
 /// The preemption model, from the most to the least authoritative source.
 fn preemption_model(version: &str) -> Preemption {
     Preemption {
@@ -227,6 +242,23 @@ mod tests {
         assert_eq!(parse_cpu_list("a"), None);
         assert_eq!(parse_cpu_list("2-3011112111133,3"), None, "no CPU is numbered that high");
         assert_eq!(parse_cpu_list("8191").map(|v| v.len()), Some(1));
+    }
+
+    /// Many-CPU servers (issue 38): lists, kernel masks and the machine's own size past 64.
+    #[test]
+    fn lists_and_masks_past_64_cpus_are_whole() {
+        let cpus = parse_cpu_list("0-3,64-127,200").unwrap();
+        assert_eq!((cpus.len(), cpus[4], cpus.last()), (4 + 64 + 1, 64, Some(&200)));
+        assert_eq!(format_cpu_list(&cpus), "0-3,64-127,200");
+        // 200 is bit 8 of the seventh 32-bit group; 64-127 fill groups 2 and 3.
+        let mask = cpu_mask(&cpus);
+        let groups: Vec<&str> = mask.split(',').collect();
+        assert_eq!(groups.len(), 7, "{mask}");
+        assert_eq!(groups[0], "00000100");
+        assert_eq!(&groups[3..], ["ffffffff", "ffffffff", "00000000", "0000000f"]);
+        let possible = possible_cpus();
+        assert!(online_cpus().iter().all(|c| possible.contains(c)), "online CPUs are possible ones");
+        assert_eq!(cpu_ids(), possible.last().unwrap() + 1);
     }
 
     #[test]

@@ -132,6 +132,7 @@ fn store_run(
         ran: Vec::new(),
         lacked: Vec::new(),
         shield: None,
+        collector: None,
         breach: None,
         split: None,
         classify: None,

@@ -57,3 +57,36 @@ fn an_instrument_the_probe_does_not_offer_is_refused_in_its_own_words() {
     let cfg = RunConfig::new(info, &info.defaults(), &asked).unwrap();
     assert!(cfg.instruments.is_empty(), "wherever possible: left out where it does not apply");
 }
+
+/// `--main-affinity`: the collector's readers are armed for its CPUs, the main thread runs there
+/// (as the kernel says at each checkpoint), and the stored run says where it ran.
+#[test]
+fn the_collector_runs_where_main_affinity_puts_it_and_the_run_says_so() {
+    let online = crate::sysinfo::online_cpus();
+    if online.len() < 2 {
+        return eprintln!("skipped: one CPU, nowhere to keep the collector off the measured one");
+    }
+    let (measured, main) = (online[1], online[0]);
+    let dir = tempfile::tempdir().unwrap();
+    let info = crate::probe::info("synthetic").unwrap();
+    let opts = RunOptions {
+        affinity: Some(measured.to_string()),
+        main_affinity: Some(main.to_string()),
+        loops: Some(2_000),
+        quiet: true,
+        db: Some(dir.path().join("rtbench.db")),
+        instruments: vec![Request::plain("noop", Ask::Asked)],
+        ..RunOptions::default()
+    };
+    let cfg = RunConfig::new(info, &info.defaults(), &opts).unwrap();
+    let mut store = Store::open(&cfg.storage.db).unwrap();
+    // On a thread of its own: the runner pins the thread it runs on.
+    let (id, store) =
+        std::thread::spawn(move || (crate::runner::run(&cfg, &mut store).unwrap().0, store)).join().unwrap();
+    let run = store.run(id).unwrap();
+    let w = run.header.warnings.iter().find(|w| w.starts_with("noop:")).expect("the instrument's record");
+    assert_eq!(said(w, "collector"), main.to_string(), "readers are armed for CPU {main}: {w}");
+    assert_eq!(said(w, "main_on"), main.to_string(), "the main thread ran on CPU {main}: {w}");
+    let c = run.header.params.measured().and_then(|m| m.collector.clone()).expect("the run says where");
+    assert_eq!((c.cpus, c.chosen, c.shared), (vec![main], crate::model::CollectorChoice::Asked, vec![]));
+}

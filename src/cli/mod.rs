@@ -372,6 +372,11 @@ pub struct RunArgs {
     /// root)
     #[arg(long)]
     pub classify: bool,
+    /// CPUs for rtbench's own work while it measures (the main thread's checkpoints and store
+    /// writes, the trace readers), as cyclictest's --mainaffinity [default: the online CPUs not
+    /// measured; unpinned, with a warning, when every one is]
+    #[arg(long, value_name = "CPUS")]
+    pub main_affinity: Option<String>,
     /// Print help
     #[arg(long, action = ArgAction::Help)]
     pub help: Option<bool>,
@@ -401,6 +406,7 @@ impl RunArgs {
             db: self.db.db.clone(),
             shield: self.shield.clone(),
             instruments: crate::instrument::asked(self.breach.options(), self.split, self.classify, Ask::Asked),
+            main_affinity: self.main_affinity.clone(),
         }
     }
 }

@@ -64,6 +64,10 @@ pub struct MonitorArgs {
     /// counted in the metrics by class
     #[arg(long, requires = "noise")]
     pub classify: bool,
+    /// CPUs for rtbench's own work while it watches (see `timer --main-affinity`) [default: the
+    /// online CPUs not watched]
+    #[arg(long, value_name = "CPUS")]
+    pub main_affinity: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -88,6 +92,7 @@ impl MonitorArgs {
             label: self.label,
             db: self.db.db,
             instruments: crate::instrument::asked(None, self.split, self.classify, Ask::Asked),
+            main_affinity: self.main_affinity,
             ..RunOptions::default()
         };
         Ok(MonitorConfig {

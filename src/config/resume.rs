@@ -172,6 +172,7 @@ impl RunConfig {
             shield: m.shield.as_ref().map(|s| crate::units::format_cpu_list(&s.cpus)),
             // Each instrument the stored run had armed, again (not one it had skipped).
             instruments: crate::instrument::REGISTRY.iter().filter_map(|i| (i.resumed)(m)).collect(),
+            main_affinity: main_affinity(m),
             ..RunOptions::default()
         };
         let mut cfg = RunConfig::new(info, &args, &opts)?;
@@ -235,6 +236,12 @@ pub fn sample_log(h: &RunHeader, resumes: usize, cfg: &mut RunConfig) -> Result<
 }
 
 /// The CPUs the threads ran on, as `-a` takes them; `none` when unpinned.
+/// The `--main-affinity` a stored run was given, if it was given one.
+fn main_affinity(m: &MeasuredParams) -> Option<String> {
+    let c = m.collector.as_ref().filter(|c| c.chosen == crate::model::CollectorChoice::Asked)?;
+    Some(crate::units::format_cpu_list(&c.cpus))
+}
+
 fn affinity(cpus: &[Option<usize>]) -> String {
     let mut pinned: Vec<usize> = cpus.iter().flatten().copied().collect();
     pinned.sort_unstable();

@@ -116,6 +116,9 @@ pub struct Arming<'a> {
     pub settings: Settings,
     /// The measured CPUs, each once, in order.
     pub cpus: &'a [usize],
+    /// The collector's CPUs, where a reader of the instrument's runs (empty: where the
+    /// scheduler puts it).
+    pub collector: &'a [usize],
 }
 
 /// One measuring thread as the instruments follow it, in the runner's order.

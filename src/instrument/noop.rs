@@ -21,6 +21,10 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
 #[derive(Default)]
 struct NoOp {
     cpus: Vec<usize>,
+    /// The collector's CPUs it was armed with.
+    collector: Vec<usize>,
+    /// Where the runner's main thread may run at its checkpoints, as the kernel says.
+    main_on: Vec<usize>,
     followed: usize,
     /// Per thread, the samples it holds until the next settling.
     held: Vec<Vec<(u64, u64)>>,
@@ -33,7 +37,7 @@ struct NoOp {
 
 impl NoOp {
     fn armed(a: &Arming) -> NoOp {
-        NoOp { cpus: a.cpus.to_vec(), ..NoOp::default() }
+        NoOp { cpus: a.cpus.to_vec(), collector: a.collector.to_vec(), ..NoOp::default() }
     }
 }
 
@@ -70,6 +74,7 @@ impl Instrument for NoOp {
 
     fn checkpoint(&mut self, _extra: &mut Extra) {
         self.checkpoints += 1;
+        self.main_on = crate::sys::affinity().unwrap_or_default();
     }
 
     fn end(&mut self) {
@@ -78,8 +83,16 @@ impl Instrument for NoOp {
 
     fn warnings(&self) -> Vec<String> {
         vec![format!(
-            "noop: cpus {:?} followed {} seen {} let_go {} settlings {} checkpoints {} ended {}",
-            self.cpus, self.followed, self.seen, self.let_go, self.settlings, self.checkpoints, self.ended
+            "noop: cpus {:?} followed {} seen {} let_go {} settlings {} checkpoints {} ended {} collector {} main_on {}",
+            self.cpus,
+            self.followed,
+            self.seen,
+            self.let_go,
+            self.settlings,
+            self.checkpoints,
+            self.ended,
+            crate::units::format_cpu_list(&self.collector),
+            crate::units::format_cpu_list(&self.main_on)
         )]
     }
 }

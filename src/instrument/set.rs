@@ -13,12 +13,17 @@ pub struct Armed {
 }
 
 impl Armed {
-    /// Arms `planned` on `cpus`. One that cannot be armed records why in `params`; its warning
-    /// is returned with the others'. Each armed one writes its record as the run begins.
-    pub fn arm(planned: &[Planned], cpus: &[usize], params: &mut MeasuredParams) -> (Armed, Vec<String>) {
+    /// Arms `planned` on `cpus`, their readers on the `collector`'s CPUs. One that cannot be
+    /// armed records why in `params`; its warning is returned with the others'. Each armed one
+    /// writes its record as the run begins.
+    pub fn arm(
+        planned: &[Planned],
+        (cpus, collector): (&[usize], &[usize]),
+        params: &mut MeasuredParams,
+    ) -> (Armed, Vec<String>) {
         let (mut list, mut warnings) = (Vec::new(), Vec::new());
         for p in planned {
-            let arming = Arming { settings: p.settings, cpus };
+            let arming = Arming { settings: p.settings, cpus, collector };
             match (p.info.arm)(&arming) {
                 Ok(armed) => {
                     armed.begun(params);

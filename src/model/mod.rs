@@ -6,6 +6,7 @@
 mod audit;
 mod breach;
 mod classes;
+mod collector;
 mod envelope;
 mod interference;
 mod kind;
@@ -22,6 +23,7 @@ mod system;
 pub use audit::{Evidence, Finding, Severity};
 pub use breach::{unseen as breach_unseen, Breach, Cause, CauseKind, TraceEvent};
 pub use classes::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, NoiseClass, ThreadClasses, Unseen};
+pub use collector::{CollectorChoice, CollectorRecord};
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};
 pub use kind::{ForkImage, RunKind, SysbenchOpParams, SysbenchTotalParams};

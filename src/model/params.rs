@@ -96,6 +96,10 @@ pub struct MeasuredParams {
     /// The CPUs shielded from the rest of the system for the run, and how completely.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shield: Option<ShieldRecord>,
+    /// Where the collector (the runner's main thread, the trace readers, the store's writes)
+    /// ran (absent in runs stored before rtbench recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collector: Option<super::CollectorRecord>,
     /// `--breach`: the threshold, and what tracing caught.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breach: Option<BreachRecord>,

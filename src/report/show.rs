@@ -78,6 +78,9 @@ pub fn summary(run: &Run) -> String {
     if let Some((peer, placed)) = peer_end(h) {
         let _ = writeln!(out, "{peer}: {placed}");
     }
+    if let Some((collector, placed)) = collector(h) {
+        let _ = writeln!(out, "{collector}: {placed}");
+    }
     out.push('\n');
     // A run whose samples are busy-loop gaps, as its stored parameters say.
     if h.params.measured().is_some_and(|m| matches!(m.probe, crate::model::ProbeParams::Noise(_))) {
@@ -103,8 +106,14 @@ fn peer_end(h: &RunHeader) -> Option<(String, String)> {
     Some((format!("echo server ({})", p.peer_host.as_deref().unwrap_or("?")), placed.clone()))
 }
 
+/// Where rtbench's own work ran while it measured, when the run says.
+fn collector(h: &RunHeader) -> Option<(String, String)> {
+    let c = h.params.measured()?.collector.as_ref()?;
+    Some(("collector (main thread, trace readers, store writes)".into(), c.describe()))
+}
+
 /// Where each end of a run ran, as `show` says it: every measuring thread (its CPU, or
-/// unpinned, and its policy) and the peer that said where it ran.
+/// unpinned, and its policy), the peer that said where it ran, and the collector.
 pub fn ends(run: &Run) -> Vec<(String, String)> {
     let h = &run.header;
     let mut ends: Vec<(String, String)> = run
@@ -116,6 +125,7 @@ pub fn ends(run: &Run) -> Vec<(String, String)> {
         })
         .collect();
     ends.extend(peer_end(h));
+    ends.extend(collector(h));
     ends
 }
 

@@ -116,7 +116,7 @@ fn drive(
     windows: Windows,
 ) -> Result<(i64, Outcome)> {
     let budget_ns = setup.system.budget_ns();
-    let Setup { grant, mut warnings, mut params, samples, admit, instruments, .. } = setup;
+    let Setup { grant, mut warnings, mut params, samples, admit, instruments, collector, .. } = setup;
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
     let start_ns = sys::now_ns();
@@ -128,9 +128,9 @@ fn drive(
         let ask = instruments.threads();
         threads::spawn(cfg, &threads::Start { grant: &grant, admit: admit.as_ref(), stop: &stop, start_ns, ask: &ask })?
     };
-    // The runner's own work (checkpoints, the store's fsync, reading /proc) happens off the
-    // measured CPUs when there are others; the measuring threads were started before this.
-    let _housekeeping = rt::Housekeeping::avoid(&cfg.threads.iter().map(|t| t.cpu).collect::<Vec<_>>());
+    // The runner's own work (checkpoints, the store's fsync, reading /proc) happens on the
+    // collector's CPUs; the measuring threads (which inherit nothing of it) were started before.
+    let _housekeeping = enter_housekeeping(&collector, &mut params, &mut warnings);
     let every = windows.every;
     let mut run = flow(cfg, writer, samples, windows, totals, (started, start_ns));
     run.instruments = instruments;
@@ -149,6 +149,21 @@ fn drive(
     let writer = run.sinks.store.into_inner().into_writer();
     let end = End { outcome, started, watched, load, params, warnings, instruments };
     save(cfg, writer, end)
+}
+
+/// Pins the main thread where the collector runs, and records where the kernel then lets it run.
+fn enter_housekeeping(
+    plan: &rt::CollectorPlan,
+    params: &mut crate::model::MeasuredParams,
+    warnings: &mut Vec<String>,
+) -> rt::Housekeeping {
+    let (held, cpus, problem) = rt::Housekeeping::enter(plan);
+    params.collector = Some(plan.record(cpus));
+    if let Some(p) = problem {
+        eprintln!("rtbench: WARNING: {p}");
+        warnings.push(p);
+    }
+    held
 }
 
 /// The sinks a run feeds: the sample log, the store's writer, the caller's, the live view.

@@ -8,7 +8,7 @@ mod changes;
 use std::io::Write;
 use std::marker::PhantomData;
 
-use crate::model::{Lacked, Policy};
+use crate::model::{CollectorChoice, CollectorRecord, Lacked, Policy};
 use crate::restore::{Guard, Held};
 use crate::session::Session;
 use crate::sys;
@@ -225,28 +225,67 @@ impl Guard for Pinned {
     }
 }
 
-/// The runner's thread kept off the measured CPUs, as rtla's housekeeping CPUs: its system
-/// calls would otherwise hold up a measuring thread on a kernel that is not fully preemptible.
-/// Its old affinity comes back on drop; nothing changes when every CPU is measured or a thread
-/// floats.
+/// Where the collector is to run: the runner's main thread (checkpoints, the store's writes,
+/// the CPUs' counters) and the instruments' trace readers. On the housekeeping CPUs, as rtla
+/// keeps its own: its system calls would otherwise hold up a measuring thread on a kernel that
+/// is not fully preemptible.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CollectorPlan {
+    /// The CPUs to pin it to; empty: left where the scheduler puts it.
+    pub cpus: Vec<usize>,
+    pub chosen: CollectorChoice,
+    /// Each measuring thread's CPU.
+    measured: Vec<Option<usize>>,
+}
+
+impl CollectorPlan {
+    /// `asked` (`--main-affinity`), else the CPUs rtbench may use (`allowed`) that are online
+    /// and measure nothing; none when a measuring thread floats or every such CPU is measured.
+    pub fn choose(asked: Option<&[usize]>, measured: &[Option<usize>], allowed: &[usize], online: &[usize]) -> Self {
+        let (cpus, chosen) = if let Some(cpus) = asked {
+            (cpus.to_vec(), CollectorChoice::Asked)
+        } else if measured.iter().any(Option::is_none) {
+            (Vec::new(), CollectorChoice::Floating)
+        } else {
+            let free: Vec<usize> =
+                allowed.iter().copied().filter(|c| online.contains(c) && !measured.contains(&Some(*c))).collect();
+            let chosen = if free.is_empty() { CollectorChoice::Unpinned } else { CollectorChoice::Housekeeping };
+            (free, chosen)
+        };
+        CollectorPlan { cpus, chosen, measured: measured.to_vec() }
+    }
+
+    /// What the run records of a collector allowed on `cpus` (where it was left unpinned: the
+    /// CPUs it may use).
+    pub fn record(&self, cpus: Vec<usize>) -> CollectorRecord {
+        CollectorRecord::new(cpus, self.chosen, &self.measured)
+    }
+}
+
+/// The calling (main) thread on the collector's CPUs for as long as this lives; its old
+/// affinity comes back on drop. Nothing changes when the plan leaves it unpinned.
 pub struct Housekeeping {
     /// Held for its drop, which gives the thread its CPUs back.
     _pinned: Option<Pinned>,
 }
 
 impl Housekeeping {
-    pub fn avoid(measured: &[Option<usize>]) -> Housekeeping {
-        if measured.iter().any(|c| c.is_none()) {
-            return Housekeeping { _pinned: None };
-        }
-        let Ok(previous) = sys::affinity() else { return Housekeeping { _pinned: None } };
-        let online = crate::sysinfo::online_cpus();
-        let free: Vec<usize> =
-            previous.iter().copied().filter(|c| online.contains(c) && !measured.contains(&Some(*c))).collect();
-        if free.is_empty() || free.len() == previous.len() {
-            return Housekeeping { _pinned: None };
-        }
-        Housekeeping { _pinned: Pinned::to_cpus(&free).ok() }
+    /// Enters `plan`'s CPUs; the CPUs the thread is then allowed on, as the kernel says, and
+    /// why it could not be pinned, if it could not.
+    pub fn enter(plan: &CollectorPlan) -> (Housekeeping, Vec<usize>, Option<String>) {
+        let (pinned, problem) = if plan.cpus.is_empty() {
+            (None, None)
+        } else {
+            match Pinned::to_cpus(&plan.cpus) {
+                Ok(p) => (Some(p), None),
+                Err(e) => {
+                    let cpus = crate::units::format_cpu_list(&plan.cpus);
+                    (None, Some(format!("the collector could not be pinned to CPUs {cpus}: {e}")))
+                }
+            }
+        };
+        let now = sys::affinity().unwrap_or_default();
+        (Housekeeping { _pinned: pinned }, now, problem)
     }
 }
 
@@ -320,18 +359,40 @@ mod tests {
                 return;
             }
             let measured = usable[0];
-            let held = Housekeeping::avoid(&[Some(measured)]);
-            let during = sys::affinity().unwrap();
+            let plan = CollectorPlan::choose(None, &[Some(measured)], &before, &online);
+            let (held, during, problem) = Housekeeping::enter(&plan);
+            assert_eq!((plan.chosen, problem), (CollectorChoice::Housekeeping, None));
             assert!(!during.contains(&measured) && !during.is_empty(), "{during:?} avoids CPU {measured}");
+            assert_eq!(during, sys::affinity().unwrap(), "as the kernel says");
             drop(held);
             assert_eq!(sys::affinity().unwrap(), before, "and the old affinity is back");
             // A floating thread may be anywhere: nothing to avoid.
-            let floating = Housekeeping::avoid(&[Some(measured), None]);
-            assert_eq!(sys::affinity().unwrap(), before);
-            drop(floating);
+            let floating = CollectorPlan::choose(None, &[Some(measured), None], &before, &online);
+            let (held, during, _) = Housekeeping::enter(&floating);
+            assert_eq!((floating.chosen, during), (CollectorChoice::Floating, before.clone()));
+            drop(held);
         })
         .join()
         .unwrap();
+    }
+
+    /// cyclictest's layout on an isolcpus machine of 128 CPUs, measured without the CPUs.
+    #[test]
+    fn the_collector_goes_to_the_cpus_not_measured_or_where_asked() {
+        let online: Vec<usize> = (0..128).collect();
+        let measured: Vec<Option<usize>> = (4..128).map(Some).collect();
+        let plan = CollectorPlan::choose(None, &measured, &online, &online);
+        assert_eq!((plan.cpus, plan.chosen), (vec![0, 1, 2, 3], CollectorChoice::Housekeeping));
+        let asked = CollectorPlan::choose(Some(&[130]), &measured, &online, &online);
+        assert_eq!((asked.cpus, asked.chosen), (vec![130], CollectorChoice::Asked));
+        let every: Vec<Option<usize>> = online.iter().copied().map(Some).collect();
+        let all = CollectorPlan::choose(None, &every, &online, &online);
+        assert_eq!((all.cpus.len(), all.chosen), (0, CollectorChoice::Unpinned));
+        let record = all.record(online.clone());
+        assert_eq!(record.shared, online, "and the run says it shared them");
+        // Only the CPUs rtbench may use (taskset) count as free.
+        let outside = CollectorPlan::choose(None, &measured, &(64..128).collect::<Vec<_>>(), &online);
+        assert_eq!(outside.chosen, CollectorChoice::Unpinned);
     }
 
     #[test]

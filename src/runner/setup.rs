@@ -27,6 +27,8 @@ pub(super) struct Setup {
     pub(super) admit: Option<Admit>,
     /// The instruments riding along, armed.
     pub(super) instruments: Armed,
+    /// Where the runner's own work and the instruments' readers run.
+    pub(super) collector: rt::CollectorPlan,
 }
 
 /// The shield's tasks file and CPUs: a thread on one of them enters the shield first.
@@ -39,7 +41,8 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
     let (shield, admit) = raise_shield(cfg, session)?;
     let mut params = cfg.params();
     params.shield = shield;
-    let (instruments, skipped) = Armed::arm(&cfg.instruments, &measured_cpus(cfg), &mut params);
+    let collector = plan_collector(cfg, &mut params);
+    let (instruments, skipped) = Armed::arm(&cfg.instruments, (&measured_cpus(cfg), &collector.cpus), &mut params);
     let samples = match &cfg.output.samples {
         Some(path) => Some(open_log(path, cfg)?),
         None => None,
@@ -57,7 +60,23 @@ pub(super) fn set_up(cfg: &RunConfig, session: &mut Session) -> Result<Setup> {
         params.lacked = grant.lacked(cfg.threads.policy, cfg.threads.mlock);
     }
     let system = snapshot(cfg, &grant);
-    Ok(Setup { grant, warnings, params, system, samples, admit, instruments })
+    Ok(Setup { grant, warnings, params, system, samples, admit, instruments, collector })
+}
+
+/// Where the collector is to run, recorded in `params` as planned (the runner records where it
+/// was once it is there).
+fn plan_collector(cfg: &RunConfig, params: &mut MeasuredParams) -> rt::CollectorPlan {
+    let measured: Vec<Option<usize>> = cfg.threads.iter().map(|t| t.cpu).collect();
+    let online = crate::sysinfo::online_cpus();
+    let allowed = crate::sys::affinity().unwrap_or_else(|_| online.clone());
+    let plan = rt::CollectorPlan::choose(cfg.main_affinity.as_deref(), &measured, &allowed, &online);
+    let cpus = if plan.cpus.is_empty() {
+        allowed.into_iter().filter(|c| online.contains(c)).collect()
+    } else {
+        plan.cpus.clone()
+    };
+    params.collector = Some(plan.record(cpus));
+    plan
 }
 
 /// The sample log: begun, or gone on with (a resumed run's).
@@ -90,6 +109,10 @@ fn warnings(cfg: &RunConfig, grant: &rt::Grant, params: &MeasuredParams, skipped
         grant.warnings.clone()
     };
     warnings.extend(params.shield.as_ref().and_then(ShieldRecord::warning));
+    // Synthetic samples are not held up by anything on a real CPU.
+    if !cfg.info.synthetic {
+        warnings.extend(params.collector.as_ref().and_then(crate::model::CollectorRecord::warning));
+    }
     warnings.extend(skipped);
     if !cfg.info.synthetic {
         for w in &warnings {

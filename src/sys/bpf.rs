@@ -8,6 +8,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const MAP_CREATE: libc::c_long = 0;
 const MAP_LOOKUP_ELEM: libc::c_long = 1;
+const MAP_UPDATE_ELEM: libc::c_long = 2;
 const PROG_LOAD: libc::c_long = 5;
 const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 const MAP_LOOKUP_AND_DELETE_ELEM: libc::c_long = 21;
@@ -82,6 +83,15 @@ pub fn bpf_lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> io::Result<()>
     a[1] = key.as_ptr() as u64;
     a[2] = value.as_mut_ptr() as u64;
     bpf(MAP_LOOKUP_ELEM, &mut a).map(drop)
+}
+
+/// Sets the value of `key` to `value` (both of the map's sizes).
+pub fn bpf_update(map: &OwnedFd, key: &[u8], value: &[u8]) -> io::Result<()> {
+    let mut a: Attr = [0; 16];
+    a[0] = map.as_raw_fd() as u64;
+    a[1] = key.as_ptr() as u64;
+    a[2] = value.as_ptr() as u64;
+    bpf(MAP_UPDATE_ELEM, &mut a).map(drop)
 }
 
 /// Takes the oldest value of a queue map into `value`; false when the queue is empty.

@@ -1,6 +1,7 @@
 //! Scheduling, CPU affinity and memory locking of the calling thread or process.
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::check;
 
@@ -81,32 +82,74 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 
 /// The CPUs the calling thread may run on.
 pub fn affinity() -> io::Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is plain data, filled by the kernel; CPU_ISSET stays within its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        check(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set))?;
-        Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
+    // Sized as the kernel counts CPUs (its nr_cpu_ids): a mask too small for them is EINVAL,
+    // asked again twice as large, and the size that served is kept for the next call.
+    let mut bits = MASK_BITS.load(Ordering::Relaxed);
+    loop {
+        let mut words = mask_words(&[], bits);
+        let bytes = std::mem::size_of_val(words.as_slice());
+        // SAFETY: `words` is writable for `bytes` bytes; the kernel writes at most that many.
+        let rc = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, bytes, words.as_mut_ptr()) };
+        if rc >= 0 {
+            MASK_BITS.fetch_max(bits, Ordering::Relaxed);
+            return Ok(mask_cpus(&words));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINVAL) || bits >= MAX_CPUS {
+            return Err(e);
+        }
+        bits *= 2;
     }
 }
+
+/// How many CPUs the kernel's masks hold, as far as known: one word's worth until a mask was
+/// refused as too small.
+static MASK_BITS: AtomicUsize = AtomicUsize::new(libc::c_ulong::BITS as usize);
 
 /// Lets the calling thread run on `cpus` only.
 pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
     set_thread_affinity(0, cpus)
 }
 
-/// Lets thread `tid` of any process (0: the calling thread) run on `cpus` only.
+/// Lets thread `tid` of any process (0: the calling thread) run on `cpus` only. The mask is as
+/// large as the highest CPU named and the kernel's count of CPUs need, not glibc's fixed
+/// 1024-CPU `cpu_set_t`; a CPU past any kernel's is EINVAL, as one the machine lacks is the
+/// kernel's EINVAL.
 pub fn set_thread_affinity(tid: u32, cpus: &[usize]) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; every CPU is bounds-checked against its size first.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &cpu in cpus {
-            if cpu >= libc::CPU_SETSIZE as usize {
-                return Err(io::Error::from_raw_os_error(libc::EINVAL));
-            }
-            libc::CPU_SET(cpu, &mut set);
-        }
-        check(libc::sched_setaffinity(tid as libc::pid_t, std::mem::size_of::<libc::cpu_set_t>(), &set))
+    if cpus.iter().any(|&c| c >= MAX_CPUS) {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
+    // The kernel takes a shorter mask as zeros beyond it.
+    let words = mask_words(cpus, MASK_BITS.load(Ordering::Relaxed));
+    let bytes = std::mem::size_of_val(words.as_slice());
+    // SAFETY: `words` is readable for `bytes` bytes.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setaffinity, tid as libc::pid_t, bytes, words.as_ptr()) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Linux's largest NR_CPUS: no CPU is numbered this high.
+const MAX_CPUS: usize = 8192;
+
+/// `cpus` as the kernel's affinity mask: whole `unsigned long`s, enough for `bits` CPUs and
+/// for the highest one named.
+fn mask_words(cpus: &[usize], bits: usize) -> Vec<libc::c_ulong> {
+    let per = libc::c_ulong::BITS as usize;
+    let need = cpus.iter().map(|c| c + 1).max().unwrap_or(0).max(bits).max(1);
+    let mut words = vec![0; need.div_ceil(per)];
+    for &c in cpus {
+        words[c / per] |= 1 << (c % per);
+    }
+    words
+}
+
+/// The CPUs a mask holds, in order.
+fn mask_cpus(words: &[libc::c_ulong]) -> Vec<usize> {
+    let per = libc::c_ulong::BITS as usize;
+    (0..words.len() * per).filter(|c| words[c / per] >> (c % per) & 1 == 1).collect()
 }
 
 /// Locks all current and future pages of the process in memory.
@@ -134,4 +177,35 @@ pub fn prefault_stack(bytes: usize) {
         sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(buf.as_ptr().add(i)) });
     }
     std::hint::black_box(sum);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// cyclictest needed fixes to pin above 64 and 96 CPUs: a mask here has room for any CPU.
+    #[test]
+    fn a_mask_for_cpu_130_has_its_bit_and_room_for_the_machine() {
+        let words = mask_words(&[0, 130], 2);
+        assert_eq!(words.len() * 64, 192, "three 64-bit words hold CPU 130");
+        assert_eq!((words[0], words[1], words[2]), (1, 0, 1 << 2));
+        assert_eq!(mask_cpus(&words), [0, 130]);
+        assert_eq!(mask_words(&[], 300).len(), 5, "as many words as the machine's CPUs need");
+        let every: Vec<usize> = (0..256).collect();
+        assert_eq!(mask_cpus(&mask_words(&every, 256)), every);
+    }
+
+    #[test]
+    fn a_cpu_the_machine_lacks_is_refused_not_a_crash() {
+        std::thread::spawn(|| {
+            let before = affinity().unwrap();
+            let missing = MAX_CPUS - 1;
+            let e = set_affinity(&[missing]).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "CPU {missing}: {e}");
+            assert_eq!(set_affinity(&[MAX_CPUS]).unwrap_err().raw_os_error(), Some(libc::EINVAL));
+            assert_eq!(affinity().unwrap(), before, "and the thread stays where it was");
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -1,7 +1,7 @@
-//! An own instance's `trace_pipe` read as it fills, by a thread off the measured CPUs that polls
-//! without blocking: a blocked reader would be woken from the measured CPUs by an irq_work
-//! interrupt per event, the very kind of interference the run measures. Each line goes to the
-//! reader's parser, which keeps what it learns in a state the runner shares; after each pass,
+//! An own instance's `trace_pipe` read as it fills, by a thread on the collector's CPUs (off the
+//! measured ones where there are others) that polls without blocking: a blocked reader would be
+//! woken from the measured CPUs by an irq_work interrupt per event, the very kind of
+//! interference the run measures. Each line goes to the reader's parser, which keeps what it learns in a state the runner shares; after each pass,
 //! the state learns how far the kernel's events have been read. The split and the noise
 //! classification each hold one.
 
@@ -26,7 +26,7 @@ pub trait Lines: Send + 'static {
     fn caught_up(&mut self, ns: u64);
 }
 
-/// A thread off the measured CPUs that fills a state every [`POLL`]; dropped, it makes a last
+/// A thread on the collector's CPUs that fills a state every [`POLL`]; dropped, it makes a last
 /// pass and ends. The split's BPF reader is one; [`Stream`] is one reading a trace pipe.
 pub struct Reader<S> {
     state: Arc<Mutex<S>>,
@@ -35,19 +35,24 @@ pub struct Reader<S> {
 }
 
 impl<S: Lines> Reader<S> {
-    /// Runs `pass` from a thread named `name`, off `cpus`: each pass reads what there is into
-    /// the state (false: it cannot read any more), then the state learns how far.
+    /// Runs `pass` from a thread named `name`, on the collector's CPUs `on` (empty: where the
+    /// scheduler puts it): each pass reads what there is into the state (false: it cannot read
+    /// any more), then the state learns how far.
     pub fn spawn(
         name: &str,
         state: S,
-        cpus: &[usize],
+        on: &[usize],
         mut pass: impl FnMut(&Mutex<S>) -> bool + Send + 'static,
     ) -> Result<Reader<S>, String> {
         let state = Arc::new(Mutex::new(state));
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, st, avoid) = (Arc::clone(&state), Arc::clone(&stop), cpus.to_vec());
+        let (s, st, on) = (Arc::clone(&state), Arc::clone(&stop), on.to_vec());
         let body = move || {
-            pin_off(&avoid);
+            if !on.is_empty() {
+                // Where it cannot go there, it reads from where it is: the run says where the
+                // collector was allowed, and its main thread was pinned the same way.
+                let _ = crate::sys::set_affinity(&on);
+            }
             loop {
                 let last = st.load(Ordering::Relaxed);
                 let from = crate::sys::now_ns();
@@ -91,15 +96,15 @@ pub struct Stream<S> {
 }
 
 impl<S: Lines> Stream<S> {
-    /// Reads `owned`'s pipe into `state` from a thread named `name`, off `cpus`.
-    pub fn start(owned: Owned, state: S, name: &str, cpus: &[usize]) -> Result<Stream<S>, String> {
+    /// Reads `owned`'s pipe into `state` from a thread named `name`, on the collector's CPUs `on`.
+    pub fn start(owned: Owned, state: S, name: &str, on: &[usize]) -> Result<Stream<S>, String> {
         let mut pipe = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(owned.instance.dir.join("trace_pipe"))
             .map_err(|e| format!("cannot read the trace: {e}"))?;
         let (mut buf, mut carry) = (vec![0u8; 1 << 16], Vec::new());
-        let reader = Reader::spawn(name, state, cpus, move |s| drain(&mut pipe, &mut buf, &mut carry, s))?;
+        let reader = Reader::spawn(name, state, on, move |s| drain(&mut pipe, &mut buf, &mut carry, s))?;
         Ok(Stream { reader, owned })
     }
 
@@ -177,17 +182,46 @@ fn drain<S: Lines>(pipe: &mut File, buf: &mut [u8], carry: &mut Vec<u8>, state: 
     }
 }
 
-/// Moves the calling reader off the `measured` CPUs (where there is another).
-fn pin_off(measured: &[usize]) {
-    let free: Vec<usize> = crate::sysinfo::online_cpus().into_iter().filter(|c| !measured.contains(c)).collect();
-    if !free.is_empty() {
-        let _ = crate::sys::set_affinity(&free);
-    }
-}
-
 /// `CPU:1 [LOST 20 EVENTS]`: how many.
 pub fn lost(l: &str) -> Option<u64> {
     let rest = l.strip_prefix("CPU:")?;
     let n = rest.split_once("[LOST ")?.1.split_once(' ')?.0;
     n.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state that keeps where its reader ran.
+    #[derive(Default)]
+    struct Where(Option<i32>);
+
+    impl Lines for Where {
+        fn line(&mut self, _: &str) {}
+        fn caught_up(&mut self, _: u64) {}
+    }
+
+    /// The reader runs on the collector's CPUs, as the kernel says of its thread.
+    #[test]
+    fn a_reader_runs_on_the_collector_s_cpus() {
+        let online = crate::sysinfo::online_cpus();
+        let on = [*online.last().unwrap()];
+        let reader = Reader::spawn("rtbench-test", Where::default(), &on, |s| {
+            lock(s).0 = Some(crate::sys::gettid());
+            true
+        })
+        .unwrap();
+        let state = reader.state();
+        let tid = loop {
+            if let Some(tid) = lock(&state).0 {
+                break tid;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+        let allowed = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
+        drop(reader);
+        assert_eq!(allowed, on[0].to_string(), "the reader's thread is allowed on CPU {} only", on[0]);
+    }
 }

@@ -210,3 +210,39 @@ fn a_thread_that_cannot_be_on_its_cpu_measures_nothing_and_the_run_goes_on() {
     let warnings = doc["run"]["warnings"].to_string();
     assert!(warnings.contains("thread 1 measured nothing: could not pin a thread to CPU 1"), "{warnings}");
 }
+
+/// `--main-affinity` as cyclictest's `--mainaffinity`: the collector runs there, and the stored
+/// run, `show` and the JSON export say so; without it, the CPUs not measured, or a caveat.
+#[test]
+fn the_collector_runs_where_it_is_put_and_the_run_says_where() {
+    let online = rtbench::sysinfo::online_cpus();
+    if online.len() < 2 {
+        return skip("one CPU: the collector cannot be kept off the measured one");
+    }
+    let (main, measured) = (online[0].to_string(), online[1].to_string());
+    let lab = Lab::new();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["timer", "-i", "500", "-l", "100", "-q"];
+        args.extend(extra);
+        let out = lab.ok(&args);
+        (out, lab.export_json(lab.last_run()))
+    };
+    let (out, doc) = run(&["-a", &measured, "--main-affinity", &main]);
+    assert_eq!(doc["run"]["params"]["collector"], serde_json::json!({"cpus": [online[0]], "chosen": "asked"}));
+    assert!(out.contains(&format!("store writes): CPU {main} (--main-affinity)")), "{out}");
+    let shown = lab.ok(&["show", &doc["run"]["id"].to_string()]);
+    assert!(shown.contains(&format!("store writes): CPU {main} (--main-affinity)")), "{shown}");
+    // By default, the online CPUs not measured.
+    let (_, doc) = run(&["-a", &measured]);
+    let collector = &doc["run"]["params"]["collector"];
+    assert_eq!(collector["chosen"], "housekeeping", "{collector}");
+    let on = collector["cpus"].as_array().unwrap();
+    assert!(!on.is_empty() && !on.contains(&serde_json::json!(online[1])), "off CPU {measured}: {collector}");
+    // Every online CPU measured: unpinned, and the run says it shared them.
+    let every = rtbench::units::format_cpu_list(&online);
+    let (out, doc) = run(&["-a", &every]);
+    assert_eq!(doc["run"]["params"]["collector"]["chosen"], "unpinned");
+    let warnings = doc["run"]["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().starts_with("collector shares measured CPUs")), "{warnings:?}");
+    assert!(out.contains("WARNING: collector shares measured CPUs"), "{out}");
+}

@@ -553,5 +553,12 @@ fn a_ping_pong_run_in_the_report_says_where_both_ends_ran() {
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     let line = html.split(r#"<p class="note placement">"#).nth(1).expect("the run says where it ran");
     let line = &line[..line.find("</p>").unwrap()];
-    assert_eq!(line, format!("where it ran: thread 0: unpinned, other · echo server ({host}): pinned to CPU 0, other"));
+    // The client floats, so its collector does too, on whatever CPUs this machine has.
+    let collector: rtbench::model::CollectorRecord = serde_json::from_value(params["collector"].clone()).unwrap();
+    assert_eq!(collector.chosen, rtbench::model::CollectorChoice::Floating);
+    let collector = format!("collector (main thread, trace readers, store writes): {}", collector.describe());
+    assert_eq!(
+        line,
+        format!("where it ran: thread 0: unpinned, other · echo server ({host}): pinned to CPU 0, other · {collector}")
+    );
 }

@@ -61,6 +61,10 @@ fn machine_strings(run: &serde_json::Value) -> Vec<(String, String)> {
             out.push((text, format!("[{name}]")));
         }
     }
+    // Where the collector ran depends on the machine's CPUs.
+    if let Ok(c) = serde_json::from_value::<rtbench::model::CollectorRecord>(run["params"]["collector"].clone()) {
+        out.push((c.describe(), "[COLLECTOR]".into()));
+    }
     out
 }
 

@@ -3,7 +3,8 @@
 //! bytecode: on this VM an ftrace event on the interrupt path costs the interrupted thread
 //! ~2–4 µs (a cold ring buffer on a freshly woken virtual CPU), a program almost nothing.
 //!
-//! Each program returns at once on a CPU that is not measured; on a measured one it queues a
+//! Each program returns at once on a CPU that is not measured (a map with an entry per CPU
+//! the machine can have says which are, so any CPU number is followed); on a measured one it queues a
 //! record (time, CPU, event, the task current, the tracepoint's first argument, and at a switch
 //! the next task's pid, priority and name) for the reader, which pops the queue off the measured
 //! CPUs every few milliseconds and turns each record into the event the ftrace path would have
@@ -52,11 +53,14 @@ const ARRAY: u32 = 2;
 
 /// The record on the program's stack.
 const AT: i16 = -64;
+/// This CPU's number on the stack, the key into the followed CPUs.
+const KEY: i16 = AT - 8;
 
 /// The programs and maps, attached; all of it goes with the fds.
 pub struct Programs {
     queue: OwnedFd,
     lost: OwnedFd,
+    _followed: OwnedFd,
     _links: Vec<OwnedFd>,
     /// When the last program was attached: records before it are dropped.
     since_ns: u64,
@@ -66,14 +70,14 @@ impl Programs {
     /// Loads and attaches a program per tracepoint, following `cpus`.
     pub fn attach(cpus: &[usize]) -> Result<Programs, String> {
         use crate::sys::{bpf_attach_raw_tp, bpf_map, bpf_raw_tp_program};
-        let mask = cpus.iter().try_fold(0u64, |m, &c| (c < 64).then(|| m | 1 << c));
-        let mask = mask.ok_or("the BPF programs follow CPUs 0-63 only")?;
+        let followed = followed(cpus, crate::sysinfo::cpu_ids())?;
         let task = crate::trace::bpf::btf::task_offsets()?;
         let queue = bpf_map(QUEUE, 0, RECORD as u32, QUEUED).map_err(|e| format!("cannot make the queue: {e}"))?;
         let lost = bpf_map(ARRAY, 4, 8, 1).map_err(|e| format!("cannot make a map: {e}"))?;
         let mut links = Vec::new();
         for (kind, name) in TRACEPOINTS.iter().enumerate() {
-            let code = program(kind, mask, (kind == SWITCH).then_some(task), &queue, &lost);
+            let maps = Maps { followed: &followed, queue: &queue, lost: &lost };
+            let code = program(kind, (kind == SWITCH).then_some(task), &maps);
             let prog = bpf_raw_tp_program("rtbench_class", &code)
                 .map_err(|e| format!("the {name} program does not load: {e}"))?;
             let tp = std::ffi::CString::new(*name).expect("no NUL");
@@ -86,7 +90,7 @@ impl Programs {
         // Attaching patches the kernel's text, which interrupts every CPU: an entry program
         // attached before its exit's sees an interrupt whose end it never sees, and a CPU left
         // "in" that interrupt would have every gap put down to it. Only what follows counts.
-        Ok(Programs { queue, lost, _links: links, since_ns: crate::sys::now_ns() })
+        Ok(Programs { queue, lost, _followed: followed, _links: links, since_ns: crate::sys::now_ns() })
     }
 
     /// Pops every queued record into `timeline`, in time order; Err when a map cannot be read.
@@ -114,21 +118,44 @@ impl Programs {
 }
 
 /// Attaches the programs and reads them into a timeline of `cpus` from a thread named `name`,
-/// off those CPUs.
-pub fn start(name: &str, cpus: &[usize]) -> Result<Reader<Timeline>, String> {
+/// on the collector's CPUs `on`.
+pub fn start(name: &str, cpus: &[usize], on: &[usize]) -> Result<Reader<Timeline>, String> {
     let programs = Programs::attach(cpus)?;
     let mut irqs = IrqNames::default();
     // The programs go when the reader ends.
-    Reader::spawn(name, Timeline::new(cpus), cpus, move |t| programs.drain(t, &mut irqs).is_ok())
+    Reader::spawn(name, Timeline::new(cpus), on, move |t| programs.drain(t, &mut irqs).is_ok())
 }
-/// The program of event `kind`: on a CPU of `mask`, the record queued, a full queue counted in
+/// The maps the programs share.
+struct Maps<'a> {
+    /// Per CPU number the machine can have, non-zero where the CPU is measured.
+    followed: &'a OwnedFd,
+    queue: &'a OwnedFd,
+    lost: &'a OwnedFd,
+}
+
+/// The array of the CPUs to follow: an entry for each of the `ids` CPU numbers the machine can
+/// have (no limit but the kernel's), 1 for each of `cpus`.
+fn followed(cpus: &[usize], ids: usize) -> Result<OwnedFd, String> {
+    let map = crate::sys::bpf_map(ARRAY, 4, 4, ids as u32).map_err(|e| format!("cannot make a map: {e}"))?;
+    for &c in cpus {
+        if c >= ids {
+            return Err(format!("CPU {c} is not one of the machine's {ids}"));
+        }
+        crate::sys::bpf_update(&map, &(c as u32).to_ne_bytes(), &1u32.to_ne_bytes())
+            .map_err(|e| format!("cannot follow CPU {c}: {e}"))?;
+    }
+    Ok(map)
+}
+
+/// The program of event `kind`: on a followed CPU, the record queued, a full queue counted in
 /// `lost`. `task`: at a switch, `task_struct`'s (pid, prio, comm) offsets to read `next` at.
-fn program(kind: usize, mask: u64, task: Option<[u32; 3]>, queue: &OwnedFd, lost: &OwnedFd) -> Vec<u64> {
+fn program(kind: usize, task: Option<[u32; 3]>, maps: &Maps) -> Vec<u64> {
     let at = |off: i16| AT + off;
     let mut a = Asm::default();
-    // r6: the arguments; r7: this CPU, if it is measured.
-    a.mov(6, 1).call(SMP_PROCESSOR_ID).exit_on(JGT_K, 0, 63).mov(7, 0);
-    a.load64(1, mask).op(ALU64 | RSH | X, 1, 7, 0, 0).op(ALU64 | AND, 1, 0, 0, 1).exit_if(1, true, 0);
+    // r6: the arguments; r7: this CPU, if it is followed (its entry in the map is not 0).
+    a.mov(6, 1).call(SMP_PROCESSOR_ID).mov(7, 0).op(STX_W, FP, 0, KEY, 0);
+    a.map(1, maps.followed).stack(2, i32::from(KEY)).call(MAP_LOOKUP).exit_if(0, true, 0);
+    a.op(LDX_W, 1, 0, 0, 0).exit_if(1, true, 0);
     for off in (0..RECORD as i16).step_by(8) {
         a.op(ST_DW, FP, 0, at(off), 0);
     }
@@ -143,7 +170,7 @@ fn program(kind: usize, mask: u64, task: Option<[u32; 3]>, queue: &OwnedFd, lost
         a.read_kernel_n(i32::from(at(28)), 4, 8, prio as i32);
         a.read_kernel_n(i32::from(at(48)), 16, 8, comm as i32);
     }
-    a.push_or_count_lost(queue, lost, AT);
+    a.push_or_count_lost(maps.queue, maps.lost, AT);
     a.finish()
 }
 
@@ -172,6 +199,65 @@ mod tests {
         programs.drain(&timeline, &mut IrqNames::default()).unwrap();
     }
 
+    /// Built for a 256-CPU machine (issue 38): every followed CPU's entry is there, CPUs past
+    /// 64 included, and each program passes the kernel's verifier with that map.
+    #[test]
+    fn the_programs_follow_cpus_past_64() {
+        if !crate::sys::bpf_loads() {
+            return;
+        }
+        let cpus = [0, 1, 63, 64, 130, 200, 255];
+        let map = followed(&cpus, 256).expect("a map of 256 CPUs");
+        for c in [0u32, 1, 2, 63, 64, 65, 130, 199, 200, 255] {
+            let mut v = [0u8; 4];
+            crate::sys::bpf_lookup(&map, &c.to_ne_bytes(), &mut v).unwrap();
+            assert_eq!(u32::from_ne_bytes(v) == 1, cpus.contains(&(c as usize)), "CPU {c}");
+        }
+        assert!(followed(&[256], 256).is_err(), "a CPU past the machine's is refused");
+        let task = match crate::trace::bpf::btf::task_offsets() {
+            Ok(t) => t,
+            Err(why) => return eprintln!("skipped: {why}"),
+        };
+        let queue = crate::sys::bpf_map(QUEUE, 0, RECORD as u32, 16).unwrap();
+        let lost = crate::sys::bpf_map(ARRAY, 4, 8, 1).unwrap();
+        let maps = Maps { followed: &map, queue: &queue, lost: &lost };
+        for (kind, name) in TRACEPOINTS.iter().enumerate() {
+            let code = program(kind, (kind == SWITCH).then_some(task), &maps);
+            let loaded = crate::sys::bpf_raw_tp_program("rtbench_class", &code);
+            assert!(loaded.is_ok(), "the {name} program for 256 CPUs: {loaded:?}");
+        }
+    }
+
+    /// A CPU not followed queues nothing, however busy: the filter is the map's.
+    #[test]
+    fn a_cpu_not_followed_queues_nothing() {
+        let cpus = crate::sysinfo::online_cpus();
+        if cpus.len() < 2 || !crate::sys::bpf_loads() {
+            return eprintln!("skipped: needs two CPUs and BPF");
+        }
+        let (followed, other) = (cpus[0], cpus[1]);
+        let programs = match Programs::attach(&[followed]) {
+            Ok(p) => p,
+            Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
+            Err(why) => panic!("the programs load and attach: {why}"),
+        };
+        // Sleeps switch on both CPUs.
+        for cpu in [other, followed] {
+            std::thread::spawn(move || {
+                let _ = crate::sys::set_affinity(&[cpu]);
+                (0..5).for_each(|_| std::thread::sleep(std::time::Duration::from_millis(1)));
+            })
+            .join()
+            .unwrap();
+        }
+        let (mut rec, mut seen) = ([0u8; RECORD], Vec::new());
+        while crate::sys::bpf_pop(&programs.queue, &mut rec).unwrap() {
+            seen.push(Record::from(&rec).cpu);
+        }
+        assert!(seen.contains(&(followed as u32)), "CPU {followed}'s events are queued");
+        assert!(seen.iter().all(|c| *c == followed as u32), "only CPU {followed}'s: {seen:?}");
+    }
+
     /// Attaching interrupts every CPU (text patching): no CPU is left "in" an interrupt whose
     /// entry was seen before its exit's program was attached.
     #[test]
@@ -191,7 +277,7 @@ mod tests {
             }
         });
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let reader = match start("rtbench-test", &cpus) {
+        let reader = match start("rtbench-test", &cpus, &[]) {
             Ok(r) => r,
             Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
             Err(why) => panic!("the programs load and attach: {why}"),

@@ -37,7 +37,7 @@ pub struct Classify {
 
 /// Arms the classification on the measured CPUs; `Err` says why the gaps go unclassified.
 pub fn arm(a: &Arming) -> Result<Box<dyn Instrument>, String> {
-    let tracer = ClassifyTracer::arm(a.cpus)?;
+    let tracer = ClassifyTracer::arm(a.cpus, a.collector)?;
     Ok(Box::new(Classify { tracer, flow: None }))
 }
 

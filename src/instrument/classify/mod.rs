@@ -56,17 +56,18 @@ pub struct ClassifyTracer {
 }
 
 impl ClassifyTracer {
-    /// Follows `cpus`; `Err` says why the gaps are not classified.
-    pub fn arm(cpus: &[usize]) -> Result<ClassifyTracer, String> {
-        let feed = Feed::arm(|| bpf::start("rtbench-classify", cpus), || ClassifyTracer::instance(cpus))?;
+    /// Follows `cpus`, read on the collector's CPUs `on`; `Err` says why the gaps are not
+    /// classified.
+    pub fn arm(cpus: &[usize], on: &[usize]) -> Result<ClassifyTracer, String> {
+        let feed = Feed::arm(|| bpf::start("rtbench-classify", cpus, on), || ClassifyTracer::instance(cpus, on))?;
         Ok(ClassifyTracer { feed })
     }
 
-    fn instance(cpus: &[usize]) -> Result<Stream<Timeline>, String> {
+    fn instance(cpus: &[usize], on: &[usize]) -> Result<Stream<Timeline>, String> {
         let name = format!("rtbench-classify-{}", std::process::id());
         let owned = Owned::make(&name, ClassifyTraced, |root| Instance::create(root, &name, cpus, BUFFER_KB))?;
         // Dropping `owned` removes the instance again.
-        Stream::start(owned, Timeline::new(cpus), "rtbench-classify", cpus)
+        Stream::start(owned, Timeline::new(cpus), "rtbench-classify", on)
     }
 
     /// What the reader has read.

@@ -65,11 +65,11 @@ impl Programs {
     }
 }
 
-/// Attaches the program and reads it from a thread named `name`, off `cpus`.
-pub fn start(name: &str, cpus: &[usize]) -> Result<Reader<Seen>, String> {
+/// Attaches the program and reads it from a thread named `name`, on the collector's CPUs `on`.
+pub fn start(name: &str, on: &[usize]) -> Result<Reader<Seen>, String> {
     let programs = Programs::attach(std::process::id()).map_err(|e| format!("cannot load the BPF program: {e}"))?;
     // The program goes when the reader ends.
-    Reader::spawn(name, Seen::default(), cpus, move |seen| programs.drain(seen).is_ok())
+    Reader::spawn(name, Seen::default(), on, move |seen| programs.drain(seen).is_ok())
 }
 
 /// `hrtimer_expire_entry(hrtimer, now)`: for a sleep's timer (its function `hrtimer_wakeup`)

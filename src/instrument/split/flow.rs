@@ -104,7 +104,7 @@ impl Instrument for Split {
 
 /// Arms the split on the measured CPUs; `Err` says why the run is not split.
 pub fn arm(a: &Arming) -> Result<Box<dyn Instrument>, String> {
-    Ok(Box::new(Split { tracer: SplitTracer::arm(a.cpus)?, flow: None }))
+    Ok(Box::new(Split { tracer: SplitTracer::arm(a.cpus, a.collector)?, flow: None }))
 }
 
 /// A breach's split, in words.

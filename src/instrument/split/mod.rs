@@ -60,18 +60,19 @@ pub struct SplitTracer {
 }
 
 impl SplitTracer {
-    /// Follows the sleeps on `cpus`; `Err` says why the run is not split.
-    pub fn arm(cpus: &[usize]) -> Result<SplitTracer, String> {
-        let feed = Feed::arm(|| bpf::start("rtbench-split", cpus), || SplitTracer::instance(cpus))?;
+    /// Follows the sleeps on `cpus`, read on the collector's CPUs `on`; `Err` says why the run
+    /// is not split.
+    pub fn arm(cpus: &[usize], on: &[usize]) -> Result<SplitTracer, String> {
+        let feed = Feed::arm(|| bpf::start("rtbench-split", on), || SplitTracer::instance(cpus, on))?;
         Ok(SplitTracer { feed })
     }
 
-    fn instance(cpus: &[usize]) -> Result<Stream<Seen>, String> {
+    fn instance(cpus: &[usize], on: &[usize]) -> Result<Stream<Seen>, String> {
         let name = format!("rtbench-split-{}", std::process::id());
         let owned =
             Owned::make(&name, SplitTraced, |root| Instance::create_with(root, &name, cpus, BUFFER_KB, events))?;
         // Dropping `owned` removes the instance again.
-        Stream::start(owned, Seen::default(), "rtbench-split", cpus)
+        Stream::start(owned, Seen::default(), "rtbench-split", on)
     }
 
     /// Keeps the expiries of these threads only, and asks an ftrace instance for their timers

@@ -124,22 +124,33 @@ impl Change for Options {
 mod tests {
     use super::*;
 
+    /// The tracer's output as the RT guest printed it (tests/fixtures/README.md).
+    const CAPTURED: &str = include_str!("../../tests/fixtures/timerlat-trace.txt");
+
     #[test]
     fn a_tracer_line_is_one_activation_in_one_context() {
-        let irq = "          <idle>-0       [001] d.h1.   54.029328: #17    context    irq timer_latency       932 ns";
+        let samples: Vec<Sample> = CAPTURED.lines().filter_map(sample).collect();
+        let lines = CAPTURED.lines().filter(|l| !l.starts_with('#')).count();
+        assert_eq!(samples.len(), lines, "every line that is no comment is a sample");
         assert_eq!(
-            sample(irq),
-            Some(Sample { cpu: 1, ts_ns: 54_029_328_000, activation: 17, irq: true, latency_ns: 932 })
+            samples[0],
+            Sample { cpu: 0, ts_ns: 172_639_344_000, activation: 6, irq: true, latency_ns: 197_580 }
         );
-        let thread = "   timerlat/1-867     [001] .....   54.029339: #17    context thread timer_latency     11700 ns";
-        let s = sample(thread).unwrap();
-        assert_eq!((s.irq, s.activation, s.latency_ns), (false, 17, 11_700));
+        assert_eq!(
+            samples[2],
+            Sample { cpu: 1, ts_ns: 172_641_166_000, activation: 1, irq: false, latency_ns: 2_013_620 }
+        );
+        // Each thread line follows its own activation's IRQ line on its CPU.
+        for t in samples.iter().filter(|s| !s.irq) {
+            let irq = samples.iter().find(|s| s.irq && s.cpu == t.cpu && s.activation == t.activation);
+            assert!(irq.is_some_and(|i| i.ts_ns <= t.ts_ns), "{t:?}");
+        }
         for other in [
             "# tracer: timerlat",
-            "#           TASK-PID      CPU# |||||   TIMESTAMP   ID            CONTEXT                 LATENCY",
             "  bash-1 [000] ..... 5.000001: sched_switch: prev_comm=bash",
             "  <idle>-0 [001] d.h1. 54.029328: #17 context softirq timer_latency 932 ns",
             "  <idle>-0 [001] d.h1. 54.029328: #17 context irq timer_latency many ns",
+            "  <idle>-0 [001] d.h1. 54.029328: #17 context irq timer_latency 932 us",
         ] {
             assert_eq!(sample(other), None, "{other}");
         }

@@ -31,6 +31,8 @@ const REPLAY: &[fn() -> Vec<String>] = &[
     crate::restore::replay::<crate::trace::Traced>,
     crate::restore::replay::<crate::trace::SplitTraced>,
     crate::restore::replay::<crate::trace::ClassifyTraced>,
+    crate::restore::replay::<crate::trace::TimerlatTraced>,
+    crate::restore::replay::<crate::trace::timerlat::Options>,
     crate::restore::replay::<crate::runner::preempt::Switched>,
     crate::restore::replay::<crate::vm::group::Guest>,
     crate::restore::replay::<crate::vm::perf::Tuned>,

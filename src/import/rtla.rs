@@ -31,6 +31,13 @@ struct Column {
 
 /// `None` when `text` is no rtla histogram; else the file as runs, or what is wrong with it.
 pub(super) fn convert(text: &str) -> Option<Result<Converted, String>> {
+    // `top` prints each CPU's count, min, avg and max: no distribution, so no percentiles.
+    if text.contains("IRQ Timer Latency") || text.contains("Operating System Noise") {
+        let tool = if text.contains("IRQ Timer Latency") { "timerlat" } else { "osnoise" };
+        return Some(Err(format!(
+            "is rtla {tool} top output, which has no histogram to take percentiles from: import `rtla {tool} hist` output"
+        )));
+    }
     let tool = ["timerlat", "osnoise"].into_iter().find(|t| text.contains(&format!("# RTLA {t} histogram")))?;
     Some(columns(text).and_then(|(columns, unit_ns)| threads(tool, &columns, unit_ns)))
 }

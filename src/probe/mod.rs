@@ -10,6 +10,7 @@ mod response;
 mod resume;
 mod synthetic;
 pub mod timer;
+mod timerlat;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,9 +18,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::model::{Metric, ProbeParams};
+use crate::model::{IrqSplit, Metric, ProbeParams};
 use crate::net::transport::Transport;
 use crate::recorder::Recorder;
+use crate::restore::Guard;
 
 pub use flags::{Flag, Kind, Preset, ProbeArgs, Value as FlagValue};
 pub use resume::{ReadBack, Resume};
@@ -64,6 +66,17 @@ pub trait Probe: Send + Sync {
     /// here ends the command before anything is stored.
     fn prepare(&self, _threads: usize) -> Result<()> {
         Ok(())
+    }
+    /// Sets up what the probe reads once the session holds the run, on the measured CPUs (each
+    /// thread's, `None` for an unpinned one); what it returns is held until the run ends and
+    /// put back then. Only a probe that reads a kernel instrument (`timerlat`) has anything.
+    fn arm(&self, _cpus: &[Option<usize>]) -> Result<Option<Box<dyn Guard>>> {
+        Ok(None)
+    }
+    /// Thread `i`'s IRQ latencies, when the probe measures them itself (`timerlat`); `samples`
+    /// is the thread's count.
+    fn irq(&self, _i: usize, _samples: u64) -> Option<IrqSplit> {
+        None
     }
     /// Adds what the probe learnt while running to its parameters (`params`, as it built
     /// them), where they are stored with it.
@@ -166,7 +179,7 @@ pub fn anywhere() -> Result<(), String> {
 
 /// Every probe rtbench knows, in the order the study runs them and reports list them.
 pub static REGISTRY: &[ProbeInfo] =
-    &[timer::INFO, gtod::INFO, pingpong::INFO, response::INFO, noise::INFO, synthetic::INFO];
+    &[timer::INFO, timerlat::INFO, gtod::INFO, pingpong::INFO, response::INFO, noise::INFO, synthetic::INFO];
 
 /// A probe's registry entry by name.
 pub fn info(name: &str) -> Option<&'static ProbeInfo> {

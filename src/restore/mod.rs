@@ -23,6 +23,12 @@ pub trait Guard: std::any::Any {
     fn name(&self) -> &'static str;
 }
 
+impl Guard for Box<dyn Guard> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+}
+
 /// Writes `bytes` to `path`, whole or not at all: a reader sees the old file or the new one,
 /// never a part. The temporary file beside it carries the writer's pid, so two writers never
 /// share one.

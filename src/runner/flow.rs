@@ -74,6 +74,8 @@ pub(super) struct Flow<'s> {
     pub(super) counted: u64,
     /// The instruments riding along: one may hold the samples on their way to the sinks.
     pub(super) instruments: Armed,
+    /// The probe, for what it measures beside its samples (the IRQ latencies of `timerlat`).
+    pub(super) probe: std::sync::Arc<dyn crate::probe::Probe>,
     /// Windows waiting for the instrument that holds the samples to settle theirs (thread's
     /// place, window).
     pub(super) held: Vec<(usize, crate::model::Breach)>,
@@ -296,6 +298,9 @@ impl Flow<'_> {
                     irq: None,
                 };
                 self.instruments.result(i, &mut r);
+                if r.irq.is_none() {
+                    r.irq = self.probe.irq(i, r.stats.count);
+                }
                 r
             })
             .collect()

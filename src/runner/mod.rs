@@ -56,6 +56,10 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     // From here on a Ctrl-C is a request to stop and save, even during the load's settling.
     let mut session = Session::start()?;
     let mut setup = setup::set_up(cfg, &mut session)?;
+    let cpus: Vec<Option<usize>> = cfg.threads.iter().map(|t| t.cpu).collect();
+    if let Some(armed) = cfg.probe.arm(&cpus)? {
+        session.hold(armed);
+    }
     setup.warnings.extend(extras.notes);
     // Memory stays flat over a long run: the store holds the history, not the process.
     store.limit_page_cache(256);
@@ -208,6 +212,7 @@ fn flow<'s>(
         collect_every,
         counted: 0,
         instruments: Default::default(),
+        probe: cfg.probe.clone(),
         held: Vec::new(),
         settled: Default::default(),
     }

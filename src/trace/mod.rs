@@ -8,8 +8,9 @@ pub mod bpf;
 pub mod context;
 pub mod ftrace;
 pub mod stream;
+pub mod timerlat;
 
-pub use ftrace::journal::{ClassifyTraced, SplitTraced, Traced};
+pub use ftrace::journal::{ClassifyTraced, SplitTraced, TimerlatTraced, Traced};
 /// The value of `key=` in an event's detail, as the stored windows keep it.
 pub use ftrace::parse::field;
 

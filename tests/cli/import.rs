@@ -44,38 +44,73 @@ print(json.dumps({"count": len(ns), "min": ns[0], "max": ns[-1], "sum": sum(ns),
     }
 }
 
+/// rtla's own summary of a histogram file: per column name (`IRQ-000`), its `count:`, `min:`,
+/// `avg:` and `max:` lines (µs).
+fn rtla_summary(path: &str) -> std::collections::HashMap<String, [u64; 4]> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let names: Vec<&str> = text.lines().find(|l| l.starts_with("Index")).unwrap().split_whitespace().skip(1).collect();
+    let row = |key: &str| -> Vec<u64> {
+        let line = text.lines().find(|l| l.starts_with(key)).unwrap();
+        line.split_whitespace().skip(1).map(|v| v.parse().unwrap()).collect()
+    };
+    let (count, min, avg, max) = (row("count:"), row("min:"), row("avg:"), row("max:"));
+    names.iter().enumerate().map(|(i, n)| (n.to_string(), [count[i], min[i], avg[i], max[i]])).collect()
+}
+
+/// The imported `stats` (an export's thread or its `irq`) are rtla's `want` (count, min, avg,
+/// max in µs): count, min and max exactly; the mean from the buckets' lower bounds, so below
+/// rtla's exact average by less than a bucket (rtla truncates its average to the µs).
+fn same_as_rtla(stats: &serde_json::Value, want: [u64; 4], bucket_us: f64, what: &str) {
+    let [count, min, avg, max] = want;
+    assert!(count > 1000, "{what}: a real capture has samples: {want:?}");
+    assert_eq!(stats["count"], count, "{what}: {stats}");
+    assert_eq!(stats["min_ns"], min * 1000, "{what}: {stats}");
+    assert_eq!(stats["max_ns"], max * 1000, "{what}: {stats}");
+    let mean_us = stats["mean_ns"].as_f64().unwrap() / 1000.0;
+    let avg = avg as f64;
+    assert!(mean_us <= avg + 1.0 && avg < mean_us + bucket_us, "{what}: mean {mean_us} µs, rtla's avg {avg} µs");
+}
+
 #[test]
 fn an_rtla_timerlat_histogram_imports_per_cpu_with_its_irq_side_as_the_split() {
     let lab = Lab::new();
-    lab.ok(&["import", &fixture("rtla-timerlat-hist.txt"), "--label", "rtla"]);
+    // The real captures of tests/fixtures/README.md, made with `-b 100`.
+    let timerlat = fixture("rtla-timerlat-hist.txt");
+    lab.ok(&["import", &timerlat, "--label", "rtla"]);
     let doc = lab.export_json(lab.last_run());
     assert_valid_export(&doc);
     assert_eq!(doc["run"]["probe"], "timer");
     let threads = doc["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 2, "one thread per CPU");
-    // (cpu, Thr max µs, IRQ max µs): each CPU's own columns, the `over:` sample at the max.
-    for (t, (cpu, max, irq_max)) in threads.iter().zip([(0, 40_000, 3000), (1, 25_000, 3000)]) {
+    let summary = rtla_summary(&timerlat);
+    for (t, cpu) in threads.iter().zip([0, 1]) {
         assert_eq!(t["cpu"], cpu);
-        assert_eq!(t["count"], 6000);
-        assert_eq!(t["max_ns"], max);
-        assert_eq!(t["min_ns"], 1000);
-        assert_eq!(t["irq"]["count"], 6000, "the IRQ column is the thread's split: {t}");
-        assert_eq!(t["irq"]["max_ns"], irq_max);
-        assert_eq!(t["irq"]["unmatched"], 0);
+        same_as_rtla(t, summary[&format!("Thr-00{cpu}")], 100.0, &format!("thread latency of CPU {cpu}"));
+        same_as_rtla(&t["irq"], summary[&format!("IRQ-00{cpu}")], 100.0, &format!("IRQ latency of CPU {cpu}"));
+        // The last activation's IRQ can be counted before its thread woke: never a negative.
+        let unmatched = t["count"].as_u64().unwrap().saturating_sub(t["irq"]["count"].as_u64().unwrap());
+        assert_eq!(t["irq"]["unmatched"], unmatched, "{t}");
     }
     assert!(doc["run"]["warnings"].to_string().contains("rtla timerlat hist"), "an import says so");
 
-    lab.ok(&["import", &fixture("rtla-osnoise-hist.txt"), "--label", "rtla"]);
+    let osnoise = fixture("rtla-osnoise-hist.txt");
+    lab.ok(&["import", &osnoise, "--label", "rtla"]);
     let doc = lab.export_json(lab.last_run());
     assert_eq!(doc["run"]["probe"], "noise");
-    let per_cpu: Vec<_> = doc["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["cpu"].clone(), t["count"].clone(), t["max_ns"].clone()))
-        .collect();
-    assert_eq!(per_cpu, [(0.into(), 543.into(), 30_000.into()), (1.into(), 530.into(), 50_000.into())]);
-    assert!(doc["threads"][0]["irq"].is_null(), "osnoise has no IRQ side");
+    let summary = rtla_summary(&osnoise);
+    for (t, cpu) in doc["threads"].as_array().unwrap().iter().zip([0, 1]) {
+        assert_eq!(t["cpu"], cpu);
+        same_as_rtla(t, summary[&format!("CPU-00{cpu}")], 100.0, &format!("noise of CPU {cpu}"));
+        assert!(t["irq"].is_null(), "osnoise has no IRQ side");
+    }
+}
+
+#[test]
+fn rtla_timerlat_top_output_is_refused_in_one_line_as_it_holds_no_distribution() {
+    let lab = Lab::new();
+    let out = lab.run(&["import", &fixture("rtla-timerlat-top.txt"), "--label", "rtla"]);
+    assert_rejected(&out, "timerlat top");
+    assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "nothing stored");
 }
 
 #[test]

@@ -29,4 +29,5 @@ mod split;
 mod steal;
 mod study;
 mod sysbench;
+mod timerlat;
 mod wcet;

@@ -143,6 +143,11 @@ impl Instance {
         self.write(&format!("events/{event}/filter"), filter)
     }
 
+    /// Runs `tracer` (`timerlat`) in the instance.
+    pub fn set_tracer(&self, tracer: &str) -> io::Result<()> {
+        self.write("current_tracer", tracer)
+    }
+
     pub fn enable(&self, event: &str) -> io::Result<()> {
         std::fs::write(self.dir.join("events").join(event).join("enable"), "1")
     }

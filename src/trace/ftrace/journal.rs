@@ -65,3 +65,8 @@ traced_kind!(
     ClassifyTraced,
     "classify-trace"
 );
+traced_kind!(
+    /// The timerlat source's instance.
+    TimerlatTraced,
+    "timerlat-trace"
+);

@@ -7,7 +7,7 @@ use std::io;
 use std::path::Path;
 
 use super::instance::{self, Instance};
-use super::journal::{ClassifyTraced, SplitTraced, Traced};
+use super::journal::{ClassifyTraced, SplitTraced, TimerlatTraced, Traced};
 use crate::restore::{Change, Guard, Held};
 
 pub struct Owned {
@@ -51,5 +51,8 @@ fn mounted_by_rtbench(root: &Path) -> bool {
     fn by<C: Change>(root: &Path, traced: impl Fn(&C) -> &Traced) -> bool {
         crate::restore::alive::<C>().iter().any(|j| traced(&j.change).mounted.as_deref() == Some(root))
     }
-    by::<Traced>(root, |t| t) || by::<SplitTraced>(root, |t| &t.0) || by::<ClassifyTraced>(root, |t| &t.0)
+    by::<Traced>(root, |t| t)
+        || by::<SplitTraced>(root, |t| &t.0)
+        || by::<ClassifyTraced>(root, |t| &t.0)
+        || by::<TimerlatTraced>(root, |t| &t.0)
 }

@@ -1,0 +1,162 @@
+//! `timerlat`: the kernel's own timer latency (rtla timerlat), where the kernel has the tracer.
+//! The kernel's timerlat thread on each measured CPU wakes every period and the tracer stamps
+//! both the timer interrupt's handler and the thread's wake-up against the timer's expiry; this
+//! probe's threads only read those stamps from their CPU's buffer. A sample is the thread
+//! latency; the IRQ latency of the same activations is the run's IRQ split, as `--split` gives
+//! it for `timer`.
+//!
+//! The tracer runs in an instance of rtbench's own; its global options (CPUs, period) are held
+//! by the restore layer and put back, by the next command after a kill.
+
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::Result;
+
+use super::timer::{INTERVAL, INTERVAL_US};
+use super::{Built, DefaultThreads, FlagValue, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use crate::model::{IrqSplit, Metric, ProbeParams, TimerParams};
+use crate::restore::{Guard, Held};
+use crate::stats::Stats;
+use crate::trace::ftrace::instance::{self, Instance};
+use crate::trace::ftrace::owned::Owned;
+use crate::trace::timerlat::{self, Options};
+use crate::trace::TimerlatTraced;
+
+pub const INFO: ProbeInfo = ProbeInfo {
+    name: "timerlat",
+    help: "the kernel's own timer latency (rtla timerlat): IRQ and thread latency per activation, where the kernel has the tracer",
+    synthetic: false,
+    offers: &[super::Offer::Samples],
+    metric: Metric::LATENCY,
+    default_threads: DefaultThreads::PerCpu,
+    default_loops: None,
+    count_flag: None,
+    flags: &[INTERVAL],
+    supported,
+    build,
+    serve: None,
+    study: None,
+    resume: super::Resume::Settings(|p| {
+        let ProbeParams::Timer(p) = p else { return None };
+        Some(vec![(INTERVAL, FlagValue::Number(p.interval_us))])
+    }),
+};
+
+/// How long a reader sleeps between two reads of its CPU's buffer: the tracer's own kernel
+/// thread measures, so the reader only has to keep the buffer from filling.
+const READ_EVERY_NS: u64 = 50_000_000;
+/// Per-CPU buffer: two lines of ~100 bytes per activation, a second of them at 10 kHz.
+const BUFFER_KB: u64 = 4096;
+
+fn supported() -> Result<(), String> {
+    let root = instance::tracefs()?.root;
+    timerlat::present(&root)?.then_some(()).ok_or_else(|| timerlat::ABSENT.to_string())
+}
+
+fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
+    let interval_us = args.number(&INTERVAL).unwrap_or(INTERVAL_US);
+    let params = TimerParams { interval_us, distance_us: 0, monitor_window_s: None };
+    let probe = Timerlat { period_us: interval_us, armed: OnceLock::new(), irq: Mutex::new(Vec::new()) };
+    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Timer(params) })
+}
+
+struct Timerlat {
+    period_us: u64,
+    /// The instance and the CPU each thread reads, once armed.
+    armed: OnceLock<(PathBuf, Vec<usize>)>,
+    /// Each thread's IRQ latencies.
+    irq: Mutex<Vec<Stats>>,
+}
+
+/// What the run holds while the tracer runs: its options, then its instance (removed first).
+struct Tracing {
+    _instance: Owned,
+    _options: Held<Options>,
+}
+
+impl Guard for Tracing {
+    fn name(&self) -> &'static str {
+        "timerlat tracer"
+    }
+}
+
+impl Probe for Timerlat {
+    fn step_ns(&self) -> u64 {
+        self.period_us * 1000
+    }
+
+    /// Samples arrive a read at a time.
+    fn sample_gap_ns(&self) -> Option<u64> {
+        Some(READ_EVERY_NS + self.period_us * 1000)
+    }
+
+    fn arm(&self, cpus: &[Option<usize>]) -> Result<Option<Box<dyn Guard>>> {
+        let cpus: Vec<usize> = cpus.iter().enumerate().map(|(i, c)| c.unwrap_or(i)).collect();
+        let mut sorted = cpus.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let root = instance::tracefs().map_err(|e| crate::invalid!("timerlat: {e}"))?.root;
+        let options = Options::read(&root).map_err(|e| anyhow::anyhow!("cannot read the timerlat options: {e}"))?;
+        let options =
+            Held::journalled(options).map_err(|e| anyhow::anyhow!("cannot hold the timerlat options: {e}"))?;
+        options.change().set(&sorted, self.period_us)?;
+        let name = format!("rtbench-timerlat-{}", std::process::id());
+        let made = Owned::make(&name, TimerlatTraced, |root| {
+            Instance::create_with(root, &name, &sorted, BUFFER_KB, |i| i.set_tracer("timerlat"))
+        })
+        .map_err(|e| anyhow::anyhow!("timerlat: {e}"))?;
+        let _ = self.armed.set((made.instance.dir.clone(), cpus.clone()));
+        *self.irq.lock().unwrap_or_else(|e| e.into_inner()) = vec![Stats::default(); cpus.len()];
+        Ok(Some(Box::new(Tracing { _instance: made, _options: options })))
+    }
+
+    fn run(&self, ctx: &mut ThreadCtx) {
+        let Some((dir, cpus)) = self.armed.get() else { return };
+        let Ok(mut pipe) = open_pipe(dir, cpus[ctx.index]) else { return };
+        let (mut buf, mut carry) = (vec![0u8; 1 << 16], String::new());
+        let mut irq = Stats::default();
+        let mut taken = 0u64;
+        while taken < ctx.loops && !ctx.stopped() {
+            crate::sys::sleep_until(crate::sys::now_ns() + READ_EVERY_NS);
+            while let Ok(n) =
+                pipe.read(&mut buf).or_else(|e| if e.kind() == ErrorKind::WouldBlock { Ok(0) } else { Err(e) })
+            {
+                if n == 0 {
+                    break;
+                }
+                carry.push_str(&String::from_utf8_lossy(&buf[..n]));
+                let whole = carry.rfind('\n').map_or(0, |i| i + 1);
+                for s in carry[..whole].lines().filter_map(timerlat::sample) {
+                    if s.irq {
+                        irq.record(s.latency_ns);
+                    } else if taken < ctx.loops {
+                        ctx.rec.record(s.ts_ns.saturating_sub(ctx.start_ns), s.latency_ns);
+                        taken += 1;
+                    }
+                }
+                carry.drain(..whole);
+            }
+            let mut all = self.irq.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(t) = all.get_mut(ctx.index) {
+                t.merge(&irq);
+            }
+            irq = Stats::default();
+        }
+    }
+
+    fn irq(&self, i: usize, samples: u64) -> Option<IrqSplit> {
+        let all = self.irq.lock().unwrap_or_else(|e| e.into_inner());
+        let stats = all.get(i)?.clone();
+        Some(IrqSplit { unmatched: samples.saturating_sub(stats.count), stats })
+    }
+}
+
+/// CPU `cpu`'s buffer of the instance, read without waiting.
+fn open_pipe(dir: &Path, cpu: usize) -> std::io::Result<File> {
+    let at = dir.join(format!("per_cpu/cpu{cpu}/trace_pipe"));
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(at)
+}

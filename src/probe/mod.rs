@@ -62,6 +62,12 @@ pub trait Probe: Send + Sync {
     }
     /// Runs until `ctx.loops` samples are taken or the runner says stop.
     fn run(&self, ctx: &mut ThreadCtx);
+    /// Whether the threads take the samples themselves (they run at the run's real-time
+    /// policy) or only read what a kernel thread measured on their CPU (`timerlat`): such
+    /// readers run at SCHED_OTHER, so the kernel's measuring thread never waits for them.
+    fn measures_itself(&self) -> bool {
+        true
+    }
     /// Gets ready for `threads` threads before the run begins (connect to a peer, …). An error
     /// here ends the command before anything is stored.
     fn prepare(&self, _threads: usize) -> Result<()> {

@@ -66,10 +66,18 @@ fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
 
 struct Timerlat {
     period_us: u64,
-    /// The instance and the CPU each thread reads, once armed.
-    armed: OnceLock<(PathBuf, Vec<usize>)>,
+    /// The instance, the CPU each thread reads and the CPUs the readers run on, once armed.
+    armed: OnceLock<Armed>,
     /// Each thread's IRQ latencies.
     irq: Mutex<Vec<Stats>>,
+}
+
+struct Armed {
+    instance: PathBuf,
+    cpus: Vec<usize>,
+    /// The online CPUs the kernel's threads do not measure on (empty: every one is measured,
+    /// and each reader stays on its CPU at SCHED_OTHER). rtla reads from none of them either.
+    readers_on: Vec<usize>,
 }
 
 /// What the run holds while the tracer runs: its options, then its instance (removed first).
@@ -109,14 +117,24 @@ impl Probe for Timerlat {
             Instance::create_with(root, &name, &sorted, BUFFER_KB, |i| i.set_tracer("timerlat"))
         })
         .map_err(|e| anyhow::anyhow!("timerlat: {e}"))?;
-        let _ = self.armed.set((made.instance.dir.clone(), cpus.clone()));
+        let readers_on = crate::sysinfo::online_cpus().into_iter().filter(|c| !sorted.contains(c)).collect();
+        let _ = self.armed.set(Armed { instance: made.instance.dir.clone(), cpus: cpus.clone(), readers_on });
         *self.irq.lock().unwrap_or_else(|e| e.into_inner()) = vec![Stats::default(); cpus.len()];
         Ok(Some(Box::new(Tracing { _instance: made, _options: options })))
     }
 
+    /// The kernel's timerlat thread measures, at FIFO 95 on the CPU; a reader at that priority
+    /// would hold it back while it parses (3-8x rtla's latencies in the RT guest).
+    fn measures_itself(&self) -> bool {
+        false
+    }
+
     fn run(&self, ctx: &mut ThreadCtx) {
-        let Some((dir, cpus)) = self.armed.get() else { return };
-        let Ok(mut pipe) = open_pipe(dir, cpus[ctx.index]) else { return };
+        let Some(armed) = self.armed.get() else { return };
+        let Ok(mut pipe) = open_pipe(&armed.instance, armed.cpus[ctx.index]) else { return };
+        if !armed.readers_on.is_empty() {
+            let _ = crate::sys::set_affinity(&armed.readers_on);
+        }
         let (mut buf, mut carry) = (vec![0u8; 1 << 16], String::new());
         let mut irq = Stats::default();
         let mut taken = 0u64;

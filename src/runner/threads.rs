@@ -90,7 +90,9 @@ pub(super) fn spawn(cfg: &RunConfig, how: &Start) -> Result<(Threads, Vec<Thread
         let admit = how.admit.filter(|a| plan.cpu.is_some_and(|c| a.cpus.contains(&c))).map(|a| a.tasks.clone());
         let (plan, stop, ended) = (*plan, Arc::clone(how.stop), Arc::clone(&ended));
         let (probe, loops) = (Arc::clone(&cfg.probe), cfg.loops.unwrap_or(u64::MAX));
-        let (policy, priority, start_ns) = (how.grant.policy, how.grant.priority, how.start_ns);
+        let (policy, priority) =
+            if probe.measures_itself() { (how.grant.policy, how.grant.priority) } else { (Policy::Other, 0) };
+        let start_ns = how.start_ns;
         let body = move || {
             let _ = tid_here.set(sys::gettid());
             let problem = match place(plan, admit, policy, priority) {

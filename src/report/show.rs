@@ -205,19 +205,21 @@ fn cyclictest_line(head: &str, s: &Stats, tail: &str) -> String {
     )
 }
 
-/// Percentiles per thread (and of its IRQ part, when split) and merged, in µs.
+/// Percentiles per thread (and of its IRQ part, when split) and merged, in µs. Every column is
+/// led by a space: a value of 100 ms and more ("171525.810") fills its width, and must not run
+/// into the one before it.
 pub fn percentile_table(run: &Run) -> String {
     let mut out = String::new();
-    let _ = write!(out, "{:<8}{:>12}{:>10}{:>10}", "thread", "samples", "mean", "stddev");
+    let _ = write!(out, "{:<8}{:>12} {:>10} {:>10}", "thread", "samples", "mean", "stddev");
     for (label, _) in PERCENTILES {
-        let _ = write!(out, "{:>10}", format!("p{label}"));
+        let _ = write!(out, " {:>10}", format!("p{label}"));
     }
     out.push_str("   (µs)\n");
     let mut row = |name: String, s: &Stats| {
         let sum = s.summary();
-        let _ = write!(out, "{:<8}{:>12}{:>10}{:>10}", name, s.count, us(sum.mean_ns), us(sum.stddev_ns));
+        let _ = write!(out, "{:<8}{:>12} {:>10} {:>10}", name, s.count, us(sum.mean_ns), us(sum.stddev_ns));
         for (label, _) in PERCENTILES {
-            let _ = write!(out, "{:>10}", us(sum.p(label) as f64));
+            let _ = write!(out, " {:>10}", us(sum.p(label) as f64));
         }
         out.push('\n');
     };
@@ -331,4 +333,22 @@ pub fn breaches(run: &Run) -> String {
         let _ = writeln!(out, "  events this kernel lacks: {}", rec.events_missing.join(", "));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::Metric;
+
+    /// A latency of 100 ms and more fills a column's width: the columns still part.
+    #[test]
+    fn every_percentile_column_stays_apart_however_wide_its_value() {
+        let mut run = crate::report::export::test_run(Metric::LATENCY);
+        run.threads[0].stats.record(171_525_810);
+        let table = super::percentile_table(&run);
+        let mut lines = table.lines();
+        let columns = lines.next().unwrap().split_whitespace().count() - 1; // "(µs)" is no column
+        for row in lines {
+            assert_eq!(row.split_whitespace().count(), columns, "{table}");
+        }
+    }
 }

@@ -117,7 +117,7 @@ pub fn document(run: &Run) -> Document<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::{LoadRecord, Metric, RunKind, RunParams, RunStatus, SystemSnapshot, ThreadResult};
     use crate::stats::Stats;
@@ -151,7 +151,8 @@ mod tests {
         v.as_object().unwrap().keys().map(String::as_str).collect()
     }
 
-    fn run(metric: Metric) -> Run {
+    /// A stored timer run of one thread with samples of 1 to 100 ns, as tests elsewhere need one.
+    pub(crate) fn run(metric: Metric) -> Run {
         let header = RunHeader {
             id: 3,
             label: "k".into(),

@@ -4,6 +4,8 @@ mod csv;
 mod cyclictest;
 mod hgrm;
 mod json;
+#[cfg(test)]
+pub(crate) use json::tests::run as test_run;
 pub mod samples;
 
 use anyhow::Result;

@@ -75,8 +75,9 @@ pub trait Probe: Send + Sync {
     }
     /// Sets up what the probe reads once the session holds the run, on the measured CPUs (each
     /// thread's, `None` for an unpinned one); what it returns is held until the run ends and
-    /// put back then. Only a probe that reads a kernel instrument (`timerlat`) has anything.
-    fn arm(&self, _cpus: &[Option<usize>]) -> Result<Option<Box<dyn Guard>>> {
+    /// put back then; `collector` is where the run's own work goes (empty: anywhere). Only a probe
+    /// that reads a kernel instrument (`timerlat`) has anything.
+    fn arm(&self, _cpus: &[Option<usize>], _collector: &[usize]) -> Result<Option<Box<dyn Guard>>> {
         Ok(None)
     }
     /// Thread `i`'s IRQ latencies, when the probe measures them itself (`timerlat`); `samples`

@@ -75,8 +75,8 @@ struct Timerlat {
 struct Armed {
     instance: PathBuf,
     cpus: Vec<usize>,
-    /// The online CPUs the kernel's threads do not measure on (empty: every one is measured,
-    /// and each reader stays on its CPU at SCHED_OTHER). rtla reads from none of them either.
+    /// The collector's CPUs, the housekeeping ones (empty: every one is measured, and each
+    /// reader stays on its CPU at SCHED_OTHER). rtla reads from none of the measured either.
     readers_on: Vec<usize>,
 }
 
@@ -102,7 +102,7 @@ impl Probe for Timerlat {
         Some(READ_EVERY_NS + self.period_us * 1000)
     }
 
-    fn arm(&self, cpus: &[Option<usize>]) -> Result<Option<Box<dyn Guard>>> {
+    fn arm(&self, cpus: &[Option<usize>], collector: &[usize]) -> Result<Option<Box<dyn Guard>>> {
         let cpus: Vec<usize> = cpus.iter().enumerate().map(|(i, c)| c.unwrap_or(i)).collect();
         let mut sorted = cpus.clone();
         sorted.sort_unstable();
@@ -117,7 +117,7 @@ impl Probe for Timerlat {
             Instance::create_with(root, &name, &sorted, BUFFER_KB, |i| i.set_tracer("timerlat"))
         })
         .map_err(|e| anyhow::anyhow!("timerlat: {e}"))?;
-        let readers_on = crate::sysinfo::online_cpus().into_iter().filter(|c| !sorted.contains(c)).collect();
+        let readers_on = collector.to_vec();
         let _ = self.armed.set(Armed { instance: made.instance.dir.clone(), cpus: cpus.clone(), readers_on });
         *self.irq.lock().unwrap_or_else(|e| e.into_inner()) = vec![Stats::default(); cpus.len()];
         Ok(Some(Box::new(Tracing { _instance: made, _options: options })))

@@ -57,7 +57,7 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     let mut session = Session::start()?;
     let mut setup = setup::set_up(cfg, &mut session)?;
     let cpus: Vec<Option<usize>> = cfg.threads.iter().map(|t| t.cpu).collect();
-    if let Some(armed) = cfg.probe.arm(&cpus)? {
+    if let Some(armed) = cfg.probe.arm(&cpus, &setup.collector.cpus)? {
         session.hold(armed);
     }
     setup.warnings.extend(extras.notes);

@@ -389,7 +389,13 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
     // without the PNG copies (issue 29: 15 s of them after a SIGTERM).
     let stopping = || crate::session::signals::received().is_some();
     let files = crate::report::build::write(&a.output, &latency, &costs, &[], &super::catalog(), &findings, &stopping)?;
-    if files.pngs < files.figures {
+    if !crate::report::build::png::BUILT {
+        println!(
+            "report: {} ({} figures, as SVG only: built with --no-default-features)",
+            files.index.display(),
+            files.figures
+        );
+    } else if files.pngs < files.figures {
         println!(
             "report: {} ({} figures; {} without their PNG copy: stopped by a signal; `rtbench report` draws them)",
             files.index.display(),

@@ -3,6 +3,7 @@
 
 mod draw;
 mod page;
+pub mod png;
 
 use std::path::{Path, PathBuf};
 
@@ -74,37 +75,30 @@ pub fn write(
 pub struct ReportFiles {
     pub index: PathBuf,
     pub figures: usize,
-    /// Figures drawn as PNG too (all of them unless told to skip).
+    /// Figures drawn as PNG too (all of them unless told to skip, none in a build without
+    /// the `png` feature).
     pub pngs: usize,
     pub html_bytes: usize,
 }
 
-/// Each figure as SVG and PNG, rendered on every core; returns how many have a PNG.
+/// Each figure as SVG, and as PNG where this build draws them, rendered on every core;
+/// returns how many have a PNG.
 fn render_files(dir: &Path, figs: &[Figure], skip_pngs: SkipPngs) -> Result<usize> {
-    let mut opt = resvg::usvg::Options::default();
-    opt.fontdb_mut().load_system_fonts();
+    let raster = png::rasterizer();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per = figs.len().div_ceil(workers).max(1);
     std::thread::scope(|s| {
         let handles: Vec<_> = figs
             .chunks(per)
             .map(|chunk| {
-                let opt = &opt;
+                let raster = raster.as_ref();
                 // Parsing and rasterizing SVG recurse: these get a main thread's stack.
                 std::thread::Builder::new().stack_size(8 << 20).spawn_scoped(s, move || -> Result<usize> {
                     let mut pngs = 0;
                     for f in chunk {
                         std::fs::write(dir.join(format!("{}.svg", f.name)), &f.svg)?;
-                        if skip_pngs() {
-                            continue;
-                        }
-                        let tree = resvg::usvg::Tree::from_str(&f.svg, opt)
-                            .with_context(|| format!("figure {} is not valid SVG", f.name))?;
-                        let size = tree.size().to_int_size();
-                        let mut pixmap =
-                            resvg::tiny_skia::Pixmap::new(size.width(), size.height()).context("figure has no size")?;
-                        resvg::render(&tree, resvg::tiny_skia::Transform::default(), &mut pixmap.as_mut());
-                        pixmap.save_png(dir.join(format!("{}.png", f.name)))?;
+                        let Some(raster) = raster.filter(|_| !skip_pngs()) else { continue };
+                        raster.draw(&f.name, &f.svg, &dir.join(format!("{}.png", f.name)))?;
                         pngs += 1;
                     }
                     Ok(pngs)

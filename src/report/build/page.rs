@@ -67,7 +67,7 @@ pub fn html(
     let per_label = labels.iter().map(|l| drawn.html(&format!("label-{}-probes", file_safe(l)))).collect();
     sections.push(Section::new("per-label", "Per label", per_label));
     sections.push(Section::new("systems", "Systems", systems_section(runs, &labels)));
-    let mut b = heading(runs, &labels, files_note(figs.len(), pngs));
+    let mut b = heading(runs, &labels, files_note(figs.len(), pngs, super::png::BUILT));
     b.push_str(&crate::report::findings::html(findings));
     b.push_str(&contents(&sections));
     for s in &sections {
@@ -98,10 +98,13 @@ fn heading(runs: &[RunView], labels: &[String], files: String) -> String {
 }
 
 /// Which copies of the figures `figures/` holds: a report drawn by a command asked to stop has
-/// no PNGs, or only some (issue 29), and must not promise them.
-fn files_note(figures: usize, pngs: usize) -> String {
+/// no PNGs, or only some (issue 29), and must not promise them; a build without the `png`
+/// feature draws none (`built` false).
+fn files_note(figures: usize, pngs: usize, built: bool) -> String {
     let redraw = "<code>rtbench report</code> draws them";
-    if pngs >= figures {
+    if !built {
+        "Figures are also in <code>figures/</code> as SVG; this rtbench was built without their PNG copies (<code>--no-default-features</code>; a default build draws them).".into()
+    } else if pngs >= figures {
         "Figures are also in <code>figures/</code> as SVG and PNG.".into()
     } else if pngs == 0 {
         format!("Figures are also in <code>figures/</code> as SVG; their PNG copies were skipped when the command was stopped ({redraw}).")
@@ -287,10 +290,12 @@ mod tests {
 
     #[test]
     fn the_note_names_the_copies_that_are_there() {
-        assert!(files_note(4, 4).contains("as SVG and PNG."));
-        let some = files_note(4, 1);
+        assert!(files_note(4, 4, true).contains("as SVG and PNG."));
+        let some = files_note(4, 1, true);
         assert!(some.contains("as SVG, 1 of the 4 also as PNG") && !some.contains("SVG and PNG"), "{some}");
-        let none = files_note(4, 0);
+        let none = files_note(4, 0, true);
         assert!(none.contains("as SVG; their PNG copies were skipped") && !none.contains("SVG and PNG"), "{none}");
+        let unbuilt = files_note(4, 0, false);
+        assert!(unbuilt.contains("built without their PNG copies") && !unbuilt.contains("skipped"), "{unbuilt}");
     }
 }

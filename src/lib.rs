@@ -19,6 +19,7 @@ mod layers;
 pub mod load;
 pub mod model;
 pub mod net;
+pub mod par;
 pub mod parse;
 pub mod probe;
 pub mod recorder;

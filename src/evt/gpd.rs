@@ -72,8 +72,17 @@ impl Exceedances {
             }
             Exceedances::Binned(buckets) => {
                 let mut sum = 0.0;
+                // Where buckets touch, a bucket's lower edge is the last one's upper edge: its
+                // survival is already known (the fit's time goes to these powers).
+                let mut last: Option<(f64, f64)> = None;
                 for &(lo, hi, n) in buckets.iter().filter(|b| b.2 > 0) {
-                    let p = survival(lo, sigma, xi) - survival(hi, sigma, xi);
+                    let s_lo = match last {
+                        Some((edge, s)) if edge == lo => s,
+                        _ => survival(lo, sigma, xi),
+                    };
+                    let s_hi = survival(hi, sigma, xi);
+                    last = Some((hi, s_hi));
+                    let p = s_lo - s_hi;
                     if p.is_nan() || p <= 0.0 {
                         return f64::NEG_INFINITY;
                     }

@@ -27,8 +27,8 @@ struct Shared<'a> {
 impl<'a> Shared<'a> {
     fn new(runs: &'a [RunView]) -> Self {
         let labels = distinct(runs.iter().map(|r| r.label().to_string()));
-        let estimates =
-            runs.iter().map(|r| crate::evt::for_run(&r.data, crate::evt::sample_rate(&r.data, &[]))).collect();
+        // The fits are most of a report's time: one run per CPU at a time.
+        let estimates = crate::par::map(runs, |r| crate::evt::for_run(&r.data, crate::evt::sample_rate(&r.data, &[])));
         Shared { runs, labels, estimates }
     }
 

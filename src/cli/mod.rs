@@ -110,6 +110,10 @@ pub struct StudyArgs {
     /// Where to write the report
     #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
     pub output: PathBuf,
+    /// Write no report, only the runs: where the store is taken elsewhere and reported with
+    /// others (a lab's controller merges every host's store and draws one report)
+    #[arg(long, conflicts_with = "output")]
+    pub no_report: bool,
     /// On a PREEMPT_DYNAMIC kernel: one pass per preemption model (none, voluntary, full, lazy),
     /// each labelled with its model; the model in force is put back afterwards
     #[arg(long, value_name = "MODELS")]
@@ -184,6 +188,10 @@ pub struct ReportArgs {
     /// With --findings: print them as JSON, with the numbers behind each sentence
     #[arg(long, requires = "findings")]
     pub json: bool,
+    /// A caveat the runs cannot tell, shown first among the findings (repeat for several), e.g.
+    /// a lab's host that was unreachable: its results are missing
+    #[arg(long = "caveat", value_name = "TEXT")]
+    pub caveats: Vec<String>,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -228,8 +236,9 @@ pub struct CompareArgs {
     /// The label everything is compared against
     #[arg(long, value_name = "LABEL")]
     pub baseline: String,
-    /// The label compared
-    pub label: String,
+    /// The labels compared, each against the baseline (a lab's hosts: one JUnit suite each)
+    #[arg(required = true, value_name = "LABEL")]
+    pub labels: Vec<String>,
     /// Fail (exit 1) when a condition holds, e.g. 'p99 > 1.10x', 'max > 2x, avg > 1.2x', 'p99.9 > 500us'
     #[arg(long, value_name = "EXPR")]
     pub fail_if: Option<String>,

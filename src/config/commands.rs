@@ -11,11 +11,12 @@ use crate::probe::ServeSpec;
 use crate::report::compare::Condition;
 use crate::report::export::Format;
 
-/// `rtbench compare`: one label against a baseline.
+/// `rtbench compare`: labels against a baseline, each on its own.
 #[derive(Debug)]
 pub struct CompareConfig {
     pub baseline: String,
-    pub label: String,
+    /// At least one; exactly one with `json`.
+    pub labels: Vec<String>,
     /// `--fail-if`, parsed; empty when not given.
     pub conditions: Vec<Condition>,
     /// `--junit`: where to write the conditions' checks as JUnit XML (only with conditions).
@@ -103,7 +104,8 @@ pub struct StudyConfig {
     pub load: String,
     pub settle: Duration,
     pub label: String,
-    pub output: PathBuf,
+    /// Where the report goes; None with `--no-report`.
+    pub output: Option<PathBuf>,
     /// `--preempt`: known preemption models, in the order given.
     pub preempt: Option<Vec<String>>,
     pub shield: Option<String>,
@@ -157,6 +159,8 @@ pub struct ReportConfig {
     pub output: PathBuf,
     /// Print the findings (as text or JSON) instead of writing the report.
     pub findings: Option<Output>,
+    /// `--caveat`: said first among the findings; one line each.
+    pub caveats: Vec<String>,
     pub db: PathBuf,
 }
 

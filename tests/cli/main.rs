@@ -13,6 +13,7 @@ mod guests;
 mod helpers;
 mod import;
 mod kernels;
+mod lab;
 mod labels;
 mod live;
 mod load;

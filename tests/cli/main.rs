@@ -1,5 +1,6 @@
 //! End-to-end tests of the rtbench binary: one test binary, one module per topic.
 
+mod ansible;
 mod audit;
 mod bad_input;
 mod breach;

@@ -38,6 +38,9 @@ pub fn run(a: CompareConfig) -> Result<i32> {
     if let Some(path) = &a.junit {
         crate::config::write_atomic(path, crate::report::junit::render(&results, &[]).as_bytes())?;
     }
+    if a.lava {
+        print!("{}", crate::report::lava::render(&results, &[]));
+    }
     let failed = results.iter().any(|r| r.failures().next().is_some());
     Ok(if failed { 1 } else { 0 })
 }
@@ -96,6 +99,9 @@ pub fn gate_study(gate: Option<&StudyGate>, db: &Path, labels: &[&str], code: i3
     }
     if let Some(path) = &gate.junit {
         crate::config::write_atomic(path, crate::report::junit::render(&results, errored).as_bytes())?;
+    }
+    if gate.lava {
+        print!("{}", crate::report::lava::render(&results, errored));
     }
     let failed = results.iter().any(|r| r.failures().next().is_some()) || !errored.is_empty();
     Ok(if failed { 1 } else { 0 })

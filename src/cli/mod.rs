@@ -151,6 +151,9 @@ pub struct StudyArgs {
     /// Also write the --fail-if checks as JUnit XML to FILE (see `compare`)
     #[arg(long, value_name = "FILE", requires = "fail_if")]
     pub junit: Option<PathBuf>,
+    /// Also print the --fail-if checks as LAVA test cases (see `compare`)
+    #[arg(long, requires = "fail_if")]
+    pub lava: bool,
     #[command(flatten)]
     pub load_args: LoadArgs,
     #[command(flatten)]
@@ -246,6 +249,10 @@ pub struct CompareArgs {
     /// condition, a failure for each that holds
     #[arg(long, value_name = "FILE", requires = "fail_if")]
     pub junit: Option<PathBuf>,
+    /// Also print the --fail-if checks as LAVA test cases, the checks of the JUnit file: one
+    /// `<LAVA_SIGNAL_TESTCASE …>` line per probe × load × condition, the label's value in µs
+    #[arg(long, requires = "fail_if", conflicts_with = "json")]
+    pub lava: bool,
     /// Print the values and ratios (and the checks) as JSON instead of the table
     #[arg(long)]
     pub json: bool,

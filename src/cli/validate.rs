@@ -97,6 +97,7 @@ impl CompareArgs {
             labels: self.labels,
             conditions: conditions.unwrap_or_default(),
             junit: self.junit,
+            lava: self.lava,
             json: self.json,
             db: store::default_path(self.db.db.as_deref()),
         })
@@ -146,6 +147,7 @@ impl StudyArgs {
             baseline,
             conditions: conditions.unwrap_or_default(),
             junit: self.junit,
+            lava: self.lava,
         });
         Ok(StudyConfig {
             preempt,

@@ -21,6 +21,8 @@ pub struct CompareConfig {
     pub conditions: Vec<Condition>,
     /// `--junit`: where to write the conditions' checks as JUnit XML (only with conditions).
     pub junit: Option<PathBuf>,
+    /// `--lava`: print the checks as LAVA test cases (only with conditions, not with `json`).
+    pub lava: bool,
     /// `--json`: the ratios as JSON instead of the table.
     pub json: bool,
     pub db: PathBuf,
@@ -136,6 +138,8 @@ pub struct StudyGate {
     /// `--fail-if`, parsed; empty when not given (the comparison is printed, nothing gates).
     pub conditions: Vec<Condition>,
     pub junit: Option<PathBuf>,
+    /// `--lava`: print the checks as LAVA test cases.
+    pub lava: bool,
 }
 
 /// A probe's subcommand, checked: the server its flags ask for, or a measuring run.

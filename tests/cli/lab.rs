@@ -73,8 +73,68 @@ fn a_study_without_its_report_stores_its_runs_and_writes_no_page() {
     assert!(!labels(&lab.runs()).is_empty());
     assert!(!text(&out.stdout).contains("report:"), "{}", text(&out.stdout));
     assert_rejected(&lab.run(&[&study[..], &["--no-report", "-o", "x"]].concat()), "--no-report");
+
+    // A study gated on the first prints its checks as LAVA test cases; its code follows them.
+    let gate = ["--label", "host2", "--no-report", "--baseline", "host", "--fail-if", "p50 > 3x", "--lava"];
+    let out = lab.cmd(&[&study[..], &gate[..]].concat()).current_dir(&cwd).output().unwrap();
+    let lava = lava_cases(&text(&out.stdout));
+    assert!(!lava.is_empty() && lava.iter().all(|(id, ..)| id.starts_with("host2_")), "{lava:?}");
+    let failed = lava.iter().any(|(_, result, _)| result == "fail");
+    assert_eq!(out.status.code(), Some(i32::from(failed)), "{}", text(&out.stderr));
 }
 
 fn labels(runs: &serde_json::Value) -> Vec<&str> {
     runs.as_array().unwrap().iter().filter_map(|r| r["label"].as_str()).collect()
+}
+
+/// The `--lava` lines of an output: (test case id, result, measurement).
+fn lava_cases(out: &str) -> Vec<(String, String, Option<String>)> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("<LAVA_SIGNAL_TESTCASE ")?.strip_suffix('>'))
+        .map(|l| {
+            let field = |k: &str| l.split(' ').find_map(|f| f.strip_prefix(k)).map(String::from);
+            (field("TEST_CASE_ID=").unwrap(), field("RESULT=").unwrap(), field("MEASUREMENT="))
+        })
+        .collect()
+}
+
+#[test]
+fn lava_lines_are_the_junit_checks_with_the_compared_values() {
+    let lab = Lab::new();
+    three_labels(&lab);
+    let junit = lab.path("lab.xml");
+    let gate = ["compare", "--baseline", "base", "rack/a", "rack/b", "--fail-if", "p50 > 1.2x, max > 10s"];
+    let out = lab.run(&[&gate[..], &["--junit", junit.to_str().unwrap(), "--lava"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let lava = lava_cases(&text(&out.stdout));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let parsed = roxmltree::Document::parse(&xml).unwrap();
+    let cases = elements(parsed.root_element(), "testcase");
+    assert_eq!(lava.len(), cases.len(), "one line per JUnit case: {lava:?}\n{xml}");
+    // The same values as compare --json, label by label, in the same order as the JUnit cases.
+    let mut expected = Vec::new();
+    for label in ["rack/a", "rack/b"] {
+        let json = lab.run(&["compare", "--baseline", "base", label, "--fail-if", "p50 > 1.2x, max > 10s", "--json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        for pair in doc["pairs"].as_array().unwrap() {
+            for check in pair["checks"].as_array().unwrap() {
+                expected.push((check["verdict"].as_str().unwrap().to_string(), check["label"].as_f64().unwrap()));
+            }
+        }
+    }
+    assert_eq!(expected.len(), cases.len());
+    for ((case, (id, result, measurement)), (verdict, value)) in cases.iter().zip(&lava).zip(&expected) {
+        let failed = case.children().any(|n| n.has_tag_name("failure"));
+        assert_eq!(result, if failed { "fail" } else { "pass" }, "{id}: as in the JUnit file");
+        assert_eq!(result.as_str(), verdict.as_str(), "{id}: as compare --json says");
+        let measured: f64 = measurement.as_deref().unwrap().parse().unwrap();
+        assert!((measured - value / 1000.0).abs() < 0.001, "{id}: {measured} µs, compare says {value} ns");
+        let suite = case.parent_element().unwrap().attribute("name").unwrap();
+        let host = suite.split(' ').next().unwrap().replace('/', "-");
+        assert!(id.starts_with(&format!("{host}_synthetic_")), "{id} names its label, probe and load");
+        assert!(!id.contains(' '), "{id}");
+    }
+    let ids: std::collections::BTreeSet<&String> = lava.iter().map(|(id, ..)| id).collect();
+    assert_eq!(ids.len(), lava.len(), "every case id is its own: {lava:?}");
+    assert_rejected(&lab.run(&["compare", "--baseline", "base", "rack/a", "--lava"]), "--fail-if");
 }

@@ -12,14 +12,21 @@ fn three_labels(lab: &Lab) {
     }
 }
 
-#[test]
-fn compare_writes_every_label_against_the_baseline_into_one_junit_file() {
+/// Both hosts against the baseline under `conditions`, the checks written as JUnit (and
+/// `extra`): the lab, the output, and the JUnit file. Host b's p50 condition holds: exit 1.
+fn gate_both(conditions: &str, extra: &[&str]) -> (Lab, std::process::Output, std::path::PathBuf) {
     let lab = Lab::new();
     three_labels(&lab);
     let junit = lab.path("lab.xml");
-    let gate = ["compare", "--baseline", "base", "rack/a", "rack/b", "--fail-if", "p50 > 1.2x"];
-    let out = lab.run(&[&gate[..], &["--junit", junit.to_str().unwrap()]].concat());
+    let gate = ["compare", "--baseline", "base", "rack/a", "rack/b", "--fail-if", conditions, "--junit"];
+    let out = lab.run(&[&gate[..], &[junit.to_str().unwrap()], extra].concat());
     assert_eq!(out.status.code(), Some(1), "b's condition holds: {}", text(&out.stderr));
+    (lab, out, junit)
+}
+
+#[test]
+fn compare_writes_every_label_against_the_baseline_into_one_junit_file() {
+    let (lab, out, junit) = gate_both("p50 > 1.2x", &[]);
     let stdout = text(&out.stdout);
     assert!(stdout.contains("label rack/a against baseline base") && stdout.contains("label rack/b"), "{stdout}");
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -100,12 +107,7 @@ fn lava_cases(out: &str) -> Vec<(String, String, Option<String>)> {
 
 #[test]
 fn lava_lines_are_the_junit_checks_with_the_compared_values() {
-    let lab = Lab::new();
-    three_labels(&lab);
-    let junit = lab.path("lab.xml");
-    let gate = ["compare", "--baseline", "base", "rack/a", "rack/b", "--fail-if", "p50 > 1.2x, max > 10s"];
-    let out = lab.run(&[&gate[..], &["--junit", junit.to_str().unwrap(), "--lava"]].concat());
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let (lab, out, junit) = gate_both("p50 > 1.2x, max > 10s", &["--lava"]);
     let lava = lava_cases(&text(&out.stdout));
     let xml = std::fs::read_to_string(&junit).unwrap();
     let parsed = roxmltree::Document::parse(&xml).unwrap();

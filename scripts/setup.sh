@@ -20,6 +20,9 @@ command -v cyclictest >/dev/null || need+=(rt-tests)   # the import test reads r
 command -v prometheus >/dev/null || need+=(prometheus) # the fleet test scrapes two monitors with it
 command -v curl >/dev/null || need+=(curl)             # and queries it inside a network namespace
 command -v man >/dev/null || need+=(man-db)         # the man page test reads every page with man -l
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)     # the Ansible test's two hosts each run an sshd
+command -v ssh >/dev/null || need+=(openssh-client) # which Ansible reaches over SSH
+python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)  # Ansible's virtual environment
 # CI builds the Debian package (scripts/package-deb.sh) and verifies its systemd unit.
 command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)
 command -v strip >/dev/null || need+=(binutils)
@@ -50,5 +53,15 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# The Ansible test runs the collection with the ansible-core and ansible-lint its requirements
+# pin, from a virtual environment of the repository's own (made once, kept in target/).
+venv="$(dirname "$0")/../target/ansible-venv"
+reqs="$(dirname "$0")/../deploy/ansible/requirements.txt"
+if ! cmp -s "$reqs" "$venv/requirements.txt" 2>/dev/null; then
+  rm -rf "$venv"
+  python3 -m venv "$venv" || { echo "setup: could not make a Python virtual environment" >&2; exit 1; }
+  "$venv/bin/pip" install -q -r "$reqs" || { echo "setup: could not install ansible-core and ansible-lint" >&2; exit 1; }
+  cp "$reqs" "$venv/requirements.txt"
 fi
 echo "setup: ready"

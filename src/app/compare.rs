@@ -13,24 +13,35 @@ use crate::store::Store;
 
 pub fn run(a: CompareConfig) -> Result<i32> {
     let store = Store::open(&a.db)?;
-    let runs = crate::report::select::runs(&store, &[a.baseline.clone(), a.label.clone()], &[], &super::catalog())?;
-    let result = compare(&runs, &a.baseline, &a.label, &a.conditions)?;
-    if let Some(path) = &a.junit {
-        crate::config::write_atomic(path, crate::report::junit::render(std::slice::from_ref(&result), &[]).as_bytes())?;
-    }
-    let failed = result.failures().next().is_some();
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&crate::report::compare::document(&result))?);
-        // stdout stays one JSON document; the verdict lines go where CI logs show them.
-        for f in result.failures() {
-            eprintln!("FAIL: {}", f.message);
+    let mut results = Vec::new();
+    for label in &a.labels {
+        let runs = crate::report::select::runs(&store, &[a.baseline.clone(), label.clone()], &[], &super::catalog())?;
+        let result = compare(&runs, &a.baseline, label, &a.conditions)?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&crate::report::compare::document(&result))?);
+            // stdout stays one JSON document; the verdict lines go where CI logs show them.
+            for f in result.failures() {
+                eprintln!("FAIL: {}", f.message);
+            }
+        } else {
+            if a.labels.len() > 1 {
+                println!("compare: label {label} against baseline {}", a.baseline);
+            }
+            print_table(&result, !a.conditions.is_empty());
+            // The same comparison in words, so a CI log says it too (issue 24).
+            let (latency, costs) = crate::report::select::split(runs);
+            print!("\n{}", findings::text(&findings::of_pair(&latency, &costs, &a.baseline, label)));
         }
-    } else {
-        print_table(&result, !a.conditions.is_empty());
-        // The same comparison in words, so a CI log says it too (issue 24).
-        let (latency, costs) = crate::report::select::split(runs);
-        print!("\n{}", findings::text(&findings::of_pair(&latency, &costs, &a.baseline, &a.label)));
+        results.push(result);
     }
+    // One file for every label: a lab's CI reads one suite per host (issue 39).
+    if let Some(path) = &a.junit {
+        crate::config::write_atomic(path, crate::report::junit::render(&results, &[]).as_bytes())?;
+    }
+    if a.lava {
+        print!("{}", crate::report::lava::render(&results, &[]));
+    }
+    let failed = results.iter().any(|r| r.failures().next().is_some());
     Ok(if failed { 1 } else { 0 })
 }
 
@@ -88,6 +99,9 @@ pub fn gate_study(gate: Option<&StudyGate>, db: &Path, labels: &[&str], code: i3
     }
     if let Some(path) = &gate.junit {
         crate::config::write_atomic(path, crate::report::junit::render(&results, errored).as_bytes())?;
+    }
+    if gate.lava {
+        print!("{}", crate::report::lava::render(&results, errored));
     }
     let failed = results.iter().any(|r| r.failures().next().is_some()) || !errored.is_empty();
     Ok(if failed { 1 } else { 0 })

@@ -70,6 +70,7 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
             runs: Vec::new(),
             output: cfg.output.clone(),
             findings,
+            caveats: Vec::new(),
             db: cfg.db.clone(),
         };
         // The answer in words, as a study ends with it, then the side-by-side report.

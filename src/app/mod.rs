@@ -135,7 +135,8 @@ fn report(a: ReportConfig) -> Result<i32> {
     let runs = crate::report::select::runs(&store, &a.labels, &a.runs, &catalog())?;
     let count = runs.len();
     let (latency, costs) = crate::report::select::split(runs);
-    let found = findings::compute(&latency, &costs, None);
+    let mut found = findings::given(&a.caveats);
+    found.extend(findings::compute(&latency, &costs, None));
     match a.findings {
         Some(Output::Json) => {
             println!("{}", serde_json::to_string_pretty(&findings::Document { findings: &found })?);

@@ -177,7 +177,9 @@ fn run_cells(
     peer: &str,
 ) -> Result<(i32, Vec<Errored>)> {
     let planned = plan(a, pass_cells, passes, peer)?;
-    crate::config::check_writable(&a.output.with_extension("check"))?;
+    if let Some(output) = &a.output {
+        crate::config::check_writable(&output.with_extension("check"))?;
+    }
     try_load(session, &planned)?;
     let mut store = super::writable_store(&a.db)?;
     let ran = run_planned(session, &mut store, &planned, a.settle)?;
@@ -388,7 +390,8 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
     // A study asked to stop still draws what it measured, within the 2 s a stop may take:
     // without the PNG copies (issue 29: 15 s of them after a SIGTERM).
     let stopping = || crate::session::signals::received().is_some();
-    let files = crate::report::build::write(&a.output, &latency, &costs, &[], &super::catalog(), &findings, &stopping)?;
+    let Some(output) = &a.output else { return Ok(()) };
+    let files = crate::report::build::write(output, &latency, &costs, &[], &super::catalog(), &findings, &stopping)?;
     if !crate::report::build::png::BUILT {
         println!(
             "report: {} ({} figures, as SVG only: built with --no-default-features)",

@@ -110,6 +110,10 @@ pub struct StudyArgs {
     /// Where to write the report
     #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
     pub output: PathBuf,
+    /// Write no report, only the runs: where the store is taken elsewhere and reported with
+    /// others (a lab's controller merges every host's store and draws one report)
+    #[arg(long, conflicts_with = "output")]
+    pub no_report: bool,
     /// On a PREEMPT_DYNAMIC kernel: one pass per preemption model (none, voluntary, full, lazy),
     /// each labelled with its model; the model in force is put back afterwards
     #[arg(long, value_name = "MODELS")]
@@ -147,6 +151,9 @@ pub struct StudyArgs {
     /// Also write the --fail-if checks as JUnit XML to FILE (see `compare`)
     #[arg(long, value_name = "FILE", requires = "fail_if")]
     pub junit: Option<PathBuf>,
+    /// Also print the --fail-if checks as LAVA test cases (see `compare`)
+    #[arg(long, requires = "fail_if")]
+    pub lava: bool,
     #[command(flatten)]
     pub load_args: LoadArgs,
     #[command(flatten)]
@@ -184,6 +191,10 @@ pub struct ReportArgs {
     /// With --findings: print them as JSON, with the numbers behind each sentence
     #[arg(long, requires = "findings")]
     pub json: bool,
+    /// A caveat the runs cannot tell, shown first among the findings (repeat for several), e.g.
+    /// a lab's host that was unreachable: its results are missing
+    #[arg(long = "caveat", value_name = "TEXT")]
+    pub caveats: Vec<String>,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -228,8 +239,9 @@ pub struct CompareArgs {
     /// The label everything is compared against
     #[arg(long, value_name = "LABEL")]
     pub baseline: String,
-    /// The label compared
-    pub label: String,
+    /// The labels compared, each against the baseline (a lab's hosts: one JUnit suite each)
+    #[arg(required = true, value_name = "LABEL")]
+    pub labels: Vec<String>,
     /// Fail (exit 1) when a condition holds, e.g. 'p99 > 1.10x', 'max > 2x, avg > 1.2x', 'p99.9 > 500us'
     #[arg(long, value_name = "EXPR")]
     pub fail_if: Option<String>,
@@ -237,6 +249,10 @@ pub struct CompareArgs {
     /// condition, a failure for each that holds
     #[arg(long, value_name = "FILE", requires = "fail_if")]
     pub junit: Option<PathBuf>,
+    /// Also print the --fail-if checks as LAVA test cases, the checks of the JUnit file: one
+    /// `<LAVA_SIGNAL_TESTCASE …>` line per probe × load × condition, the label's value in µs
+    #[arg(long, requires = "fail_if", conflicts_with = "json")]
+    pub lava: bool,
     /// Print the values and ratios (and the checks) as JSON instead of the table
     #[arg(long)]
     pub json: bool,

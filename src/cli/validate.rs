@@ -40,7 +40,11 @@ pub fn validate(invocation: Invocation) -> Result<Task> {
                 crate::parse::label_filter(label, "--label")?;
             }
             let findings = a.findings.then_some(if a.json { Output::Json } else { Output::Text });
-            Task::Report(ReportConfig { labels: a.labels, runs: a.runs, output: a.output, findings, db: db(a.db) })
+            if let Some(bad) = a.caveats.iter().find(|c| c.trim().is_empty() || c.chars().any(char::is_control)) {
+                return Err(crate::invalid!("--caveat {bad:?}: a caveat is one line of text"));
+            }
+            let (labels, runs, output, caveats) = (a.labels, a.runs, a.output, a.caveats);
+            Task::Report(ReportConfig { labels, runs, output, findings, caveats, db: db(a.db) })
         }
         Command::Compare(a) => Task::Compare(a.config()?),
         Command::Import(a) => {
@@ -80,14 +84,20 @@ pub fn validate(invocation: Invocation) -> Result<Task> {
 impl CompareArgs {
     pub fn config(self) -> Result<CompareConfig> {
         crate::parse::label_filter(&self.baseline, "--baseline")?;
-        crate::parse::label_filter(&self.label, "LABEL")?;
+        for label in &self.labels {
+            crate::parse::label_filter(label, "LABEL")?;
+        }
+        if self.json && self.labels.len() > 1 {
+            return Err(crate::invalid!("--json compares one LABEL (its document is one comparison); give one"));
+        }
         // The condition is checked before the store is read: a typo must not wait for it.
         let conditions = self.fail_if.as_deref().map(crate::report::compare::parse_conditions).transpose()?;
         Ok(CompareConfig {
             baseline: self.baseline,
-            label: self.label,
+            labels: self.labels,
             conditions: conditions.unwrap_or_default(),
             junit: self.junit,
+            lava: self.lava,
             json: self.json,
             db: store::default_path(self.db.db.as_deref()),
         })
@@ -137,6 +147,7 @@ impl StudyArgs {
             baseline,
             conditions: conditions.unwrap_or_default(),
             junit: self.junit,
+            lava: self.lava,
         });
         Ok(StudyConfig {
             preempt,
@@ -145,7 +156,7 @@ impl StudyArgs {
             load: self.load,
             settle: self.settle,
             label,
-            output: self.output,
+            output: (!self.no_report).then_some(self.output),
             shield: self.shield,
             breach: self.breach.options(),
             split: !self.no_split,

@@ -11,15 +11,18 @@ use crate::probe::ServeSpec;
 use crate::report::compare::Condition;
 use crate::report::export::Format;
 
-/// `rtbench compare`: one label against a baseline.
+/// `rtbench compare`: labels against a baseline, each on its own.
 #[derive(Debug)]
 pub struct CompareConfig {
     pub baseline: String,
-    pub label: String,
+    /// At least one; exactly one with `json`.
+    pub labels: Vec<String>,
     /// `--fail-if`, parsed; empty when not given.
     pub conditions: Vec<Condition>,
     /// `--junit`: where to write the conditions' checks as JUnit XML (only with conditions).
     pub junit: Option<PathBuf>,
+    /// `--lava`: print the checks as LAVA test cases (only with conditions, not with `json`).
+    pub lava: bool,
     /// `--json`: the ratios as JSON instead of the table.
     pub json: bool,
     pub db: PathBuf,
@@ -103,7 +106,8 @@ pub struct StudyConfig {
     pub load: String,
     pub settle: Duration,
     pub label: String,
-    pub output: PathBuf,
+    /// Where the report goes; None with `--no-report`.
+    pub output: Option<PathBuf>,
     /// `--preempt`: known preemption models, in the order given.
     pub preempt: Option<Vec<String>>,
     pub shield: Option<String>,
@@ -134,6 +138,8 @@ pub struct StudyGate {
     /// `--fail-if`, parsed; empty when not given (the comparison is printed, nothing gates).
     pub conditions: Vec<Condition>,
     pub junit: Option<PathBuf>,
+    /// `--lava`: print the checks as LAVA test cases.
+    pub lava: bool,
 }
 
 /// A probe's subcommand, checked: the server its flags ask for, or a measuring run.
@@ -157,6 +163,8 @@ pub struct ReportConfig {
     pub output: PathBuf,
     /// Print the findings (as text or JSON) instead of writing the report.
     pub findings: Option<Output>,
+    /// `--caveat`: said first among the findings; one line each.
+    pub caveats: Vec<String>,
     pub db: PathBuf,
 }
 

@@ -21,6 +21,7 @@ pub mod compare_noise;
 pub mod figures;
 pub mod findings;
 pub mod junit;
+pub mod lava;
 pub mod select;
 pub mod split;
 pub mod svg;

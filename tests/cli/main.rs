@@ -1,5 +1,6 @@
 //! End-to-end tests of the rtbench binary: one test binary, one module per topic.
 
+mod ansible;
 mod audit;
 mod bad_input;
 mod breach;
@@ -13,6 +14,7 @@ mod guests;
 mod helpers;
 mod import;
 mod kernels;
+mod lab;
 mod labels;
 mod live;
 mod load;

@@ -72,6 +72,9 @@ pub enum Topic {
     Split,
     /// What is not ranked, for one cause (runs made on an emulated CPU).
     Unranked,
+    /// What the runs cannot tell, given with `report --caveat` (a lab's host that was
+    /// unreachable).
+    Given,
 }
 
 /// One sentence of the answer.
@@ -99,6 +102,20 @@ pub fn compute(runs: &[RunView], costs: &[RunView], baseline: Option<&str>) -> V
     out.extend(machine::fix_first(runs));
     out.sort_by_key(|f| std::cmp::Reverse(f.weight));
     out
+}
+
+/// The caveats given with `report --caveat`, as findings above every other: what is missing
+/// from the runs changes how all of them read.
+pub fn given(caveats: &[String]) -> Vec<Finding> {
+    let finding = |c: &String| Finding {
+        weight: u32::MAX,
+        topic: Topic::Given,
+        sentence: format!("⚠ {c}"),
+        numbers: Vec::new(),
+        link: "findings".into(),
+        caveats: Vec::new(),
+    };
+    caveats.iter().map(finding).collect()
 }
 
 /// The findings of one label against another only (`compare`).

@@ -39,7 +39,9 @@ pub const INFO: ProbeInfo = ProbeInfo {
     supported,
     build,
     serve: None,
-    study: None,
+    // Beside the timer cells where the kernel has the tracer; elsewhere `supported` gives the
+    // study its reason to skip the cell.
+    study: Some(|_, _| {}),
     resume: super::Resume::Settings(|p| {
         let ProbeParams::Timer(p) = p else { return None };
         Some(vec![(INTERVAL, FlagValue::Number(p.interval_us))])

@@ -29,20 +29,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RTBENCH=${RTBENCH:-$here/target/release/rtbench}
-[ -x "$RTBENCH" ] || { echo "vs-rtla: $RTBENCH not found; run 'cargo build --release' first" >&2; exit 2; }
-if [ -n "${GUEST:-}" ]; then
-    [ -r "$GUEST" ] || { echo "vs-rtla: GUEST=$GUEST is not a readable kernel image" >&2; exit 2; }
-    command -v vng >/dev/null || { echo "vs-rtla: virtme-ng (vng) is not installed; scripts/setup.sh installs it" >&2; exit 2; }
-    env="ROUNDS=${ROUNDS:-5} DURATION=${DURATION:-10} CPU=${CPU:-1} PERIOD_US=${PERIOD_US:-1000} BUCKET_US=${BUCKET_US:-1} RANGE_MS=${RANGE_MS:-100} HOG=${HOG:-1} RTBENCH=$RTBENCH"
-    exec vng -r "$GUEST" --disable-kvm --cpus 2 --exec "env $env $here/bench/vs-rtla.sh"
-fi
-command -v rtla >/dev/null || { echo "vs-rtla: rtla is not installed (apt-get install rtla)" >&2; exit 2; }
-mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
-grep -qw timerlat /sys/kernel/tracing/available_tracers || { echo "vs-rtla: this kernel ($(uname -r)) has no timerlat tracer" >&2; exit 2; }
+. "$here/bench/rtla-guest.sh"
+rtla_where vs-rtla timerlat "ROUNDS=${ROUNDS:-5} DURATION=${DURATION:-10} CPU=${CPU:-1} PERIOD_US=${PERIOD_US:-1000} BUCKET_US=${BUCKET_US:-1} RANGE_MS=${RANGE_MS:-100} HOG=${HOG:-1}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 - "$RTBENCH" "${ROUNDS:-5}" "${DURATION:-10}" "${CPU:-1}" "${PERIOD_US:-1000}" "${BUCKET_US:-1}" "${RANGE_MS:-100}" "$tmp" <<'PY'
+PYTHONPATH="$here/bench" python3 - "$RTBENCH" "${ROUNDS:-5}" "${DURATION:-10}" "${CPU:-1}" "${PERIOD_US:-1000}" "${BUCKET_US:-1}" "${RANGE_MS:-100}" "$tmp" <<'PY'
 import os, re, resource, statistics, subprocess, sys
+from rtla_compare import aa, judged
 
 rtbench, rounds, dur, cpu, period, bucket, range_ms, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]), int(sys.argv[7]), sys.argv[8]
 entries = range_ms * 1000 // bucket
@@ -156,16 +149,6 @@ for r in range(rounds):
 
 med = statistics.median
 
-def aa(t, side, k):
-    """Tool t's A/A ratios (its second run of a round over its first) of statistic k."""
-    return [b[side][k] / a[side][k] for a, b in runs[t] if a[side][k] and a[side][k] != OVER]
-
-def wider(x, y):
-    """The wider of two A/A spreads, as (low, high) ratios around 1."""
-    span = lambda v: max(abs(max(v) - 1), abs(1 - min(v))) if v else 0
-    v = max(x, y, key=span)
-    return (min(v), max(v)) if v else (1, 1)
-
 print(f"\nIRQ and thread latency on CPU {cpu}, period {period} µs, {dur} s a run, {rounds} rounds (µs; median over rounds)")
 print(f"{'tool':24}{'side':8}{'p50':>10}{'p99':>10}{'max':>10}{'n':>8}{'CPU s':>8}")
 for side in ["irq", "thread"]:
@@ -181,9 +164,8 @@ for side in ["irq", "thread"]:
         cells = []
         for k in range(2):
             ratio = med(a[side][k] for a, _ in runs[t]) / ref[k] if ref[k] else float("nan")
-            lo, hi = wider(aa(t, side, k), aa("rtla", side, k))
-            inside = "in" if lo <= ratio <= hi else "OUT"
-            cells.append(f"{ratio:10.2f}{f'{lo:.2f}-{hi:.2f}':>12}{inside:>5}")
+            pick = lambda k: lambda x: x[side][k]
+            cells.append(f"{ratio:10.2f}{judged(ratio, aa(runs[t], pick(k)), aa(runs['rtla'], pick(k)))}")
         print(f"{t:24}{side:8}{cells[0]}{cells[1]}")
 print(f"rtla's percentiles: its {bucket} µs buckets' middles over every sample it counted; inf: among its `over`")
 print(f"load average in the guest at the end: {' '.join(load())}")

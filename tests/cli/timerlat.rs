@@ -1,5 +1,6 @@
 //! The `timerlat` source: the kernel's own timer latency, read where the kernel has the tracer
-//! (Debian's PREEMPT_RT kernel, booted in a guest) and refused in one line where it has not.
+//! (Debian's PREEMPT_RT kernel, booted in a guest) and refused in one line where it has not;
+//! a study runs it as a cell there and says why it has none here.
 
 use crate::guests::prerequisites;
 use crate::helpers::*;
@@ -27,19 +28,26 @@ fn a_kernel_without_the_tracer_refuses_the_timerlat_source_in_one_line() {
 }
 
 #[test]
-fn the_rt_kernel_in_a_guest_gives_timerlat_runs_with_irq_and_thread_latency() {
+fn the_rt_kernel_in_a_guest_gives_timerlat_runs_with_irq_and_thread_latency_and_a_study_cell() {
     let Some((_, rt)) = prerequisites() else { return };
     let lab = Lab::new();
     let kernel = format!("deb:{rt}");
     let report = lab.path("report");
     let o = report.to_str().unwrap();
     let args = ["kernels", &kernel, "--allow-emulated", "-o", o, "--", "timerlat", "-D", "5s", "-q", "--", "timer"];
-    let said = lab.ok(&[&args[..], &["--split", "-D", "5s", "-q"]].concat());
+    // The study's own report stays in the guest; its runs come back with the others.
+    let study = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "--no-split", "--no-classify", "-q"];
+    let said =
+        lab.ok(&[&args[..], &["--split", "-D", "5s", "-q", "--"], &study, &["-o", "/tmp/rtbench-study"]].concat());
     assert!(said.contains("0 failed"), "{said}");
+    assert!(!said.contains("skipping timerlat"), "the RT kernel has the tracer: {said}");
     let runs = lab.runs();
-    let probes: Vec<&str> = runs.as_array().unwrap().iter().map(|r| r["probe"].as_str().unwrap()).collect();
-    assert_eq!(probes, ["timerlat", "timer"], "both ran and were stored");
-    for run in runs.as_array().unwrap() {
+    let runs = runs.as_array().unwrap();
+    let probes: Vec<&str> = runs.iter().map(|r| r["probe"].as_str().unwrap()).collect();
+    assert_eq!(probes[..2], ["timerlat", "timer"], "both ran and were stored");
+    let cells: Vec<&str> = probes[2..].iter().copied().filter(|p| !p.starts_with("sysbench")).collect();
+    assert_eq!(cells, ["timer", "timerlat", "gtod", "pingpong", "response", "noise"], "the study's cells");
+    for run in runs.iter().take(2).chain(runs.iter().skip(2).filter(|r| r["probe"] == "timerlat")) {
         assert_eq!(run["status"], "complete", "{run}");
         let doc = lab.export_json(run["id"].as_i64().unwrap());
         let threads = doc["threads"].as_array().unwrap();
@@ -49,4 +57,22 @@ fn the_rt_kernel_in_a_guest_gives_timerlat_runs_with_irq_and_thread_latency() {
             assert!(t["irq"]["count"].as_u64().unwrap() > 0, "IRQ latencies: {t}");
         }
     }
+}
+
+#[test]
+fn a_study_on_a_kernel_without_the_tracer_says_why_it_has_no_timerlat_cell() {
+    if host_has_timerlat() || !is_root() {
+        skip("the tracer is here, or tracefs is not readable: the reason would be another");
+        return;
+    }
+    let lab = Lab::new();
+    let report = lab.path("report");
+    let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "--no-split", "--no-classify", "-q", "-o"];
+    let said = lab.ok(&[&args[..], &[report.to_str().unwrap()]].concat());
+    let why = "study: skipping timerlat: the kernel has no timerlat tracer (CONFIG_TIMERLAT_TRACER)";
+    assert!(said.lines().any(|l| l == why), "{said}");
+    assert!(!said.contains("cell 1 of 6") && said.contains("cell 5 of 5"), "no timerlat cell: {said}");
+    let runs = lab.runs();
+    let probes: Vec<&str> = runs.as_array().unwrap().iter().map(|r| r["probe"].as_str().unwrap()).collect();
+    assert_eq!(probes, ["timer", "gtod", "pingpong", "response", "noise"], "the other cells ran and were stored");
 }

@@ -1,0 +1,18 @@
+"""What the vs-rtla scripts share: a tool's A/A ratios and the spread a ratio between two tools
+is judged by."""
+import math
+
+
+def aa(pairs, get):
+    """The A/A ratios of one statistic: each round's second run over its first (runs whose first
+    value is 0 or unknown give none)."""
+    return [get(b) / get(a) for a, b in pairs if get(a) and math.isfinite(get(a))]
+
+
+def judged(ratio, ours, theirs):
+    """"0.90-1.12 in": the wider of two tools' A/A spreads (the one reaching further from 1),
+    and whether ratio falls inside it."""
+    reach = lambda v: max(abs(max(v) - 1), abs(1 - min(v))) if v else 0
+    v = max(ours, theirs, key=reach)
+    lo, hi = (min(v), max(v)) if v else (1, 1)
+    return f"{f'{lo:.2f}-{hi:.2f}':>12}{'in' if lo <= ratio <= hi else 'OUT':>5}"

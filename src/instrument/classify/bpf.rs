@@ -4,13 +4,14 @@
 //! ~2–4 µs (a cold ring buffer on a freshly woken virtual CPU), a program almost nothing.
 //!
 //! Each program returns at once on a CPU that is not measured (a map with an entry per CPU
-//! the machine can have says which are, so any CPU number is followed); on a measured one it queues a
-//! record (time, CPU, event, the task current, the tracepoint's first argument, and at a switch
-//! the next task's pid, priority and name) into a ring buffer ([`Records`]) for the reader, which
-//! reads it off the measured CPUs every few milliseconds and turns each record into the event the ftrace path would have
-//! read, into the same [`Timeline`]. The next task is read in the program, at offsets the
-//! kernel's BTF gives ([`crate::trace::bpf::btf`]): reading it from /proc afterwards would miss the
-//! short-lived tasks (a burst that ended before the reader looked) and cost a file per pid.
+//! the machine can have says which are, so any CPU number is followed); on a measured one it
+//! puts a record (time, CPU, event, the task current, the tracepoint's first argument, and at a
+//! switch the next task's pid, priority and name) into a ring buffer ([`Records`]) for the
+//! reader, which reads it off the measured CPUs every few milliseconds and turns each record
+//! into the event the ftrace path would have read, into the same [`Timeline`]. The next task
+//! is read in the program, at offsets the kernel's BTF gives ([`crate::trace::bpf::btf`]):
+//! reading it from /proc afterwards would miss the short-lived tasks (a burst that ended before
+//! the reader looked) and cost a file per pid.
 //! IRQ names come from /proc/interrupts in the reader ([`super::record`]): the program stays small.
 
 use std::os::fd::OwnedFd;

@@ -177,6 +177,15 @@ pub struct SplitRecord {
     /// instance (and why BPF could not load). Runs made before BPF was used do not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// How the BPF program's records reached the reader: `ringbuf` (shared memory, no system
+    /// call a record) or `queue` (a system call a record, kernels before 5.8). None from ftrace
+    /// and in runs made before ring buffers were used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// Records the BPF program handed to the reader, beside the `lost_events` that did not fit:
+    /// what the reader took in (none from ftrace, nor in runs made before they were counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<u64>,
 }
 
 /// A run made by another tool and imported.

@@ -72,8 +72,10 @@ pub fn summary(run: &Run) -> String {
             out.push_str(&cyclictest_line(&format!("{:<w$}", "  IRQ", w = head.chars().count()), &irq.stats, &matched));
         }
     }
-    if let Some(source) = h.params.measured().and_then(|m| m.split.as_ref()?.source.as_ref()) {
-        let _ = writeln!(out, "IRQ latency from {source}");
+    if let Some(split) = h.params.measured().and_then(|m| m.split.as_ref()) {
+        if let Some(source) = &split.source {
+            let _ = writeln!(out, "IRQ latency from {source}{}", by(&split.transport));
+        }
     }
     if let Some((peer, placed)) = peer_end(h) {
         let _ = writeln!(out, "{peer}: {placed}");
@@ -100,6 +102,16 @@ fn policy(h: &RunHeader, thread: u32) -> String {
 
 /// Where the other end ran: a ping-pong's echo server says so when it is rtbench's
 /// ("echo server (host)", "pinned to CPU 1, fifo/95").
+/// How BPF records travelled, in words after where they came from: the mode the run used.
+fn by(transport: &Option<String>) -> String {
+    match transport.as_deref() {
+        Some("ringbuf") => " (records read from a ring buffer)".into(),
+        Some("queue") => " (records popped from a queue: the kernel has no ring buffers)".into(),
+        Some(other) => format!(" (records through {other})"),
+        None => String::new(),
+    }
+}
+
 fn peer_end(h: &RunHeader) -> Option<(String, String)> {
     let ProbeParams::Pingpong(p) = &h.params.measured()?.probe else { return None };
     let placed = p.peer_placement.as_ref()?;
@@ -138,7 +150,7 @@ fn noise_classes(h: &RunHeader) -> String {
     if let Some(why) = &c.skipped {
         return format!("noise by class: unknown ({why})\n\n");
     }
-    let from = c.source.as_ref().map_or(String::new(), |s| format!("noise classified from {s}\n"));
+    let from = c.source.as_ref().map_or(String::new(), |s| format!("noise classified from {s}{}\n", by(&c.transport)));
     let total: u64 = NoiseClass::ALL.iter().map(|k| c.class(*k).1).sum::<u64>().max(1);
     let secs = h.params.duration_s().filter(|s| *s > 0.0);
     let mut out = format!(

@@ -10,6 +10,7 @@ const MAP_CREATE: libc::c_long = 0;
 const MAP_LOOKUP_ELEM: libc::c_long = 1;
 const MAP_UPDATE_ELEM: libc::c_long = 2;
 const PROG_LOAD: libc::c_long = 5;
+const PROG_TEST_RUN: libc::c_long = 10;
 const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 const MAP_LOOKUP_AND_DELETE_ELEM: libc::c_long = 21;
 const PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
@@ -104,6 +105,17 @@ pub fn bpf_pop(map: &OwnedFd, value: &mut [u8]) -> io::Result<bool> {
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// Runs a raw-tracepoint `program` once, now, on this CPU, with `args` as the tracepoint's
+/// arguments (at most 12); its return value. How tests make a program write records on demand.
+pub fn bpf_run_raw_tp(program: &OwnedFd, args: &[u64]) -> io::Result<u32> {
+    let mut a: Attr = [0; 16];
+    a[0] = program.as_raw_fd() as u64;
+    a[5] = std::mem::size_of_val(args) as u64;
+    a[6] = args.as_ptr() as u64;
+    bpf(PROG_TEST_RUN, &mut a)?;
+    Ok((a[0] >> 32) as u32)
 }
 
 /// For tests: whether BPF programs can be loaded here (they need root); a test that cannot

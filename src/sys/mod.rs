@@ -17,6 +17,8 @@ mod ops;
 #[allow(unsafe_code)]
 mod proc;
 #[allow(unsafe_code)]
+mod ringbuf;
+#[allow(unsafe_code)]
 mod sched;
 #[allow(unsafe_code)]
 mod signal;
@@ -36,6 +38,7 @@ pub use fs::*;
 pub use net::*;
 pub use ops::*;
 pub use proc::*;
+pub use ringbuf::RingBuf;
 pub use sched::*;
 pub use signal::*;
 pub use term::*;

@@ -117,7 +117,8 @@ impl<S: Lines> Stream<S> {
 /// Where a tracer's events come from: its BPF programs where they load, else an ftrace instance
 /// of its own (and why BPF could not load). The split and the classification each hold one.
 pub enum Feed<S> {
-    Bpf(Reader<S>),
+    /// The reader, and how the records travel (`ringbuf` or `queue`).
+    Bpf(Reader<S>, &'static str),
     Ftrace(Stream<S>, String),
 }
 
@@ -125,14 +126,14 @@ impl<S: Lines> Feed<S> {
     /// The programs `bpf` loads; where they cannot load, the instance `instance` makes (`Err`
     /// says both reasons when neither can). Root is needed either way.
     pub fn arm(
-        bpf: impl FnOnce() -> Result<Reader<S>, String>,
+        bpf: impl FnOnce() -> Result<(Reader<S>, &'static str), String>,
         instance: impl FnOnce() -> Result<Stream<S>, String>,
     ) -> Result<Feed<S>, String> {
         if !crate::sys::is_root() {
             return Err("tracing needs root".into());
         }
         match bpf() {
-            Ok(reader) => Ok(Feed::Bpf(reader)),
+            Ok((reader, transport)) => Ok(Feed::Bpf(reader, transport)),
             Err(why) => Ok(Feed::Ftrace(instance().map_err(|e| format!("{why}; {e}"))?, why)),
         }
     }
@@ -140,7 +141,7 @@ impl<S: Lines> Feed<S> {
     /// What the reader has read.
     pub fn state(&self) -> Arc<Mutex<S>> {
         match self {
-            Feed::Bpf(r) => r.state(),
+            Feed::Bpf(r, _) => r.state(),
             Feed::Ftrace(s, _) => s.state(),
         }
     }
@@ -149,8 +150,22 @@ impl<S: Lines> Feed<S> {
     /// on), or the instance and why BPF could not load.
     pub fn source(&self, programs: &str) -> String {
         match self {
-            Feed::Bpf(_) => format!("BPF on {programs}"),
+            Feed::Bpf(..) => format!("BPF on {programs}"),
             Feed::Ftrace(_, why) => format!("an ftrace instance (BPF: {why})"),
+        }
+    }
+
+    /// Whether the events come from BPF programs.
+    pub fn bpf(&self) -> bool {
+        matches!(self, Feed::Bpf(..))
+    }
+
+    /// How the BPF programs' records travel, as a run stores it: `ringbuf` (read from shared
+    /// memory) or `queue` (a system call a record, kernels before 5.8); none from ftrace.
+    pub fn transport(&self) -> Option<String> {
+        match self {
+            Feed::Bpf(_, transport) => Some(transport.to_string()),
+            Feed::Ftrace(..) => None,
         }
     }
 }

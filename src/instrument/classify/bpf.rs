@@ -4,13 +4,14 @@
 //! ~2–4 µs (a cold ring buffer on a freshly woken virtual CPU), a program almost nothing.
 //!
 //! Each program returns at once on a CPU that is not measured (a map with an entry per CPU
-//! the machine can have says which are, so any CPU number is followed); on a measured one it queues a
-//! record (time, CPU, event, the task current, the tracepoint's first argument, and at a switch
-//! the next task's pid, priority and name) for the reader, which pops the queue off the measured
-//! CPUs every few milliseconds and turns each record into the event the ftrace path would have
-//! read, into the same [`Timeline`]. The next task is read in the program, at offsets the
-//! kernel's BTF gives ([`crate::trace::bpf::btf`]): reading it from /proc afterwards would miss the
-//! short-lived tasks (a burst that ended before the reader looked) and cost a file per pid.
+//! the machine can have says which are, so any CPU number is followed); on a measured one it
+//! puts a record (time, CPU, event, the task current, the tracepoint's first argument, and at a
+//! switch the next task's pid, priority and name) into a ring buffer ([`Records`]) for the
+//! reader, which reads it off the measured CPUs every few milliseconds and turns each record
+//! into the event the ftrace path would have read, into the same [`Timeline`]. The next task
+//! is read in the program, at offsets the kernel's BTF gives ([`crate::trace::bpf::btf`]):
+//! reading it from /proc afterwards would miss the short-lived tasks (a burst that ended before
+//! the reader looked) and cost a file per pid.
 //! IRQ names come from /proc/interrupts in the reader ([`super::record`]): the program stays small.
 
 use std::os::fd::OwnedFd;
@@ -19,6 +20,7 @@ use std::sync::Mutex;
 use super::record::{IrqNames, Record, RECORD};
 use super::timeline::Timeline;
 use crate::trace::bpf::asm::*;
+use crate::trace::bpf::records::Records;
 use crate::trace::ftrace::parse::Event;
 use crate::trace::stream::{lock, Reader};
 
@@ -48,7 +50,6 @@ const NEXT_ARG: i16 = 16;
 /// Records waiting for the reader: a busy CPU makes tens of thousands of events a second, the
 /// reader takes them every 10 ms.
 const QUEUED: u32 = 65_536;
-const QUEUE: u32 = 22;
 const ARRAY: u32 = 2;
 
 /// The record on the program's stack.
@@ -58,8 +59,7 @@ const KEY: i16 = AT - 8;
 
 /// The programs and maps, attached; all of it goes with the fds.
 pub struct Programs {
-    queue: OwnedFd,
-    lost: OwnedFd,
+    records: Records,
     _followed: OwnedFd,
     _links: Vec<OwnedFd>,
     /// When the last program was attached: records before it are dropped.
@@ -69,14 +69,13 @@ pub struct Programs {
 impl Programs {
     /// Loads and attaches a program per tracepoint, following `cpus`.
     pub fn attach(cpus: &[usize]) -> Result<Programs, String> {
-        use crate::sys::{bpf_attach_raw_tp, bpf_map, bpf_raw_tp_program};
+        use crate::sys::{bpf_attach_raw_tp, bpf_raw_tp_program};
         let followed = followed(cpus, crate::sysinfo::cpu_ids())?;
         let task = crate::trace::bpf::btf::task_offsets()?;
-        let queue = bpf_map(QUEUE, 0, RECORD as u32, QUEUED).map_err(|e| format!("cannot make the queue: {e}"))?;
-        let lost = bpf_map(ARRAY, 4, 8, 1).map_err(|e| format!("cannot make a map: {e}"))?;
+        let records = Records::make(RECORD, QUEUED)?;
         let mut links = Vec::new();
         for (kind, name) in TRACEPOINTS.iter().enumerate() {
-            let maps = Maps { followed: &followed, queue: &queue, lost: &lost };
+            let maps = Maps { followed: &followed, records: &records };
             let code = program(kind, (kind == SWITCH).then_some(task), &maps);
             let prog = bpf_raw_tp_program("rtbench_class", &code)
                 .map_err(|e| format!("the {name} program does not load: {e}"))?;
@@ -90,21 +89,26 @@ impl Programs {
         // Attaching patches the kernel's text, which interrupts every CPU: an entry program
         // attached before its exit's sees an interrupt whose end it never sees, and a CPU left
         // "in" that interrupt would have every gap put down to it. Only what follows counts.
-        Ok(Programs { queue, lost, _followed: followed, _links: links, since_ns: crate::sys::now_ns() })
+        Ok(Programs { records, _followed: followed, _links: links, since_ns: crate::sys::now_ns() })
     }
 
-    /// Pops every queued record into `timeline`, in time order; Err when a map cannot be read.
-    fn drain(&self, timeline: &Mutex<Timeline>, irqs: &mut IrqNames) -> std::io::Result<()> {
-        let mut rec = [0u8; RECORD];
+    /// Every record waiting, as the reader takes it.
+    fn read(&mut self) -> std::io::Result<Vec<Record>> {
         let mut batch = Vec::new();
-        while crate::sys::bpf_pop(&self.queue, &mut rec)? {
-            batch.extend(Some(Record::from(&rec)).filter(|r| r.ts >= self.since_ns));
-        }
-        // A program interrupted between its clock read and its push queues after the
-        // interrupt's own records.
+        self.records.drain(|rec| batch.extend(<&[u8; RECORD]>::try_from(rec).ok().map(Record::from)))?;
+        Ok(batch)
+    }
+
+    /// Reads every record waiting into `timeline`, in time order; Err when a map cannot be read.
+    fn drain(&mut self, timeline: &Mutex<Timeline>, irqs: &mut IrqNames) -> std::io::Result<()> {
+        let since = self.since_ns;
+        let mut batch = self.read()?;
+        let read = batch.len() as u64;
+        batch.retain(|r| r.ts >= since);
+        // A program interrupted between its clock read and its output puts its record after
+        // the interrupt's own.
         batch.sort_by_key(|r| r.ts);
-        let mut lost = [0u8; 8];
-        crate::sys::bpf_lookup(&self.lost, &0u32.to_ne_bytes(), &mut lost)?;
+        let lost = self.records.lost()?;
         let mut t = lock(timeline);
         for r in &batch {
             let detail = r.detail(irqs);
@@ -112,25 +116,27 @@ impl Programs {
             let e = Event { comm: &r.comm, pid: r.pid, cpu: r.cpu, ts_ns: r.ts, name, detail: &detail };
             t.event(&e);
         }
-        t.lost_events = u64::from_ne_bytes(lost);
+        t.lost_events = lost;
+        t.records += read;
         Ok(())
     }
 }
 
 /// Attaches the programs and reads them into a timeline of `cpus` from a thread named `name`,
-/// on the collector's CPUs `on`.
-pub fn start(name: &str, cpus: &[usize], on: &[usize]) -> Result<Reader<Timeline>, String> {
-    let programs = Programs::attach(cpus)?;
+/// on the collector's CPUs `on`; with how their records travel (`ringbuf` or `queue`).
+pub fn start(name: &str, cpus: &[usize], on: &[usize]) -> Result<(Reader<Timeline>, &'static str), String> {
+    let mut programs = Programs::attach(cpus)?;
+    let transport = programs.records.transport();
     let mut irqs = IrqNames::default();
     // The programs go when the reader ends.
-    Reader::spawn(name, Timeline::new(cpus), on, move |t| programs.drain(t, &mut irqs).is_ok())
+    let reader = Reader::spawn(name, Timeline::new(cpus), on, move |t| programs.drain(t, &mut irqs).is_ok())?;
+    Ok((reader, transport))
 }
 /// The maps the programs share.
 struct Maps<'a> {
     /// Per CPU number the machine can have, non-zero where the CPU is measured.
     followed: &'a OwnedFd,
-    queue: &'a OwnedFd,
-    lost: &'a OwnedFd,
+    records: &'a Records,
 }
 
 /// The array of the CPUs to follow: an entry for each of the `ids` CPU numbers the machine can
@@ -147,8 +153,8 @@ fn followed(cpus: &[usize], ids: usize) -> Result<OwnedFd, String> {
     Ok(map)
 }
 
-/// The program of event `kind`: on a followed CPU, the record queued, a full queue counted in
-/// `lost`. `task`: at a switch, `task_struct`'s (pid, prio, comm) offsets to read `next` at.
+/// The program of event `kind`: on a followed CPU, the record put into `records` (or counted
+/// lost). `task`: at a switch, `task_struct`'s (pid, prio, comm) offsets to read `next` at.
 fn program(kind: usize, task: Option<[u32; 3]>, maps: &Maps) -> Vec<u64> {
     let at = |off: i16| AT + off;
     let mut a = Asm::default();
@@ -170,7 +176,7 @@ fn program(kind: usize, task: Option<[u32; 3]>, maps: &Maps) -> Vec<u64> {
         a.read_kernel_n(i32::from(at(28)), 4, 8, prio as i32);
         a.read_kernel_n(i32::from(at(48)), 16, 8, comm as i32);
     }
-    a.push_or_count_lost(maps.queue, maps.lost, AT);
+    maps.records.emit(&mut a, AT);
     a.finish()
 }
 
@@ -182,16 +188,13 @@ mod tests {
     #[test]
     fn a_switch_on_a_followed_cpu_comes_back_with_the_next_task() {
         let cpus = crate::sysinfo::online_cpus();
-        let Some(programs) = crate::sys::attached_or_skip(|| Programs::attach(&cpus)) else {
+        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(&cpus)) else {
             return;
         };
         // Sleeping switches this thread out and back in.
         std::thread::sleep(std::time::Duration::from_millis(5));
         let timeline = Mutex::new(Timeline::new(&cpus));
-        let (mut rec, mut seen) = ([0u8; RECORD], Vec::new());
-        while crate::sys::bpf_pop(&programs.queue, &mut rec).unwrap() {
-            seen.push(Record::from(&rec));
-        }
+        let seen = programs.read().unwrap();
         let me = crate::sys::gettid();
         let back_in =
             seen.iter().find(|r| r.kind == SWITCH as u32 && r.next_pid == me).expect("a switch to this thread");
@@ -218,13 +221,13 @@ mod tests {
             Ok(t) => t,
             Err(why) => return eprintln!("skipped: {why}"),
         };
-        let queue = crate::sys::bpf_map(QUEUE, 0, RECORD as u32, 16).unwrap();
-        let lost = crate::sys::bpf_map(ARRAY, 4, 8, 1).unwrap();
-        let maps = Maps { followed: &map, queue: &queue, lost: &lost };
-        for (kind, name) in TRACEPOINTS.iter().enumerate() {
-            let code = program(kind, (kind == SWITCH).then_some(task), &maps);
-            let loaded = crate::sys::bpf_raw_tp_program("rtbench_class", &code);
-            assert!(loaded.is_ok(), "the {name} program for 256 CPUs: {loaded:?}");
+        for records in [Records::make(RECORD, 16).unwrap(), Records::queue(RECORD, 16).unwrap()] {
+            let maps = Maps { followed: &map, records: &records };
+            for (kind, name) in TRACEPOINTS.iter().enumerate() {
+                let code = program(kind, (kind == SWITCH).then_some(task), &maps);
+                let loaded = crate::sys::bpf_raw_tp_program("rtbench_class", &code);
+                assert!(loaded.is_ok(), "the {name} program for 256 CPUs ({}): {loaded:?}", records.transport());
+            }
         }
     }
 
@@ -236,7 +239,7 @@ mod tests {
             return eprintln!("skipped: needs two CPUs and BPF");
         }
         let (followed, other) = (cpus[0], cpus[1]);
-        let programs = match Programs::attach(&[followed]) {
+        let mut programs = match Programs::attach(&[followed]) {
             Ok(p) => p,
             Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
             Err(why) => panic!("the programs load and attach: {why}"),
@@ -250,10 +253,7 @@ mod tests {
             .join()
             .unwrap();
         }
-        let (mut rec, mut seen) = ([0u8; RECORD], Vec::new());
-        while crate::sys::bpf_pop(&programs.queue, &mut rec).unwrap() {
-            seen.push(Record::from(&rec).cpu);
-        }
+        let seen: Vec<u32> = programs.read().unwrap().iter().map(|r| r.cpu).collect();
         assert!(seen.contains(&(followed as u32)), "CPU {followed}'s events are queued");
         assert!(seen.iter().all(|c| *c == followed as u32), "only CPU {followed}'s: {seen:?}");
     }
@@ -278,7 +278,7 @@ mod tests {
         });
         std::thread::sleep(std::time::Duration::from_millis(20));
         let reader = match start("rtbench-test", &cpus, &[]) {
-            Ok(r) => r,
+            Ok((r, _)) => r,
             Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
             Err(why) => panic!("the programs load and attach: {why}"),
         };

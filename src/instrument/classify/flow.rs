@@ -105,8 +105,9 @@ struct ClassifyFlow {
     interval_ns: u64,
     /// Gaps classified since the last checkpoint: (thread, interval, class) → (count, ns).
     intervals: BTreeMap<(u32, u64, NoiseClass), (u64, u64)>,
-    /// Where the events come from, as the run stores it.
+    /// Where the events come from, and how their records travel, as the run stores them.
     source: String,
+    transport: Option<String>,
 }
 
 impl ClassifyFlow {
@@ -132,8 +133,9 @@ impl ClassifyFlow {
                 longest: Vec::new(),
             })
             .collect();
-        let (interval_ns, intervals, source) = (interval_ns.max(1), BTreeMap::new(), tracer.source());
-        ClassifyFlow { timeline: tracer.timeline(), threads, budget_ns, interval_ns, intervals, source }
+        let (interval_ns, intervals, source, transport) =
+            (interval_ns.max(1), BTreeMap::new(), tracer.source(), tracer.transport());
+        ClassifyFlow { timeline: tracer.timeline(), threads, budget_ns, interval_ns, intervals, source, transport }
     }
 
     /// Gaps (time offset, length) as the thread handed them over.
@@ -184,9 +186,14 @@ impl ClassifyFlow {
     /// What the classification has come to so far: every thread's gaps by class, the most
     /// noise first, and the events the trace lost.
     fn record(&self) -> ClassifyRecord {
-        let (threads, lost_events) = (self.threads(), lock(&self.timeline).lost_events);
-        let source = Some(self.source.clone());
-        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None, source }
+        let (lost_events, read) = {
+            let t = lock(&self.timeline);
+            (t.lost_events, t.records)
+        };
+        let threads = self.threads();
+        let (source, transport) = (Some(self.source.clone()), self.transport.clone());
+        let records = transport.is_some().then_some(read);
+        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None, source, transport, records }
     }
 
     /// Every thread's gaps so far by class and name, the most noise first.

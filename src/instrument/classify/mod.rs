@@ -79,6 +79,11 @@ impl ClassifyTracer {
     pub fn source(&self) -> String {
         self.feed.source("the IRQ, softirq and sched_switch tracepoints")
     }
+
+    /// How the BPF programs' records travel (`ringbuf`, `queue`); none from ftrace.
+    pub fn transport(&self) -> Option<String> {
+        self.feed.transport()
+    }
 }
 
 /// A gap's class and what ran in it, in words.

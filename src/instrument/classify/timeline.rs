@@ -51,6 +51,8 @@ pub struct Timeline {
     pub caught_up_ns: u64,
     /// Events the kernel dropped (a full buffer).
     pub lost_events: u64,
+    /// Records the BPF programs handed over (an ftrace instance's lines are not counted).
+    pub records: u64,
 }
 
 impl Timeline {

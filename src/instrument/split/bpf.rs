@@ -8,9 +8,9 @@
 //! `_softexpires` is the time the thread asked for (offsets from the kernel's BTF,
 //! [`btf`](super::btf)). So nothing is kept between a timer's start and its expiry, and no
 //! program runs on `hrtimer_start`, which every timer started anywhere on the machine paid for.
-//! Every other timer's expiry costs one read. Expiries of rtbench's threads are queued
-//! (thread, due, now) for the reader, which pops the queue off the measured CPUs every few
-//! milliseconds ([`Reader`]).
+//! Every other timer's expiry costs one read. Expiries of rtbench's threads are put (thread,
+//! due, now) into a ring buffer ([`Records`]) for the reader, which reads it off the measured
+//! CPUs every few milliseconds ([`Reader`]).
 
 use std::os::fd::OwnedFd;
 use std::sync::Mutex;
@@ -18,65 +18,59 @@ use std::sync::Mutex;
 use super::btf::{kernel_symbol, Layout};
 use super::expiry::Seen;
 use crate::trace::bpf::asm::*;
+use crate::trace::bpf::records::{word, Records};
 use crate::trace::stream::{lock, Reader};
 
 /// Expiries waiting for the reader: at 10 kHz on every thread a poll is far below this.
 const QUEUED: u32 = 65_536;
 
-const ARRAY: u32 = 2;
-const QUEUE: u32 = 22;
-
-/// A record in the queue: thread (its pid in the low half), due, now.
+/// A record: thread (its pid in the low half), due, now.
 const RECORD: usize = 24;
 
 /// The program and its maps, attached; all of it goes with the fds.
 pub struct Programs {
-    queue: OwnedFd,
-    lost: OwnedFd,
+    records: Records,
     _link: OwnedFd,
 }
 
 impl Programs {
     /// Loads and attaches the program for the threads of process `tgid`.
     pub fn attach(tgid: u32) -> Result<Programs, String> {
-        use crate::sys::{bpf_attach_raw_tp, bpf_map, bpf_raw_tp_program};
+        use crate::sys::{bpf_attach_raw_tp, bpf_raw_tp_program};
         let layout = Layout::of_this_kernel()?;
         let wakeup = kernel_symbol("hrtimer_wakeup").ok_or("the kernel hides hrtimer_wakeup's address")?;
         let io = |e: std::io::Error| e.to_string();
-        let queue = bpf_map(QUEUE, 0, RECORD as u32, QUEUED).map_err(io)?;
-        let lost = bpf_map(ARRAY, 4, 8, 1).map_err(io)?;
-        let expire =
-            bpf_raw_tp_program("rtbench_split", &on_expire(&layout, wakeup, tgid, &queue, &lost)).map_err(io)?;
+        let records = Records::make(RECORD, QUEUED)?;
+        let expire = bpf_raw_tp_program("rtbench_split", &on_expire(&layout, wakeup, tgid, &records)).map_err(io)?;
         let link = bpf_attach_raw_tp(c"hrtimer_expire_entry", &expire).map_err(io)?;
-        Ok(Programs { queue, lost, _link: link })
+        Ok(Programs { records, _link: link })
     }
 
-    /// Pops every queued expiry into `seen`; Err when the map cannot be read.
-    fn drain(&self, seen: &Mutex<Seen>) -> std::io::Result<()> {
-        let mut rec = [0u8; RECORD];
-        let word = |r: &[u8; RECORD], i: usize| u64::from_ne_bytes(r[8 * i..8 * i + 8].try_into().expect("8 bytes"));
-        while crate::sys::bpf_pop(&self.queue, &mut rec)? {
-            lock(seen).expired(word(&rec, 0) as u32 as i32, word(&rec, 1), word(&rec, 2));
-        }
-        let mut lost = [0u8; 8];
-        crate::sys::bpf_lookup(&self.lost, &0u32.to_ne_bytes(), &mut lost)?;
-        lock(seen).lost_events = u64::from_ne_bytes(lost);
+    /// Reads every expiry waiting into `seen`; Err when a map cannot be read.
+    fn drain(&mut self, seen: &Mutex<Seen>) -> std::io::Result<()> {
+        let mut seen = lock(seen);
+        let n = self.records.drain(|rec| seen.expired(word(rec, 0) as u32 as i32, word(rec, 1), word(rec, 2)))?;
+        seen.records += n as u64;
+        seen.lost_events = self.records.lost()?;
         Ok(())
     }
 }
 
-/// Attaches the program and reads it from a thread named `name`, on the collector's CPUs `on`.
-pub fn start(name: &str, on: &[usize]) -> Result<Reader<Seen>, String> {
-    let programs = Programs::attach(std::process::id()).map_err(|e| format!("cannot load the BPF program: {e}"))?;
+/// Attaches the program and reads it from a thread named `name`, on the collector's CPUs `on`;
+/// with how its records travel (`ringbuf` or `queue`).
+pub fn start(name: &str, on: &[usize]) -> Result<(Reader<Seen>, &'static str), String> {
+    let mut programs = Programs::attach(std::process::id()).map_err(|e| format!("cannot load the BPF program: {e}"))?;
+    let transport = programs.records.transport();
     // The program goes when the reader ends.
-    Reader::spawn(name, Seen::default(), on, move |seen| programs.drain(seen).is_ok())
+    let reader = Reader::spawn(name, Seen::default(), on, move |seen| programs.drain(seen).is_ok())?;
+    Ok((reader, transport))
 }
 
 /// `hrtimer_expire_entry(hrtimer, now)`: for a sleep's timer (its function `hrtimer_wakeup`)
-/// whose sleeper is a thread of `tgid`, (pid, due, *now) queued; a full queue counted in `lost`.
+/// whose sleeper is a thread of `tgid`, (pid, due, *now) put into `records` (or counted lost).
 /// Every other timer costs one read. The record's first word holds the task's `pid` in its low
 /// half (little-endian; the reader takes no more of it).
-fn on_expire(l: &Layout, wakeup: u64, tgid: u32, queue: &OwnedFd, lost: &OwnedFd) -> Vec<u64> {
+fn on_expire(l: &Layout, wakeup: u64, tgid: u32, records: &Records) -> Vec<u64> {
     let mut a = Asm::default();
     // r7: the hrtimer, r8: &now. The record at fp-24: pid, due, now.
     a.mov(6, 1).op(LDX_DW, 7, 6, 0, 0).op(LDX_DW, 8, 6, 8, 0);
@@ -88,7 +82,7 @@ fn on_expire(l: &Layout, wakeup: u64, tgid: u32, queue: &OwnedFd, lost: &OwnedFd
     a.read_kernel(-24, 9, l.pid).exit_if(0, false, 0);
     a.read_kernel(-16, 7, l.softexpires).exit_if(0, false, 0);
     a.read_kernel(-8, 8, 0).exit_if(0, false, 0);
-    a.push_or_count_lost(queue, lost, -24);
+    records.emit(&mut a, -24);
     a.finish()
 }
 
@@ -99,7 +93,7 @@ mod tests {
     /// Another process's sleeps expire on the same tracepoint: they are not queued.
     #[test]
     fn another_process_s_sleep_is_not_queued() {
-        let Some(programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id())) else {
+        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id())) else {
             return;
         };
         let mut child = std::process::Command::new("sleep").arg("0.005").spawn().expect("sleep starts");
@@ -118,7 +112,7 @@ mod tests {
     /// due when it asked, handled no earlier.
     #[test]
     fn a_sleep_of_this_thread_comes_back_as_its_expiry() {
-        let Some(programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id())) else {
+        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id())) else {
             return;
         };
         let seen = Mutex::new(Seen::default());

@@ -25,6 +25,8 @@ pub struct Seen {
     pub caught_up_ns: u64,
     /// Events the kernel dropped (a full buffer).
     pub lost_events: u64,
+    /// Records the BPF program handed over (an ftrace instance's lines are not counted).
+    pub records: u64,
     /// The threads followed; until they are known, every sleeper on the CPUs is kept.
     pub follow: Option<Vec<i32>>,
     /// Timers started and not yet expired, by CPU and hrtimer: the thread and its due time.

@@ -98,7 +98,13 @@ impl SplitTracer {
     /// What the split came to, for the run's parameters.
     pub fn record(&self) -> SplitRecord {
         let source = self.feed.source("the hrtimer tracepoints");
-        SplitRecord { lost_events: lock(&self.seen()).lost_events, skipped: None, source: Some(source) }
+        let seen = self.seen();
+        let (lost_events, read) = {
+            let s = lock(&seen);
+            (s.lost_events, s.records)
+        };
+        let (transport, records) = (self.feed.transport(), self.feed.bpf().then_some(read));
+        SplitRecord { lost_events, skipped: None, source: Some(source), transport, records }
     }
 }
 

@@ -34,6 +34,10 @@ pub const CURRENT_PID_TGID: i32 = 14;
 pub const CURRENT_COMM: i32 = 16;
 pub const MAP_PUSH: i32 = 87;
 pub const PROBE_READ_KERNEL: i32 = 113;
+pub const RINGBUF_OUTPUT: i32 = 130;
+/// `bpf_ringbuf_output`'s flag: no wake-up of a waiting reader. rtbench's readers poll on a
+/// timer; a wake-up is an irq_work interrupt on the CPU the program ran on, a measured one.
+const RB_NO_WAKEUP: i32 = 1;
 
 /// One instruction: opcode, registers, offset, immediate.
 pub fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
@@ -102,6 +106,17 @@ impl Asm {
     /// `lost[0]` (its key written at `fp + at - 4`). The queue's reader counts what it missed.
     pub fn push_or_count_lost(&mut self, queue: &OwnedFd, lost: &OwnedFd, at: i16) -> &mut Asm {
         self.map(1, queue).stack(2, i32::from(at)).mov_k(3, 0).call(MAP_PUSH).exit_if(0, true, 0);
+        self.count_lost(lost, at)
+    }
+    /// Outputs the `size`-byte record at `fp + at` into the ring buffer `ring`, waking no one;
+    /// when the ring is full, adds one to `lost[0]` as [`Asm::push_or_count_lost`] does.
+    pub fn output_or_count_lost(&mut self, ring: &OwnedFd, lost: &OwnedFd, at: i16, size: i32) -> &mut Asm {
+        self.map(1, ring).stack(2, i32::from(at)).mov_k(3, size).mov_k(4, RB_NO_WAKEUP);
+        self.call(RINGBUF_OUTPUT).exit_if(0, true, 0);
+        self.count_lost(lost, at)
+    }
+    /// `lost[0] += 1`, atomically (its key written at `fp + at - 4`).
+    fn count_lost(&mut self, lost: &OwnedFd, at: i16) -> &mut Asm {
         self.op(ST_W, FP, 0, at - 4, 0).map(1, lost).stack(2, i32::from(at - 4)).call(MAP_LOOKUP).exit_if(0, true, 0);
         // lock *(u64 *)(r0 + 0) += 1
         self.mov_k(1, 1).op(ATOMIC_DW, 0, 1, 0, 0)

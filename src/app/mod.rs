@@ -136,6 +136,8 @@ fn report(a: ReportConfig) -> Result<i32> {
     let count = runs.len();
     let (latency, costs) = crate::report::select::split(runs);
     let mut found = findings::given(&a.caveats);
+    // The fits the findings and the figures share, on every CPU before either needs one.
+    crate::report::select::fit_all(&latency);
     found.extend(findings::compute(&latency, &costs, None));
     match a.findings {
         Some(Output::Json) => {

@@ -385,6 +385,7 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
     let (latency, costs) = select::split(runs);
     // The answer in words, after the tables and before the report's path (issue 24).
     let baseline = a.gate.as_ref().map(|g| g.baseline.as_str());
+    crate::report::select::fit_all(&latency);
     let findings = crate::report::findings::compute(&latency, &costs, baseline);
     print!("\n{}", crate::report::findings::text(&findings));
     // A study asked to stop still draws what it measured, within the 2 s a stop may take:

@@ -20,6 +20,9 @@ pub struct RunView {
     /// Per thread, every sample (time offset, latency) — only for runs short enough that the
     /// store kept them all.
     pub raw: Option<Vec<crate::model::ThreadSamples>>,
+    /// The worst-case estimate from the run's histogram, fitted on first use: the report's tail
+    /// figures and its findings share it.
+    estimate: std::sync::OnceLock<Option<crate::evt::Estimate>>,
 }
 
 /// Latency runs (every probe's) apart from costs and bandwidths (`sysbench`): the two are
@@ -28,7 +31,21 @@ pub fn split(runs: Vec<RunView>) -> (Vec<RunView>, Vec<RunView>) {
     runs.into_iter().partition(|r| !r.kind().is_sysbench())
 }
 
+/// Fits every run's worst-case estimate, one run per CPU at a time: the fits are most of a
+/// report's time (78 % at twenty labels).
+pub fn fit_all(runs: &[RunView]) {
+    crate::par::map(runs, |r| {
+        r.estimate();
+    });
+}
+
 impl RunView {
+    /// The run's worst-case estimate from its histogram, as its tail figure draws it.
+    pub fn estimate(&self) -> Option<&crate::evt::Estimate> {
+        let fit = || crate::evt::for_run(&self.data, crate::evt::sample_rate(&self.data, &[]));
+        self.estimate.get_or_init(fit).as_ref()
+    }
+
     /// The intervals in which the hypervisor took a measured CPU away, in time order.
     pub fn steal_marks(&self) -> Vec<StealMark> {
         let interval_s = self.data.header.envelope_ns.max(1) as f64 / 1e9;
@@ -84,11 +101,7 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote])
         k.dedup();
         k
     };
-    for l in labels {
-        if !known.contains(&l.as_str()) {
-            return Err(invalid!("unknown label '{l}'; the store has {}", known.join(", ")));
-        }
-    }
+    let labels = &expand(labels, &known)?;
     for id in ids {
         if !all.iter().any(|r| r.id == *id) {
             return Err(crate::error::InputError::NoSuchRun(*id).into());
@@ -125,7 +138,7 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote])
         let complete = !raw.is_empty()
             && data.threads.iter().all(|t| raw.iter().any(|(n, v)| *n == t.thread && v.len() as u64 == t.stats.count));
         let activity = store.cpu_activity(id)?;
-        out.push(RunView { data, envelope, activity, raw: complete.then_some(raw) });
+        out.push(RunView { data, envelope, activity, raw: complete.then_some(raw), estimate: Default::default() });
     }
     // Reports read by label, then probe in registry order, then idle before loaded.
     let probe_rank = |p: &str| probes.iter().position(|x| x.name == p).unwrap_or(usize::MAX);
@@ -135,6 +148,65 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote])
         )
     });
     Ok(out)
+}
+
+/// The labels asked for, each pattern with `*` or `?` (`rack1/*`: a lab's hosts) replaced by
+/// the store's labels it matches, in order; a label or pattern that matches nothing is refused.
+pub fn expand(asked: &[String], known: &[&str]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for pattern in asked {
+        let matched: Vec<&str> = if known.contains(&pattern.as_str()) {
+            vec![pattern.as_str()]
+        } else if pattern.contains(['*', '?']) {
+            known.iter().copied().filter(|l| glob(pattern.as_bytes(), l.as_bytes())).collect()
+        } else {
+            vec![]
+        };
+        if matched.is_empty() {
+            let what = if pattern.contains(['*', '?']) { "no label matches" } else { "unknown label" };
+            return Err(invalid!("{what} '{pattern}'; the store has {}", known.join(", ")));
+        }
+        for l in matched {
+            if !out.iter().any(|o| o == l) {
+                out.push(l.to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `text` matches `pattern`, where `*` is any run of characters (`/` included) and `?`
+/// one character.
+fn glob(pattern: &[u8], text: &[u8]) -> bool {
+    // The last `*` seen and where in the text it was tried: backtrack there on a mismatch.
+    let (mut p, mut t, mut star): (usize, usize, Option<(usize, usize)>) = (0, 0, None);
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == b'?' && !is_continuation(text[t]) || c == text[t] => {
+                (p, t) = (p + 1, t + 1);
+                // A `?` takes a whole character: skip the rest of its UTF-8 bytes.
+                while c == b'?' && t < text.len() && is_continuation(text[t]) {
+                    t += 1;
+                }
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    (p, t) = (sp + 1, st + 1);
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
 }
 
 /// The windows the monitors of one label and probe stored, for the long-term plot of maxima.
@@ -148,13 +220,13 @@ pub struct Monitor {
 /// The monitors of the labels a report covers: those given, or every label when neither labels
 /// nor run ids are.
 pub fn monitors(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<Monitor>> {
+    let mut all: Vec<String> = store.runs()?.into_iter().map(|r| r.label).collect();
+    all.sort_unstable();
+    all.dedup();
     let wanted: Vec<String> = if labels.is_empty() && ids.is_empty() {
-        let mut all: Vec<String> = store.runs()?.into_iter().map(|r| r.label).collect();
-        all.sort_unstable();
-        all.dedup();
         all
     } else {
-        labels.to_vec()
+        expand(labels, &all.iter().map(String::as_str).collect::<Vec<_>>())?
     };
     let mut out = Vec::new();
     for label in wanted {
@@ -168,4 +240,32 @@ pub fn monitors(store: &Store, labels: &[String], ids: &[i64]) -> Result<Vec<Mon
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{expand, glob};
+
+    #[test]
+    fn a_pattern_takes_the_labels_it_matches_and_nothing_else() {
+        let known = ["rack1/a/6.1", "rack1/b/6.1", "rack2/a/6.1", "k*"];
+        let got = |asked: &[&str]| expand(&asked.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &known);
+        assert_eq!(got(&["rack1/*"]).unwrap(), ["rack1/a/6.1", "rack1/b/6.1"]);
+        assert_eq!(got(&["*/a/*", "rack1/*"]).unwrap(), ["rack1/a/6.1", "rack2/a/6.1", "rack1/b/6.1"]);
+        assert_eq!(got(&["rack?/b/6.1"]).unwrap(), ["rack1/b/6.1"]);
+        // A label that is itself a pattern's text is taken as it is.
+        assert_eq!(got(&["k*"]).unwrap(), ["k*"]);
+        let none = got(&["rack3/*"]).unwrap_err().to_string();
+        assert!(none.starts_with("no label matches 'rack3/*'"), "{none}");
+        assert!(got(&["rack1"]).unwrap_err().to_string().starts_with("unknown label 'rack1'"));
+    }
+
+    #[test]
+    fn stars_backtrack_and_a_question_mark_is_one_character() {
+        assert!(glob(b"*a*b", b"xaxxab"));
+        assert!(!glob(b"*a*b", b"xaxxa"));
+        assert!(glob("h?/x".as_bytes(), "hö/x".as_bytes()), "? takes the two bytes of ö");
+        assert!(!glob(b"h?/x", "h/x".as_bytes()));
+        assert!(glob(b"**", b""));
+    }
 }

@@ -140,3 +140,46 @@ fn lava_lines_are_the_junit_checks_with_the_compared_values() {
     assert_eq!(ids.len(), lava.len(), "every case id is its own: {lava:?}");
     assert_rejected(&lab.run(&["compare", "--baseline", "base", "rack/a", "--lava"]), "--fail-if");
 }
+
+/// Eight hosts in two racks; the higher the host's number, the slower its body.
+fn two_racks(lab: &Lab) -> Vec<String> {
+    let mut labels = Vec::new();
+    for (i, rack) in ["rack1", "rack2"].iter().enumerate() {
+        for h in 1..=4 {
+            let label = format!("{rack}/h{h}");
+            let median = (4000 + (i * 4 + h) * 400).to_string();
+            lab.ok(&["synthetic", "-l", "20000", "-q", "--label", &label, "--median", &median, "--seed", "5"]);
+            labels.push(label);
+        }
+    }
+    labels
+}
+
+#[test]
+fn a_report_of_many_labels_opens_with_one_table_worst_first_and_a_pattern_picks_a_rack() {
+    let lab = Lab::new();
+    let labels = two_racks(&lab);
+    let out = lab.path("campaign");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let table =
+        html.split(r#"<table class="hosts">"#).nth(1).expect("the labels table").split("</table>").next().unwrap();
+    let order: Vec<&str> = labels.iter().rev().map(String::as_str).collect();
+    let at: Vec<usize> = order.iter().map(|l| table.find(&format!(">{l}</a>")).unwrap_or(usize::MAX)).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "every label, the slowest first: {at:?}");
+    assert!(html.find(r#"<table class="hosts">"#) < html.find(r#"id="summary""#), "the table comes first");
+    let figs = crate::report::figures_in(&out);
+    assert!(!figs.iter().any(|f| f.starts_with("run")), "no figure per run: {figs:?}");
+    assert!(figs.iter().any(|f| f == "synthetic-bars.svg"), "the probe with every label: {figs:?}");
+
+    let rack = lab.path("rack1");
+    lab.ok(&["report", "--label", "rack1/*", "-o", rack.to_str().unwrap()]);
+    let html = std::fs::read_to_string(rack.join("index.html")).unwrap();
+    assert!(html.contains("rack1/h4") && !html.contains("rack2/"), "the pattern's labels only");
+    assert!(!html.contains(r#"<table class="hosts">"#), "four labels draw each run as before");
+    assert!(crate::report::figures_in(&rack).iter().any(|f| f.starts_with("run")));
+
+    let none = lab.cmd(&["report", "--label", "rack9/*", "-o", rack.to_str().unwrap()]).output().unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(text(&none.stderr).contains("no label matches 'rack9/*'"), "{}", text(&none.stderr));
+}

@@ -14,22 +14,18 @@ use crate::report::svg::PALETTE;
 /// Breaches per run drawn as a timeline; the table lists them all.
 const BREACH_FIGURES: usize = 3;
 
-/// What every latency figure of one report shares: the runs, their labels (a label's colour is
-/// its place in that list, so a label keeps its colour in every figure) and each run's
-/// worst-case estimate, fitted once because a run's tail is drawn alone and again beside the
-/// other labels'.
+/// What every latency figure of one report shares: the runs and their labels (a label's colour
+/// is its place in that list, so a label keeps its colour in every figure).
 struct Shared<'a> {
     runs: &'a [RunView],
     labels: Vec<String>,
-    estimates: Vec<Option<Estimate>>,
 }
 
 impl<'a> Shared<'a> {
     fn new(runs: &'a [RunView]) -> Self {
         let labels = distinct(runs.iter().map(|r| r.label().to_string()));
-        // The fits are most of a report's time: one run per CPU at a time.
-        let estimates = crate::par::map(runs, |r| crate::evt::for_run(&r.data, crate::evt::sample_rate(&r.data, &[])));
-        Shared { runs, labels, estimates }
+        crate::report::select::fit_all(runs);
+        Shared { runs, labels }
     }
 
     /// The label's place in the palette.
@@ -41,9 +37,8 @@ impl<'a> Shared<'a> {
         PALETTE[self.color(label) % PALETTE.len()]
     }
 
-    fn estimate(&self, r: &RunView) -> Option<&Estimate> {
-        let i = self.runs.iter().position(|o| o.data.header.id == r.data.header.id)?;
-        self.estimates[i].as_ref()
+    fn estimate<'r>(&self, r: &'r RunView) -> Option<&'r Estimate> {
+        r.estimate()
     }
 }
 
@@ -57,15 +52,19 @@ pub fn figures(runs: &[RunView]) -> Vec<Figure> {
         figs.extend(percentile_figures(&shared, &probe, &these));
         let axes = histogram::axes(&these.iter().map(|r| &r.data.total).collect::<Vec<_>>());
         let split_axes = split_axes(&these);
-        for r in &these {
+        // A campaign's page draws each probe with every label, not each run alone.
+        let each_run = !super::campaign::is_campaign(shared.labels.len());
+        for r in these.iter().filter(|_| each_run) {
             figs.extend(run_figures(&shared, &probe, r, axes));
             figs.extend(split_axes.and_then(|a| split_figure(probe.as_str(), r, a)));
         }
         figs.extend(tails_by_label(&shared, &probe, &these));
         figs.extend(class_figure(&probe, &these));
-        figs.extend(these.iter().filter_map(|r| class_time_figure(&probe, r)));
+        figs.extend(these.iter().filter(|_| each_run).filter_map(|r| class_time_figure(&probe, r)));
     }
-    figs.extend(label_figures(&shared));
+    if !super::campaign::is_campaign(shared.labels.len()) {
+        figs.extend(label_figures(&shared));
+    }
     figs
 }
 

@@ -1,6 +1,7 @@
 //! `rtbench report`: figures, tables and one self-contained index.html, written whole or not
 //! at all.
 
+mod campaign;
 mod draw;
 mod page;
 pub mod png;

@@ -1,6 +1,7 @@
-//! The report's index.html: the findings in words and a table of contents, then the summary
-//! tables, a section per probe (each run's figures folded), the monitors' watch, sysbench's
-//! price, then per label its probes and its system.
+//! The report's index.html: the findings in words and a table of contents, then (a campaign's
+//! many labels) one table of every label × probe × load, the summary tables, a section per probe
+//! (each run's figures folded), the monitors' watch, sysbench's price, then per label its
+//! probes (not in a campaign's) and its system.
 
 use std::fmt::Write;
 
@@ -57,15 +58,23 @@ pub fn html(
 ) -> String {
     let labels = distinct(runs.iter().chain(costs).map(|r| r.label().to_string()));
     let drawn = Drawn(figs);
-    let mut sections = summary(runs);
+    let campaign = super::campaign::is_campaign(distinct(runs.iter().map(|r| r.label().to_string())).len());
+    let mut sections = Vec::new();
+    if campaign {
+        let title = "Every label, probe and load: the largest p99 first";
+        sections.push(Section::new("labels", title, super::campaign::hosts_table(runs)));
+    }
+    sections.extend(summary(runs));
     for probe in distinct(runs.iter().map(|r| r.probe().to_string())) {
-        let body = probe_section(runs, &probe, drawn, notes);
+        let body = probe_section(runs, &probe, drawn, notes, campaign);
         sections.push(Section::new(format!("probe-{}", file_safe(&probe)), probe, body));
     }
     sections.extend(watch_section(drawn));
     sections.extend(price_section(costs, drawn));
-    let per_label = labels.iter().map(|l| drawn.html(&format!("label-{}-probes", file_safe(l)))).collect();
-    sections.push(Section::new("per-label", "Per label", per_label));
+    if !campaign {
+        let per_label = labels.iter().map(|l| drawn.html(&format!("label-{}-probes", file_safe(l)))).collect();
+        sections.push(Section::new("per-label", "Per label", per_label));
+    }
     sections.push(Section::new("systems", "Systems", systems_section(runs, &labels)));
     let mut b = heading(runs, &labels, files_note(figs.len(), pngs, super::png::BUILT));
     b.push_str(&crate::report::findings::html(findings));
@@ -126,7 +135,7 @@ fn summary(runs: &[RunView]) -> Vec<Section> {
 /// One probe: what a sample is, its comparisons, the tails by label and, where runs were split,
 /// each label's IRQ vs scheduling shares; each of its runs folded behind a `<details>`, so the
 /// page stays readable with many runs.
-fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote]) -> String {
+fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote], campaign: bool) -> String {
     let mut b = String::new();
     let help = notes.iter().find(|p| p.name == probe).map_or("", |p| p.help);
     let _ = write!(b, "<p class=\"note\">{}</p>", esc(help));
@@ -138,7 +147,12 @@ fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote
     }
     b.push_str(&crate::report::split::section(runs, probe));
     let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
-    let _ = write!(b, "<details class=\"runs\"><summary>each run's figures ({} runs)</summary>", these.len());
+    let what = if campaign {
+        "each run (its own figures: <code>rtbench report --label LABEL</code>)"
+    } else {
+        "each run's figures"
+    };
+    let _ = write!(b, "<details class=\"runs\"><summary>{what} ({} runs)</summary>", these.len());
     for r in these {
         b.push_str(&run_section(r, drawn));
     }

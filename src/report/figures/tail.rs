@@ -68,6 +68,20 @@ fn band(e: &Estimate, fitted: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
     band
 }
 
+/// The points of a line in pixels, less those within half a pixel of the last one kept (the
+/// observed tail has a point per histogram bucket: hundreds where a pixel holds a few, and
+/// twenty labels' tails made a figure of 700 KB), the line's last point always kept.
+fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(pts.len());
+    for (i, p) in pts.iter().enumerate() {
+        let near = out.last().is_some_and(|l| (l.0 - p.0).abs() < 0.5 && (l.1 - p.1).abs() < 0.5);
+        if !near || i + 1 == pts.len() {
+            out.push(*p);
+        }
+    }
+    out
+}
+
 /// A figure of one or more tails on shared axes.
 pub fn render(title: &str, tails: &[Tail]) -> String {
     let drawn: Vec<(Curve, Curve)> = tails.iter().map(|t| (observed(t.stats), fitted(t.stats, t.estimate))).collect();
@@ -89,7 +103,7 @@ pub fn render(title: &str, tails: &[Tail]) -> String {
     });
     let clamp = |v: f64| v.clamp(ymin, ymax);
     let px = |pts: &[(f64, f64)]| -> Vec<(f64, f64)> {
-        pts.iter().map(|(a, b)| (plot.px(*a), plot.py(clamp(*b)))).collect()
+        thin(pts.iter().map(|(a, b)| (plot.px(*a), plot.py(clamp(*b)))).collect())
     };
     let mut legend = Vec::new();
     for (t, (obs, fit)) in tails.iter().zip(&drawn) {

@@ -19,7 +19,7 @@ pub fn sentences(runs: &[RunView]) -> Vec<Finding> {
 }
 
 fn sentence(r: &RunView) -> Option<Finding> {
-    let e = evt::for_run(&r.data, evt::sample_rate(&r.data, &[]))?;
+    let e = r.estimate()?;
     let head = format!("Worst case, {} {}", r.label(), super::cell(r));
     let samples = e.samples as f64;
     let mut numbers =

@@ -167,7 +167,9 @@ fn a_report_of_many_labels_opens_with_one_table_worst_first_and_a_pattern_picks_
     let order: Vec<&str> = labels.iter().rev().map(String::as_str).collect();
     let at: Vec<usize> = order.iter().map(|l| table.find(&format!(">{l}</a>")).unwrap_or(usize::MAX)).collect();
     assert!(at.windows(2).all(|w| w[0] < w[1]), "every label, the slowest first: {at:?}");
-    assert!(html.find(r#"<table class="hosts">"#) < html.find(r#"id="summary""#), "the table comes first");
+    assert!(html.contains("<h1>rtbench report: 8 labels, rack1/h1 to rack2/h4</h1>"), "a title, not 8 labels in a row");
+    let table_at = html.find(r#"<table class="hosts">"#);
+    assert!(table_at < html.find(r#"<nav class="toc">"#), "the findings, then the table, then the contents");
     let figs = crate::report::figures_in(&out);
     assert!(!figs.iter().any(|f| f.starts_with("run")), "no figure per run: {figs:?}");
     assert!(figs.iter().any(|f| f == "synthetic-bars.svg"), "the probe with every label: {figs:?}");

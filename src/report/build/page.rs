@@ -76,13 +76,21 @@ pub fn html(
         sections.push(Section::new("per-label", "Per label", per_label));
     }
     sections.push(Section::new("systems", "Systems", systems_section(runs, &labels)));
-    let mut b = heading(runs, &labels, files_note(figs.len(), pngs, super::png::BUILT));
-    b.push_str(&crate::report::findings::html(findings));
+    let title = if campaign {
+        format!("{} labels, {} to {}", labels.len(), labels[0], labels[labels.len() - 1])
+    } else {
+        labels.join(" vs ")
+    };
+    let mut b = heading(runs, &title, files_note(figs.len(), pngs, super::png::BUILT));
+    // A campaign's first screen is its findings and its table of labels, then the contents.
+    let shown = if campaign { 3 } else { crate::report::findings::SHOWN };
+    b.push_str(&crate::report::findings::html(findings, shown));
+    let (lead, rest) = sections.split_at(usize::from(campaign));
+    let section = |s: &Section| format!(r#"<h2 id="{}">{}</h2>{}"#, esc(&s.id), esc(&s.title), s.body);
+    b.extend(lead.iter().map(section));
     b.push_str(&contents(&sections));
-    for s in &sections {
-        let _ = write!(b, r#"<h2 id="{}">{}</h2>{}"#, esc(&s.id), esc(&s.title), s.body);
-    }
-    TEMPLATE.replace("{{title}}", &esc(&format!("rtbench report: {}", labels.join(" vs ")))).replace("{{body}}", &b)
+    b.extend(rest.iter().map(section));
+    TEMPLATE.replace("{{title}}", &esc(&format!("rtbench report: {title}"))).replace("{{body}}", &b)
 }
 
 /// The table of contents: a link to every section.
@@ -93,9 +101,9 @@ fn contents(sections: &[Section]) -> String {
 }
 
 /// The title and what the page holds.
-fn heading(runs: &[RunView], labels: &[String], files: String) -> String {
+fn heading(runs: &[RunView], title: &str, files: String) -> String {
     let mut b = String::new();
-    let _ = write!(b, "<h1>rtbench report: {}</h1>", esc(&labels.join(" vs ")));
+    let _ = write!(b, "<h1>rtbench report: {}</h1>", esc(title));
     let _ = write!(
         b,
         r#"<p class="note">{} runs, generated {} by rtbench {}. Latencies in µs. {files} ⚠ marks a run with caveats (hover for them).</p>"#,

@@ -22,7 +22,7 @@ use super::svg::esc;
 
 /// How many findings the page shows before folding the rest: the answer must fit the first
 /// screen.
-const SHOWN: usize = 8;
+pub const SHOWN: usize = 8;
 
 /// What a number of a finding counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -166,7 +166,7 @@ pub struct Document<'a> {
 
 /// The findings section of the page: each sentence links to what shows it; past the first few
 /// they fold, so the answer fits the first screen.
-pub fn html(findings: &[Finding]) -> String {
+pub fn html(findings: &[Finding], shown: usize) -> String {
     let mut b = String::from(r#"<section id="findings"><h2>Findings</h2>"#);
     if findings.is_empty() {
         b.push_str(r#"<p class="note">None that the stored runs support.</p>"#);
@@ -176,7 +176,7 @@ pub fn html(findings: &[Finding]) -> String {
             f.caveats.iter().map(|c| format!(r#"<span class="caveat">⚠ {}</span>"#, esc(c))).collect();
         format!(r##"<li><a href="#{}">{}</a>{caveats}</li>"##, esc(&f.link), esc(&f.sentence))
     };
-    let (first, rest) = findings.split_at(findings.len().min(SHOWN));
+    let (first, rest) = findings.split_at(findings.len().min(shown));
     let _ = write!(b, r#"<ol class="findings">{}</ol>"#, first.iter().map(item).collect::<String>());
     if !rest.is_empty() {
         let _ = write!(
@@ -184,7 +184,7 @@ pub fn html(findings: &[Finding]) -> String {
             r#"<details><summary>{} more finding{}</summary><ol class="findings" start="{}">{}</ol></details>"#,
             rest.len(),
             if rest.len() == 1 { "" } else { "s" },
-            SHOWN + 1,
+            shown + 1,
             rest.iter().map(item).collect::<String>()
         );
     }

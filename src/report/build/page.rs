@@ -83,8 +83,7 @@ pub fn html(
     };
     let mut b = heading(runs, &title, files_note(figs.len(), pngs, super::png::BUILT));
     // A campaign's first screen is its findings and its table of labels, then the contents.
-    let shown = if campaign { 3 } else { crate::report::findings::SHOWN };
-    b.push_str(&crate::report::findings::html(findings, shown));
+    b.push_str(&crate::report::findings::html(findings, campaign));
     let (lead, rest) = sections.split_at(usize::from(campaign));
     let section = |s: &Section| format!(r#"<h2 id="{}">{}</h2>{}"#, esc(&s.id), esc(&s.title), s.body);
     b.extend(lead.iter().map(section));

@@ -22,7 +22,7 @@ use super::svg::esc;
 
 /// How many findings the page shows before folding the rest: the answer must fit the first
 /// screen.
-pub const SHOWN: usize = 8;
+const SHOWN: usize = 8;
 
 /// What a number of a finding counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -166,26 +166,44 @@ pub struct Document<'a> {
 
 /// The findings section of the page: each sentence links to what shows it; past the first few
 /// they fold, so the answer fits the first screen.
-pub fn html(findings: &[Finding], shown: usize) -> String {
+///
+/// A campaign's many labels say the same kind of thing once per host: there the first screen
+/// shows the weightiest finding of each topic, saying how many more of its kind are folded.
+pub fn html(findings: &[Finding], campaign: bool) -> String {
     let mut b = String::from(r#"<section id="findings"><h2>Findings</h2>"#);
     if findings.is_empty() {
         b.push_str(r#"<p class="note">None that the stored runs support.</p>"#);
     }
-    let item = |f: &Finding| {
+    let kin = |f: &Finding| findings.iter().filter(|o| o.topic == f.topic).count() - 1;
+    let item = |f: &Finding, first: bool| {
         let caveats: String =
             f.caveats.iter().map(|c| format!(r#"<span class="caveat">⚠ {}</span>"#, esc(c))).collect();
-        format!(r##"<li><a href="#{}">{}</a>{caveats}</li>"##, esc(&f.link), esc(&f.sentence))
+        let more = match kin(f) {
+            n if campaign && first && n > 0 => format!(" <em>({n} more of this kind below.)</em>"),
+            _ => String::new(),
+        };
+        format!(r##"<li><a href="#{}">{}</a>{more}{caveats}</li>"##, esc(&f.link), esc(&f.sentence))
     };
-    let (first, rest) = findings.split_at(findings.len().min(shown));
-    let _ = write!(b, r#"<ol class="findings">{}</ol>"#, first.iter().map(item).collect::<String>());
+    let (first, rest): (Vec<&Finding>, Vec<&Finding>) = if campaign {
+        let mut seen = Vec::new();
+        findings.iter().partition(|f| {
+            let new = !seen.contains(&f.topic) && seen.len() < SHOWN;
+            seen.push(f.topic);
+            new
+        })
+    } else {
+        let (a, b) = findings.split_at(findings.len().min(SHOWN));
+        (a.iter().collect(), b.iter().collect())
+    };
+    let _ = write!(b, r#"<ol class="findings">{}</ol>"#, first.iter().map(|f| item(f, true)).collect::<String>());
     if !rest.is_empty() {
         let _ = write!(
             b,
             r#"<details><summary>{} more finding{}</summary><ol class="findings" start="{}">{}</ol></details>"#,
             rest.len(),
             if rest.len() == 1 { "" } else { "s" },
-            shown + 1,
-            rest.iter().map(item).collect::<String>()
+            first.len() + 1,
+            rest.iter().map(|f| item(f, false)).collect::<String>()
         );
     }
     b + "</section>"

@@ -128,3 +128,25 @@ fn the_same_runs_under_kvm_are_ranked_and_judged() {
     // What the classification saw is the kernel's own account on a real CPU.
     assert!(rules.iter().all(|f| f.sentence.contains("the largest the kernel is responsible for")), "{rules:#?}");
 }
+
+#[test]
+fn a_campaigns_page_leads_with_one_finding_per_topic_and_folds_its_kin() {
+    let f = |topic: Topic, n: u32| Finding {
+        weight: 100 - n,
+        topic,
+        sentence: format!("{topic:?} {n}"),
+        numbers: vec![],
+        link: "x".into(),
+        caveats: vec![],
+    };
+    let all = [f(Topic::RuleOfThumb, 1), f(Topic::RuleOfThumb, 2), f(Topic::Pair, 3), f(Topic::RuleOfThumb, 4)];
+    let page = super::html(&all, true);
+    let (lead, folded) = page.split_once("<details>").expect("the kin are folded");
+    assert!(lead.contains("RuleOfThumb 1</a> <em>(2 more of this kind below.)</em>"), "{lead}");
+    assert!(lead.contains("Pair 3</a></li>") && !lead.contains("RuleOfThumb 2"), "{lead}");
+    assert!(folded.contains("2 more findings") && folded.contains(r#"start="3""#), "{folded}");
+    assert!(folded.contains("RuleOfThumb 2") && folded.contains("RuleOfThumb 4"), "{folded}");
+    // Fewer labels: the weightiest first, as they come.
+    let plain = super::html(&all, false);
+    assert!(!plain.contains("<details>") && !plain.contains("more of this kind"), "{plain}");
+}

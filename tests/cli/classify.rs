@@ -70,8 +70,11 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     assert!(burst_gaps.iter().all(|g| g["class"] != "hardware"), "a burst's gap went to the hardware: {burst_gaps:?}");
     assert_intervals_add_up(&doc, &totals);
     let shown = lab.ok(&["show", &lab.last_run().to_string()]);
-    let line = shown.lines().find(|l| l.starts_with("thread ")).expect("a thread line");
-    assert!(line.contains("python3 (pid"), "{shown}");
+    // The thread line names the thread with the most noise: the hog, unless a load of a test
+    // running beside this one (a compiler on CPU 1) took more; the hog's gaps are listed anyway.
+    assert!(shown.lines().any(|l| l.starts_with("thread ")), "a thread line: {shown}");
+    let hog_named = format!("python3 (pid {}, ", hog.id());
+    assert!(shown.lines().filter(|l| l.starts_with("0 ")).any(|l| l.contains(&hog_named)), "{shown}");
     let kept_line = shown.lines().skip_while(|l| *l != "longest gaps").nth(2).expect("the longest gaps shown");
     assert!(kept_line.starts_with("0 "), "a line per gap, its thread first: {shown}");
     assert!(shown.lines().any(|l| l.starts_with("HW/hypervisor")), "{shown}");

@@ -173,6 +173,12 @@ fn a_report_of_many_labels_opens_with_one_table_worst_first_and_a_pattern_picks_
     let figs = crate::report::figures_in(&out);
     assert!(!figs.iter().any(|f| f.starts_with("run")), "no figure per run: {figs:?}");
     assert!(figs.iter().any(|f| f == "synthetic-bars.svg"), "the probe with every label: {figs:?}");
+    // Eight labels in eight colours would be a guess: the worst three are named, the rest grey.
+    let nines = std::fs::read_to_string(out.join("figures/synthetic-nines.svg")).unwrap();
+    let named: Vec<&str> = labels.iter().map(String::as_str).filter(|l| nines.contains(&format!(">{l} · "))).collect();
+    assert_eq!(named, ["rack2/h2", "rack2/h3", "rack2/h4"], "the slowest three in the legend");
+    assert!(nines.contains(">5 more labels (grey)</text>"), "and how many are not named");
+    no_sideways_scroll(&lab, &out);
 
     let rack = lab.path("rack1");
     lab.ok(&["report", "--label", "rack1/*", "-o", rack.to_str().unwrap()]);
@@ -184,4 +190,17 @@ fn a_report_of_many_labels_opens_with_one_table_worst_first_and_a_pattern_picks_
     let none = lab.cmd(&["report", "--label", "rack9/*", "-o", rack.to_str().unwrap()]).output().unwrap();
     assert_eq!(none.status.code(), Some(2));
     assert!(text(&none.stderr).contains("no label matches 'rack9/*'"), "{}", text(&none.stderr));
+}
+
+/// The page fits a narrow window: every figure, however many labels it has, shrinks to it.
+fn no_sideways_scroll(lab: &Lab, out: &std::path::Path) {
+    let Some(chromium) = chromium() else {
+        skip("chromium is not installed (scripts/setup.sh installs it)");
+        return;
+    };
+    let url = format!("file://{}", out.join("index.html").display());
+    let flags = ["--dump-dom".into(), "--virtual-time-budget=3000".into(), "--window-size=800,800".into()];
+    let page = text(&headless(chromium, lab, &url, &flags).stdout);
+    assert!(page_attr(&page, "data-figures") > 0, "figures on the page");
+    assert_eq!(page_attr(&page, "data-overflow-x"), 0, "nothing to scroll sideways in an 800 px window");
 }

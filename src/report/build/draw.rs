@@ -37,10 +37,27 @@ impl<'a> Shared<'a> {
         PALETTE[self.color(label) % PALETTE.len()]
     }
 
-    fn estimate<'r>(&self, r: &'r RunView) -> Option<&'r Estimate> {
-        r.estimate()
+    /// In a campaign, the few labels one probe's overlaid figures name: those with the largest
+    /// p99 under any load, the worst first (twenty hosts in eight colours name none); else all.
+    fn named(&self, these: &[&RunView]) -> Option<Vec<String>> {
+        if !super::campaign::is_campaign(self.labels.len()) {
+            return None;
+        }
+        let mut worst: Vec<(u64, String)> = Vec::new();
+        for r in these {
+            let p99 = r.data.total.percentile(0.99);
+            match worst.iter_mut().find(|(_, l)| l == r.label()) {
+                Some(w) => w.0 = w.0.max(p99),
+                None => worst.push((p99, r.label().to_string())),
+            }
+        }
+        worst.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        Some(worst.into_iter().take(NAMED).map(|(_, l)| l).collect())
     }
 }
+
+/// Labels a campaign's overlaid figures name, each in its own colour.
+const NAMED: usize = 3;
 
 /// Every latency figure of a report over `runs`.
 pub fn figures(runs: &[RunView]) -> Vec<Figure> {
@@ -123,21 +140,34 @@ fn class_time_figure(probe: &str, r: &RunView) -> Option<Figure> {
 
 /// One probe's latency by percentile, linear and in nines.
 fn percentile_figures(shared: &Shared, probe: &str, these: &[&RunView]) -> Vec<Figure> {
+    let named = shared.named(these);
     let series: Vec<percentiles::Series> = these
         .iter()
-        .map(|r| percentiles::Series {
-            color: shared.color(r.label()),
-            label: r.label().to_string(),
-            load: r.load(),
-            extra: twin_suffix(shared.runs, r),
-            stats: &r.data.total,
+        .map(|r| {
+            let rank = named.as_ref().map(|n| n.iter().position(|l| l == r.label()));
+            percentiles::Series {
+                color: rank.flatten().unwrap_or_else(|| shared.color(r.label())),
+                label: r.label().to_string(),
+                load: r.load(),
+                extra: twin_suffix(shared.runs, r),
+                stats: &r.data.total,
+                muted: rank.is_some_and(|at| at.is_none()),
+            }
         })
         .collect();
+    let colour = match &named {
+        None => "colour = label".to_string(),
+        Some(n) => format!(
+            "colour = the {} labels with the largest p99, grey = the other {}",
+            n.len(),
+            shared.labels.len() - n.len()
+        ),
+    };
     [(percentiles::View::Linear, "percentiles", "0–100 %"), (percentiles::View::Nines, "nines", "90 … 99.9999 %")]
         .into_iter()
         .map(|(view, tag, what)| Figure {
             name: format!("{probe}-{tag}"),
-            caption: format!("{probe}: latency by percentile, {what}; colour = label, dashed = loaded"),
+            caption: format!("{probe}: latency by percentile, {what}; {colour}, dashed = loaded"),
             svg: percentiles::render(&format!("{probe}: latency by percentile ({what})"), &series, view),
         })
         .collect()
@@ -155,7 +185,7 @@ fn run_figures(shared: &Shared, probe: &str, r: &RunView, axes: histogram::Axes)
         },
         scatter_figure(r, &title),
     ];
-    if let Some(e) = shared.estimate(r) {
+    if let Some(e) = r.estimate() {
         let one = tail::Tail {
             label: r.label().to_string(),
             stats: &r.data.total,
@@ -272,11 +302,19 @@ fn breach_figures(r: &RunView, title: &str) -> Vec<Figure> {
         .collect()
 }
 
-/// Per load, the fitted tails of one probe's runs overlaid, when at least two labels have one.
+/// Per load, the fitted tails of one probe's runs overlaid, when at least two labels have one
+/// (in a campaign, the labels `Shared::named` picks).
 fn tails_by_label(shared: &Shared, probe: &str, these: &[&RunView]) -> Vec<Figure> {
+    let named = shared.named(these);
+    let shown = |r: &RunView| named.as_ref().is_none_or(|n| n.iter().any(|l| l == r.label()));
+    let paint = |label: &str| match named.as_ref().and_then(|n| n.iter().position(|l| l == label)) {
+        Some(rank) => PALETTE[rank % PALETTE.len()],
+        None => shared.paint(label),
+    };
     let mut figs = Vec::new();
     for load in distinct(these.iter().map(|r| r.load())) {
-        let here: Vec<&&RunView> = these.iter().filter(|r| r.load() == load && shared.estimate(r).is_some()).collect();
+        let here: Vec<&&RunView> =
+            these.iter().filter(|r| r.load() == load && shown(r) && r.estimate().is_some()).collect();
         if distinct(here.iter().map(|r| r.label().to_string())).len() < 2 {
             continue;
         }
@@ -286,17 +324,21 @@ fn tails_by_label(shared: &Shared, probe: &str, these: &[&RunView]) -> Vec<Figur
                 Some(tail::Tail {
                     label: format!("{}{}", r.label(), twin_suffix(shared.runs, r)),
                     stats: &r.data.total,
-                    estimate: shared.estimate(r)?,
-                    color: shared.paint(r.label()),
+                    estimate: r.estimate()?,
+                    color: paint(r.label()),
                 })
             })
             .collect();
         let title = format!("{probe} · {}: tails by label", load_name(&load));
+        let which = match &named {
+            None => "one colour per label".to_string(),
+            Some(n) => format!("the {} labels with the largest p99 of {}", n.len(), shared.labels.len()),
+        };
         figs.push(Figure {
             name: format!("{probe}-tails-{}", file_safe(&load)),
             caption: format!(
                 "{title}: latency exceeded with probability p per sample, observed (solid) and the fitted \
-                 generalized Pareto tail (dashed) with its 95 % band down to 1e-12, one colour per label; dotted: \
+                 generalized Pareto tail (dashed) with its 95 % band down to 1e-12, {which}; dotted: \
                  each run's observed max"
             ),
             svg: tail::render(&title, &tails),

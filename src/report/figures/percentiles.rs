@@ -13,7 +13,12 @@ pub struct Series<'a> {
     /// Appended to the legend entry (tells a study's extended cell from the short one).
     pub extra: String,
     pub stats: &'a Stats,
+    /// Drawn thin and grey, outside the legend: a campaign's labels beside its worst few.
+    pub muted: bool,
 }
+
+/// The grey of the labels a campaign's figure does not name.
+const MUTED: &str = "#c4c4c4";
 
 /// Which percentile axis to draw.
 #[derive(Clone, Copy)]
@@ -51,15 +56,28 @@ pub fn render(title: &str, series: &[Series], view: View) -> String {
     let plot = Plot { left: 70.0, top: 36.0, width: 510.0, height: 290.0, x, y };
     svg.frame(&plot, title, xlabel, "latency (µs, log scale)", &*xfmt);
     let mut legend = Vec::new();
-    for (s, pts) in series.iter().zip(&points) {
-        let color = PALETTE[s.color % PALETTE.len()];
+    // The grey lines first, so the named ones are drawn over them.
+    let order =
+        series.iter().zip(&points).filter(|(s, _)| s.muted).chain(series.iter().zip(&points).filter(|(s, _)| !s.muted));
+    for (s, pts) in order {
         let px: Vec<(f64, f64)> = pts.iter().map(|(a, b)| (plot.px(*a), plot.py(b.max(1e-3)))).collect();
+        if s.muted {
+            svg.polyline(&px, &format!(r#"stroke="{MUTED}" stroke-width="1" {}"#, dash(&s.load)));
+            continue;
+        }
+        let color = PALETTE[s.color % PALETTE.len()];
         svg.polyline(&px, &format!(r#"stroke="{color}" stroke-width="2" {}"#, dash(&s.load)));
         legend.push((
             color.to_string(),
             dash(&s.load).to_string(),
             format!("{} · {}{}", s.label, load_name(&s.load), s.extra),
         ));
+    }
+    let mut muted: Vec<&str> = series.iter().filter(|s| s.muted).map(|s| s.label.as_str()).collect();
+    muted.sort_unstable();
+    muted.dedup();
+    if !muted.is_empty() {
+        legend.push((MUTED.to_string(), String::new(), format!("{} more labels (grey)", muted.len())));
     }
     svg.legend(&plot, &legend);
     svg.finish()

@@ -1,18 +1,20 @@
 # Sourced by the vs-rtla scripts: where they run, and what the kernel there must have.
 #
-#   rtla_where NAME TRACER ENV    with GUEST=VMLINUZ, boots VMLINUZ with virtme-ng (2 vCPUs, TCG:
+#   rtla_where NAME TRACER ENV [no-rtla]
+#                                 with GUEST=VMLINUZ, boots VMLINUZ with virtme-ng (2 vCPUs, TCG:
 #                                 no usable KVM here) on this root file system and runs the
 #                                 calling script inside with ENV; else checks that rtla and the
-#                                 kernel's TRACER are here and mounts tracefs
+#                                 kernel's TRACER are here (rtla not, with no-rtla: the script
+#                                 drives the tracer itself) and mounts tracefs
 rtla_where() {
-    local name=$1 tracer=$2 env=$3
+    local name=$1 tracer=$2 env=$3 rtla=${4:-}
     [ -x "$RTBENCH" ] || { echo "$name: $RTBENCH not found; run 'cargo build --release' first" >&2; exit 2; }
     if [ -n "${GUEST:-}" ]; then
         [ -r "$GUEST" ] || { echo "$name: GUEST=$GUEST is not a readable kernel image" >&2; exit 2; }
         command -v vng >/dev/null || { echo "$name: virtme-ng (vng) is not installed; scripts/setup.sh installs it" >&2; exit 2; }
         exec vng -r "$GUEST" --disable-kvm --cpus 2 --exec "env $env RTBENCH=$RTBENCH $(realpath "$0")"
     fi
-    command -v rtla >/dev/null || { echo "$name: rtla is not installed (apt-get install rtla)" >&2; exit 2; }
+    [ "$rtla" = no-rtla ] || command -v rtla >/dev/null || { echo "$name: rtla is not installed (apt-get install rtla)" >&2; exit 2; }
     mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
     grep -qw "$tracer" /sys/kernel/tracing/available_tracers || { echo "$name: this kernel ($(uname -r)) has no $tracer tracer" >&2; exit 2; }
 }

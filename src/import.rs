@@ -3,6 +3,7 @@
 //! with those tools join the same reports.
 
 mod rtla;
+mod rtla_aa;
 mod sockperf;
 
 use std::path::Path;
@@ -11,7 +12,9 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::error::InputError;
-use crate::model::{ImportedParams, LoadRecord, Metric, Preemption, RunKind, RunParams, SystemSnapshot, ThreadResult};
+use crate::model::{
+    ImportedParams, LoadRecord, Metric, Preemption, RunKind, RunParams, SystemSnapshot, ThreadResult, TimerlatAnalysis,
+};
 use crate::stats::Stats;
 use crate::store::{RunHead, RunWriter, Store};
 
@@ -42,6 +45,8 @@ pub struct Converted {
     pub command_line: String,
     pub system: SystemSnapshot,
     pub warnings: Vec<String>,
+    /// rtla timerlat's auto-analysis, where the file has one.
+    pub analysis: Option<TimerlatAnalysis>,
 }
 
 /// Latencies beyond a day (in µs) are no measurement: the file is broken.
@@ -74,6 +79,7 @@ pub fn convert(text: &str) -> Result<Converted, String> {
         command_line: imported.command_line,
         system: imported.system,
         warnings,
+        analysis: None,
     })
 }
 
@@ -135,6 +141,7 @@ pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result
         params: RunParams::Imported(ImportedParams {
             imported_from: path.display().to_string(),
             format: c.format.to_string(),
+            timerlat_analysis: c.analysis,
         }),
         load: LoadRecord::named(load),
         command_line: c.command_line,

@@ -263,6 +263,7 @@ fn show_run(a: ShowConfig) -> Result<i32> {
     print!("{}", show::worst_intervals_table(&run, &envelope, &store.cpu_activity(a.run)?));
     print!("{}", wcet::brief(&run, &envelope));
     print!("{}", show::breaches(&run));
+    print!("{}", show::timerlat_analysis(&run));
     Ok(0)
 }
 

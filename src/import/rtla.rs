@@ -35,11 +35,15 @@ pub(super) fn convert(text: &str) -> Option<Result<Converted, String>> {
     if text.contains("IRQ Timer Latency") || text.contains("Operating System Noise") {
         let tool = if text.contains("IRQ Timer Latency") { "timerlat" } else { "osnoise" };
         return Some(Err(format!(
-            "is rtla {tool} top output, which has no histogram to take percentiles from: import `rtla {tool} hist` output"
+            "is rtla {tool} top output, which has no histogram to take percentiles from: import `rtla {tool} hist` output (with -a for timerlat's auto-analysis)"
         )));
     }
     let tool = ["timerlat", "osnoise"].into_iter().find(|t| text.contains(&format!("# RTLA {t} histogram")))?;
-    Some(columns(text).and_then(|(columns, unit_ns)| threads(tool, &columns, unit_ns)))
+    let analysis = super::rtla_aa::analysis(text).transpose();
+    Some(analysis.and_then(|analysis| {
+        let (columns, unit_ns) = columns(text)?;
+        Ok(Converted { analysis, ..threads(tool, &columns, unit_ns)? })
+    }))
 }
 
 /// The columns of the histogram and the nanoseconds in its time unit.
@@ -135,5 +139,6 @@ fn threads(tool: &'static str, columns: &[Column], unit_ns: u64) -> Result<Conve
         command_line: format!("rtla {tool} hist"),
         system: SystemSnapshot::default(),
         warnings,
+        analysis: None,
     })
 }

@@ -30,6 +30,7 @@ pub(super) fn convert(text: &str) -> Option<Result<Converted, String>> {
             warnings: vec![
                 "imported from a sockperf --full-log: each sample is half its round trip, as sockperf reports it; scheduling priority not recorded".into(),
             ],
+            analysis: None,
         }
     }))
 }

@@ -19,6 +19,7 @@ mod probe_params;
 mod run;
 mod status;
 mod system;
+mod timerlat_aa;
 
 pub use audit::{Evidence, Finding, Severity};
 pub use breach::{unseen as breach_unseen, Breach, Cause, CauseKind, TraceEvent};
@@ -41,3 +42,4 @@ pub use probe_params::{
 pub use run::{Gap, IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use status::RunStatus;
 pub use system::{Preemption, RtThrottling, SystemSnapshot, VmPlacement, EMULATED_WARNING};
+pub use timerlat_aa::{AnalysisInterference, AnalysisTask, TimerlatAnalysis};

@@ -193,6 +193,10 @@ pub struct SplitRecord {
 pub struct ImportedParams {
     pub imported_from: String,
     pub format: String,
+    /// rtla timerlat's auto-analysis of the activation that stopped the run (`-a`), when the
+    /// file has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timerlat_analysis: Option<super::TimerlatAnalysis>,
 }
 
 /// The stored `params` of a run.

@@ -347,6 +347,32 @@ pub fn breaches(run: &Run) -> String {
     out
 }
 
+/// rtla timerlat's auto-analysis of an imported run: each part in µs and its share of the
+/// thread latency, then the tasks rtla lists under them.
+pub fn timerlat_analysis(run: &Run) -> String {
+    let crate::model::RunParams::Imported(p) = &run.header.params else { return String::new() };
+    let Some(a) = &p.timerlat_analysis else { return String::new() };
+    let total = a.thread_latency_ns;
+    let mut out = format!("\nrtla timerlat auto-analysis of the activation that stopped it (CPU {})\n", a.cpu);
+    for (name, ns, is_share) in a.parts() {
+        let share = total.filter(|t| is_share && *t > 0).map(|t| format!("{:6.2} %", ns as f64 * 100.0 / t as f64));
+        let _ = writeln!(out, "  {name:<44} {:>12} µs  {}", us(ns as f64), share.unwrap_or_default());
+    }
+    for i in &a.interference {
+        let _ = writeln!(
+            out,
+            "    {:<8} {:<33} {:>12} µs",
+            i.class,
+            format!("{}:{}", i.task.name, i.task.id),
+            us(i.task.duration_ns as f64)
+        );
+    }
+    if let Some(t) = total {
+        let _ = writeln!(out, "  {:<44} {:>12} µs  100.00 %", "thread latency", us(t as f64));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use crate::model::Metric;

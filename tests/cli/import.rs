@@ -108,9 +108,52 @@ fn an_rtla_timerlat_histogram_imports_per_cpu_with_its_irq_side_as_the_split() {
 #[test]
 fn rtla_timerlat_top_output_is_refused_in_one_line_as_it_holds_no_distribution() {
     let lab = Lab::new();
-    let out = lab.run(&["import", &fixture("rtla-timerlat-top.txt"), "--label", "rtla"]);
-    assert_rejected(&out, "timerlat top");
+    // With or without its auto-analysis: the analysis comes in with `hist -a` output.
+    for file in ["rtla-timerlat-top.txt", "rtla-timerlat-top-aa.txt"] {
+        let out = lab.run(&["import", &fixture(file), "--label", "rtla"]);
+        assert_rejected(&out, "timerlat top");
+        assert!(text(&out.stderr).contains("with -a"), "{file}: says where the analysis comes from");
+    }
     assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "nothing stored");
+}
+
+/// The real `rtla timerlat hist -a` capture of tests/fixtures/README.md: a FIFO 99 busy loop
+/// (python3, pid 273) on the measured CPU stopped it.
+#[test]
+fn rtla_timerlat_auto_analysis_is_stored_with_the_run_shown_and_exported() {
+    let lab = Lab::new();
+    lab.ok(&["import", &fixture("rtla-timerlat-hist-aa.txt"), "--label", "rtla"]);
+    let id = lab.last_run();
+    let doc = lab.export_json(id);
+    assert_valid_export(&doc);
+    let a = &doc["run"]["params"]["timerlat_analysis"];
+    assert_eq!(a["cpu"], 1, "{a}");
+    assert_eq!((&a["irq_handler_delay_ns"], &a["exit_from_idle"]), (&642_220.into(), &true.into()), "{a}");
+    assert_eq!(a["irq_latency_ns"], 657_150);
+    assert_eq!(a["timer_irq_duration_ns"], 119_440);
+    // The timer fired into idle: the idle task is what rtla calls blocking, and the busy loop
+    // that then ran before the timerlat thread is its thread interference.
+    assert_eq!(a["blocking_thread"], serde_json::json!({"name": "swapper/1", "id": 0, "duration_ns": 40_390}));
+    assert_eq!(a["irq_interference_ns"], 38_529_150);
+    assert_eq!(a["thread_interference_ns"], 284_275_870);
+    let listed = a["interference"].as_array().unwrap();
+    assert_eq!(listed.iter().filter(|i| i["class"] == "irq" && i["name"] == "local_timer").count(), 22);
+    let thread: Vec<_> = listed.iter().filter(|i| i["class"] == "thread").collect();
+    assert_eq!(
+        thread,
+        [&serde_json::json!({"class": "thread", "name": "python3", "id": 273, "duration_ns": 284_275_870})]
+    );
+    // The activation analysed is the run's worst: the histogram's max is its thread latency.
+    assert_eq!(a["thread_latency_ns"], 323_671_840);
+    assert_eq!(doc["threads"][0]["max_ns"], 323_671_000, "rtla's max (µs) is the analysed activation's");
+    let said = lab.ok(&["show", &id.to_string()]);
+    for want in
+        ["auto-analysis", "IRQ handler delay (exit from idle)", "blocking thread swapper/1 (pid 0)", "python3:273"]
+    {
+        assert!(said.contains(want), "show says '{want}':\n{said}");
+    }
+    let total = said.lines().find(|l| l.trim_start().starts_with("thread latency")).expect("the total");
+    assert!(total.contains("323671.84") && total.ends_with("100.00 %"), "{total}");
 }
 
 #[test]

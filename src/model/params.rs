@@ -186,6 +186,17 @@ pub struct SplitRecord {
     /// what the reader took in (none from ftrace, nor in runs made before they were counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records: Option<u64>,
+    /// How the expiries were taken in: `per-sample` (a record each, paired with its sample) or
+    /// `aggregate` (histograms in the kernel, a record only for an expiry over their bound).
+    /// None from ftrace and in runs made before the mode was chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Why that mode: the sample rate against the collector's budget, or that it was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode_reason: Option<String>,
+    /// Samples whose IRQ latency was counted in the kernel's histograms, not paired one by one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregated: Option<u64>,
 }
 
 /// A run made by another tool and imported.

@@ -76,6 +76,11 @@ pub fn summary(run: &Run) -> String {
         if let Some(source) = &split.source {
             let _ = writeln!(out, "IRQ latency from {source}{}", by(&split.transport));
         }
+        if let (Some(mode), Some(why)) = (&split.mode, &split.mode_reason) {
+            let counted =
+                split.aggregated.filter(|n| *n > 0).map_or(String::new(), |n| format!("; {n} counted in the kernel"));
+            let _ = writeln!(out, "split mode: {mode} ({why}{counted})");
+        }
     }
     if let Some((peer, placed)) = peer_end(h) {
         let _ = writeln!(out, "{peer}: {placed}");

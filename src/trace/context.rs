@@ -3,8 +3,70 @@
 //! classification read the same state: a stretch of time between two events belongs to
 //! [`Context::key`].
 
+use std::borrow::Cow;
+
 use super::ftrace::parse::{field, Event};
 use crate::model::CauseKind;
+
+/// What an event does to a CPU's context, its fields typed once: read from a trace line's text
+/// ([`Effect::of`]) or built straight from a BPF record, with no text between.
+#[derive(Debug, PartialEq)]
+pub enum Effect<'a> {
+    /// An IRQ handler began: its label, `IRQ <number> <name>`.
+    IrqEntry(Cow<'a, str>),
+    /// An IRQ handler or an interrupt vector ended.
+    IrqExit,
+    /// A softirq began: its action (`TIMER`, `NET_RX`, …).
+    SoftirqEntry(&'a str),
+    SoftirqExit,
+    Switch {
+        comm: &'a str,
+        pid: i32,
+        prio: Option<i32>,
+    },
+    Wakeup {
+        comm: &'a str,
+        pid: i32,
+        prio: Option<i32>,
+        target: Option<u32>,
+    },
+    /// An x86 interrupt vector that is no IRQ began (`local_timer`, `reschedule`, …).
+    VectorEntry(&'a str),
+    Other,
+}
+
+impl<'a> Effect<'a> {
+    /// A trace line's event, its fields read from its text.
+    pub fn of(e: &Event<'a>) -> Effect<'a> {
+        let num = |key| field(e.detail, key).and_then(|p| p.parse().ok());
+        match e.name {
+            "irq_handler_entry" => Effect::IrqEntry(Cow::Owned(format!(
+                "IRQ {} {}",
+                field(e.detail, "irq").unwrap_or("?"),
+                field(e.detail, "name").unwrap_or("")
+            ))),
+            "irq_handler_exit" => Effect::IrqExit,
+            "softirq_entry" => Effect::SoftirqEntry(field(e.detail, "action").unwrap_or("?")),
+            "softirq_exit" => Effect::SoftirqExit,
+            "sched_switch" => Effect::Switch {
+                comm: field(e.detail, "next_comm").unwrap_or("?"),
+                pid: num("next_pid").unwrap_or(-1),
+                prio: num("next_prio"),
+            },
+            "sched_wakeup" => Effect::Wakeup {
+                comm: field(e.detail, "comm").unwrap_or("?"),
+                pid: num("pid").unwrap_or(-1),
+                prio: num("prio"),
+                target: field(e.detail, "target_cpu").and_then(|c| c.parse().ok()),
+            },
+            // The x86 interrupt vectors that are not IRQs (local timer, reschedule and
+            // function-call IPIs, irq_work) come as *_entry / *_exit pairs.
+            name if name.ends_with("_entry") && is_vector(name) => Effect::VectorEntry(name.trim_end_matches("_entry")),
+            name if name.ends_with("_exit") && is_vector(name) => Effect::IrqExit,
+            _ => Effect::Other,
+        }
+    }
+}
 
 /// Whom the CPU was running.
 #[derive(Clone, Debug, Default)]
@@ -70,58 +132,42 @@ impl Context {
 
     /// Takes in one event of this CPU (or a wake-up onto it from elsewhere).
     pub fn apply(&mut self, e: &Event) {
+        self.apply_effect(e.cpu, e.pid, e.comm, &Effect::of(e));
+    }
+
+    /// Takes in one event, its fields already typed: fired on `cpu` while `pid` (`comm`) was
+    /// current there.
+    pub fn apply_effect(&mut self, cpu: u32, pid: i32, comm: &str, effect: &Effect) {
         // Every line names the task current when it fired, before the event's own effect. A
         // switch may go untraced (here the switches out of the idle task do not show): the
         // line corrects what was assumed.
-        if e.cpu == self.cpu && self.current.as_ref().map(|c| c.pid) != Some(e.pid) {
-            let prio = self.woken.iter().find(|w| w.pid == e.pid).and_then(|w| w.prio);
-            self.woken.retain(|w| w.pid != e.pid);
-            self.current = Some(Current { comm: e.comm.to_string(), pid: e.pid, prio });
+        if cpu == self.cpu && self.current.as_ref().map(|c| c.pid) != Some(pid) {
+            let prio = self.woken.iter().find(|w| w.pid == pid).and_then(|w| w.prio);
+            self.woken.retain(|w| w.pid != pid);
+            self.current = Some(Current { comm: comm.to_string(), pid, prio });
         }
-        match e.name {
-            "irq_handler_entry" => self.irqs.push(format!(
-                "IRQ {} {}",
-                field(e.detail, "irq").unwrap_or("?"),
-                field(e.detail, "name").unwrap_or("")
-            )),
-            "irq_handler_exit" => {
-                self.irqs.pop();
-                self.leave_interrupt();
-            }
-            "softirq_entry" => {
-                self.softirq = Some(format!("softirq {}", field(e.detail, "action").unwrap_or("?")));
-            }
-            "softirq_exit" => {
+        match effect {
+            Effect::IrqEntry(label) => self.irqs.push(label.to_string()),
+            Effect::SoftirqEntry(action) => self.softirq = Some(format!("softirq {action}")),
+            Effect::SoftirqExit => {
                 self.softirq = None;
                 self.leave_interrupt();
             }
-            "sched_switch" => {
-                let next = Current {
-                    comm: field(e.detail, "next_comm").unwrap_or("?").to_string(),
-                    pid: field(e.detail, "next_pid").and_then(|p| p.parse().ok()).unwrap_or(-1),
-                    prio: field(e.detail, "next_prio").and_then(|p| p.parse().ok()),
-                };
+            Effect::Switch { comm, pid, prio } => {
+                let next = Current { comm: comm.to_string(), pid: *pid, prio: *prio };
                 self.woken.retain(|w| w.pid != next.pid);
                 self.current = Some(next);
                 // No task switch happens inside a hard interrupt: an entry still open here lost
                 // its exit (a full buffer or queue), and would take every later gap.
-                if e.cpu == self.cpu {
+                if cpu == self.cpu {
                     self.irqs.clear();
                 }
             }
-            "sched_wakeup" if field(e.detail, "target_cpu").and_then(|c| c.parse().ok()) == Some(self.cpu) => {
-                self.woken.push(Current {
-                    comm: field(e.detail, "comm").unwrap_or("?").to_string(),
-                    pid: field(e.detail, "pid").and_then(|p| p.parse().ok()).unwrap_or(-1),
-                    prio: field(e.detail, "prio").and_then(|p| p.parse().ok()),
-                });
+            Effect::Wakeup { comm, pid, prio, target } if *target == Some(self.cpu) => {
+                self.woken.push(Current { comm: comm.to_string(), pid: *pid, prio: *prio });
             }
-            // The x86 interrupt vectors that are not IRQs (local timer, reschedule and
-            // function-call IPIs, irq_work) come as *_entry / *_exit pairs.
-            name if name.ends_with("_entry") && is_vector(name) => {
-                self.irqs.push(name.trim_end_matches("_entry").replace('_', " "));
-            }
-            name if name.ends_with("_exit") && is_vector(name) => {
+            Effect::VectorEntry(name) => self.irqs.push(name.replace('_', " ")),
+            Effect::IrqExit => {
                 self.irqs.pop();
                 self.leave_interrupt();
             }

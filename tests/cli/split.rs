@@ -237,3 +237,44 @@ fn two_traced_runs_at_once_leave_tracefs_as_it_was() {
     assert!(first.wait_with_output().unwrap().status.success(), "the first traced run ended well");
     assert_eq!(tracing_state(), before, "tracing is as it was");
 }
+
+/// The same run in both modes (forced): the IRQ statistics are built either way, from records
+/// paired one by one or from the kernel's histograms, every sample matched or counted
+/// unmatched (the histogram may also hold the last sleep, whose sample the run's end cut), and
+/// the mode and why are stored, exported and shown.
+#[test]
+fn both_modes_build_the_irq_statistics_and_say_which_was_used_and_why() {
+    let Some((_one, _before)) = traced() else { return };
+    for mode in ["per-sample", "aggregate"] {
+        let lab = Lab::new();
+        let json = lab.path("run.json");
+        let args = ["timer", "-t", "1", "-a", "1", "--split", "-i", "1000", "-l", "1500", "-q", "--json"];
+        let out = lab.cmd(&[&args[..], &[json.to_str().unwrap()]].concat()).env("RTBENCH_SPLIT_MODE", mode).output();
+        assert!(out.as_ref().is_ok_and(|o| o.status.success()), "{mode}: {out:?}");
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_valid_export(&doc);
+        let split = &doc["run"]["params"]["split"];
+        assert_eq!(split["mode"], mode, "{split}");
+        assert!(split["mode_reason"].as_str().is_some_and(|r| r.contains("asked")), "{split}");
+        let (t, irq) = (&doc["threads"][0], &doc["threads"][0]["irq"]);
+        let (count, matched, unmatched) =
+            (t["count"].as_u64().unwrap(), irq["count"].as_u64().unwrap(), irq["unmatched"].as_u64().unwrap());
+        assert!((matched + unmatched).abs_diff(count) <= 1, "{mode}: {matched} + {unmatched} vs {count}");
+        assert!(matched as f64 >= 0.99 * count as f64, "{mode}: {matched} of {count} matched");
+        assert!(irq["percentiles_ns"]["99"].as_u64().is_some_and(|p| p >= irq["min_ns"].as_u64().unwrap()), "{irq}");
+        assert!(irq["max_ns"].as_u64() <= t["max_ns"].as_u64(), "{mode}: no IRQ part exceeds the thread's max");
+        let aggregated = split["aggregated"].as_u64().unwrap_or(0);
+        assert_eq!(aggregated > 0, mode == "aggregate", "{split}");
+        let shown = lab.ok(&["show", &lab.last_run().to_string()]);
+        assert!(shown.lines().any(|l| l.starts_with(&format!("split mode: {mode} ("))), "{shown}");
+    }
+}
+
+#[test]
+fn an_unknown_split_mode_is_refused_in_one_line() {
+    let lab = Lab::new();
+    let out = lab.cmd(&["timer", "-l", "10", "--split", "-q"]).env("RTBENCH_SPLIT_MODE", "fast").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = text(&out.stderr);
+    assert!(err.contains("RTBENCH_SPLIT_MODE") && err.trim().lines().count() == 1, "{err}");
+}

@@ -21,7 +21,6 @@ use super::record::{IrqNames, Record, RECORD};
 use super::timeline::Timeline;
 use crate::trace::bpf::asm::*;
 use crate::trace::bpf::records::Records;
-use crate::trace::ftrace::parse::Event;
 use crate::trace::stream::{lock, Reader};
 
 /// The tracepoints, a record's event number being the index; the first five are needed, the
@@ -111,10 +110,8 @@ impl Programs {
         let lost = self.records.lost()?;
         let mut t = lock(timeline);
         for r in &batch {
-            let detail = r.detail(irqs);
             let name = TRACEPOINTS.get(r.kind as usize).copied().unwrap_or("?");
-            let e = Event { comm: &r.comm, pid: r.pid, cpu: r.cpu, ts_ns: r.ts, name, detail: &detail };
-            t.event(&e);
+            t.effect(r.cpu, r.ts, r.pid, &r.comm, &r.effect(name, irqs));
         }
         t.lost_events = lost;
         t.records += read;

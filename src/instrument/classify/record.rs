@@ -1,7 +1,11 @@
 //! The classification's BPF records as the reader takes them, and the text the ftrace instance
 //! would have printed for their events, so the same parser and timeline read both.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+
+use crate::trace::context::Effect;
+use crate::trace::ftrace::parse::Event;
 
 /// A record: ts, cpu, event, pid, arg, next pid, next prio (u64 + six u32), comm, next comm.
 pub const RECORD: usize = 64;
@@ -44,7 +48,24 @@ impl From<&[u8; RECORD]> for Record {
 }
 
 impl Record {
-    /// The event's fields as the ftrace instance prints them, for the same parser.
+    /// What the event does to its CPU's context, typed straight from the record (`name`: its
+    /// tracepoint): what [`Effect::of`] reads from the ftrace instance's line for it, with no
+    /// text between (issue 38: formatting and parsing it again was most of the reader's cost).
+    pub fn effect<'a>(&'a self, name: &'a str, irqs: &'a mut IrqNames) -> Effect<'a> {
+        match self.kind {
+            0 => Effect::IrqEntry(Cow::Borrowed(irqs.label(self.arg))),
+            1 => Effect::IrqExit,
+            2 => Effect::SoftirqEntry(SOFTIRQS.get(self.arg as usize).unwrap_or(&"?")),
+            3 => Effect::SoftirqExit,
+            4 => Effect::Switch { comm: &self.next_comm, pid: self.next_pid, prio: Some(self.next_prio) },
+            // The vectors say nothing but their name.
+            _ => Effect::of(&Event { comm: "", pid: 0, cpu: 0, ts_ns: 0, name, detail: "" }),
+        }
+    }
+
+    /// The event's fields as the ftrace instance prints them, for the same parser: what
+    /// [`Record::effect`] is held to.
+    #[cfg(test)]
     pub fn detail(&self, irqs: &mut IrqNames) -> String {
         match self.kind {
             0 | 1 => format!("irq={} name={}", self.arg, irqs.name(self.arg)),
@@ -63,9 +84,20 @@ impl Record {
 pub struct IrqNames {
     names: HashMap<u32, String>,
     read_for: Vec<u32>,
+    /// `IRQ <number> <name>`, as the context labels a handler, by number.
+    labels: HashMap<u32, String>,
 }
 
 impl IrqNames {
+    /// IRQ `irq`'s label as the context keeps it, made once.
+    fn label(&mut self, irq: u32) -> &str {
+        if !self.labels.contains_key(&irq) {
+            let label = format!("IRQ {irq} {}", self.name(irq));
+            self.labels.insert(irq, label);
+        }
+        &self.labels[&irq]
+    }
+
     fn name(&mut self, irq: u32) -> &str {
         if !self.names.contains_key(&irq) && !self.read_for.contains(&irq) {
             self.read_for.push(irq);
@@ -100,6 +132,33 @@ mod tests {
         );
         let softirq = Record { kind: 2, arg: 1, ..r };
         assert_eq!(field(&softirq.detail(&mut irqs), "action"), Some("TIMER"));
+    }
+
+    /// Every kind of record, typed, does to the context what its printed line would.
+    #[test]
+    fn a_record_s_typed_effect_is_its_printed_line_s() {
+        let names = ["irq_handler_entry", "irq_handler_exit", "softirq_entry", "softirq_exit", "sched_switch"];
+        let vectors = ["local_timer_entry", "local_timer_exit", "reschedule_entry", "irq_work_exit"];
+        let mut irqs = IrqNames::default();
+        for (kind, name) in names.iter().enumerate().chain(vectors.iter().map(|v| (5, v))) {
+            for arg in [0, 1, 9, 4000] {
+                let r = Record {
+                    ts: 5,
+                    cpu: 1,
+                    kind: kind as u32,
+                    pid: 12,
+                    arg,
+                    next_pid: 77,
+                    next_prio: 120,
+                    comm: "a".into(),
+                    next_comm: "python3".into(),
+                };
+                let detail = r.detail(&mut irqs);
+                let e = Event { comm: &r.comm, pid: r.pid, cpu: r.cpu, ts_ns: r.ts, name, detail: &detail };
+                let printed = Effect::of(&e);
+                assert_eq!(r.effect(name, &mut irqs), printed, "{name} {arg}");
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::trace::context::{Context, Key};
+use crate::trace::context::{Context, Effect, Key};
 use crate::trace::ftrace::parse;
 use crate::trace::stream::{lost, Lines};
 
@@ -79,18 +79,25 @@ impl Timeline {
         }
     }
 
-    /// Takes in one event (read from the trace or built from a BPF record).
+    /// Takes in one event read from the trace.
     pub(super) fn event(&mut self, e: &parse::Event) {
-        let target = (e.name == "sched_wakeup")
-            .then(|| parse::field(e.detail, "target_cpu").and_then(|c| c.parse().ok()))
-            .flatten();
-        if let Some(c) = target.filter(|t| *t != e.cpu).and_then(|t| self.cpus.get_mut(&t)) {
-            c.context.apply(e);
+        self.effect(e.cpu, e.ts_ns, e.pid, e.comm, &Effect::of(e));
+    }
+
+    /// Takes in one event, its fields typed (from the trace's text or straight from a BPF
+    /// record): fired at `ts_ns` on `cpu` while `pid` (`comm`) was current there.
+    pub(super) fn effect(&mut self, cpu: u32, ts_ns: u64, pid: i32, comm: &str, effect: &Effect) {
+        let target = match effect {
+            Effect::Wakeup { target, .. } => *target,
+            _ => None,
+        };
+        if let Some(c) = target.filter(|t| *t != cpu).and_then(|t| self.cpus.get_mut(&t)) {
+            c.context.apply_effect(cpu, pid, comm, effect);
         }
-        let Some(c) = self.cpus.get_mut(&e.cpu) else { return };
-        c.spend(e.ts_ns);
-        c.context.apply(e);
-        c.last_ns = Some(c.last_ns.map_or(e.ts_ns, |l| l.max(e.ts_ns)));
+        let Some(c) = self.cpus.get_mut(&cpu) else { return };
+        c.spend(ts_ns);
+        c.context.apply_effect(cpu, pid, comm, effect);
+        c.last_ns = Some(c.last_ns.map_or(ts_ns, |l| l.max(ts_ns)));
     }
 }
 

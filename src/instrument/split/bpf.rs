@@ -15,6 +15,9 @@
 use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 
+use std::sync::Arc;
+
+use super::aggregate::Hist;
 use super::btf::{kernel_symbol, Layout};
 use super::expiry::Seen;
 use crate::trace::bpf::asm::*;
@@ -34,14 +37,16 @@ pub struct Programs {
 }
 
 impl Programs {
-    /// Loads and attaches the program for the threads of process `tgid`.
-    pub fn attach(tgid: u32) -> Result<Programs, String> {
+    /// Loads and attaches the program for the threads of process `tgid`, counting into `hist`
+    /// the expiries it aggregates.
+    pub fn attach(tgid: u32, hist: &Hist) -> Result<Programs, String> {
         use crate::sys::{bpf_attach_raw_tp, bpf_raw_tp_program};
         let layout = Layout::of_this_kernel()?;
         let wakeup = kernel_symbol("hrtimer_wakeup").ok_or("the kernel hides hrtimer_wakeup's address")?;
         let io = |e: std::io::Error| e.to_string();
         let records = Records::make(RECORD, QUEUED)?;
-        let expire = bpf_raw_tp_program("rtbench_split", &on_expire(&layout, wakeup, tgid, &records)).map_err(io)?;
+        let expire =
+            bpf_raw_tp_program("rtbench_split", &on_expire(&layout, wakeup, tgid, &records, hist)).map_err(io)?;
         let link = bpf_attach_raw_tp(c"hrtimer_expire_entry", &expire).map_err(io)?;
         Ok(Programs { records, _link: link })
     }
@@ -57,9 +62,12 @@ impl Programs {
 }
 
 /// Attaches the program and reads it from a thread named `name`, on the collector's CPUs `on`;
-/// with how its records travel (`ringbuf` or `queue`).
-pub fn start(name: &str, on: &[usize]) -> Result<(Reader<Seen>, &'static str), String> {
-    let mut programs = Programs::attach(std::process::id()).map_err(|e| format!("cannot load the BPF program: {e}"))?;
+/// with how its records travel (`ringbuf` or `queue`); `hist` gets the threads' histograms.
+pub fn start(name: &str, on: &[usize], hist: &mut Option<Arc<Hist>>) -> Result<(Reader<Seen>, &'static str), String> {
+    let counts = Arc::new(Hist::make()?);
+    let mut programs =
+        Programs::attach(std::process::id(), &counts).map_err(|e| format!("cannot load the BPF program: {e}"))?;
+    *hist = Some(counts);
     let transport = programs.records.transport();
     // The program goes when the reader ends.
     let reader = Reader::spawn(name, Seen::default(), on, move |seen| programs.drain(seen).is_ok())?;
@@ -69,8 +77,9 @@ pub fn start(name: &str, on: &[usize]) -> Result<(Reader<Seen>, &'static str), S
 /// `hrtimer_expire_entry(hrtimer, now)`: for a sleep's timer (its function `hrtimer_wakeup`)
 /// whose sleeper is a thread of `tgid`, (pid, due, *now) put into `records` (or counted lost).
 /// Every other timer costs one read. The record's first word holds the task's `pid` in its low
-/// half (little-endian; the reader takes no more of it).
-fn on_expire(l: &Layout, wakeup: u64, tgid: u32, records: &Records) -> Vec<u64> {
+/// half (little-endian; the reader takes no more of it). An expiry `hist` aggregates is counted
+/// there instead.
+fn on_expire(l: &Layout, wakeup: u64, tgid: u32, records: &Records, hist: &Hist) -> Vec<u64> {
     let mut a = Asm::default();
     // r7: the hrtimer, r8: &now. The record at fp-24: pid, due, now.
     a.mov(6, 1).op(LDX_DW, 7, 6, 0, 0).op(LDX_DW, 8, 6, 8, 0);
@@ -82,6 +91,9 @@ fn on_expire(l: &Layout, wakeup: u64, tgid: u32, records: &Records) -> Vec<u64> 
     a.read_kernel(-24, 9, l.pid).exit_if(0, false, 0);
     a.read_kernel(-16, 7, l.softexpires).exit_if(0, false, 0);
     a.read_kernel(-8, 8, 0).exit_if(0, false, 0);
+    for to in hist.count(&mut a) {
+        a.land(to);
+    }
     records.emit(&mut a, -24);
     a.finish()
 }
@@ -93,7 +105,8 @@ mod tests {
     /// Another process's sleeps expire on the same tracepoint: they are not queued.
     #[test]
     fn another_process_s_sleep_is_not_queued() {
-        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id())) else {
+        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id(), &Hist::make()?))
+        else {
             return;
         };
         let mut child = std::process::Command::new("sleep").arg("0.005").spawn().expect("sleep starts");
@@ -112,7 +125,8 @@ mod tests {
     /// due when it asked, handled no earlier.
     #[test]
     fn a_sleep_of_this_thread_comes_back_as_its_expiry() {
-        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id())) else {
+        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id(), &Hist::make()?))
+        else {
             return;
         };
         let seen = Mutex::new(Seen::default());
@@ -126,5 +140,28 @@ mod tests {
         let e = mine.back().unwrap();
         assert!(e.due_ns >= asked && e.ran_ns >= e.due_ns, "{e:?} (asked for {asked})");
         assert_eq!(seen.lost_events, 0);
+    }
+
+    /// Aggregated, this thread's sleeps are counted in its histogram and not handed on: the
+    /// count grows, exact extremes within it, and the reader gets no record of them.
+    #[test]
+    fn an_aggregated_sleep_is_counted_in_the_kernel_not_handed_on() {
+        let hist = Arc::new(Hist::make().unwrap());
+        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id(), &hist)) else {
+            return;
+        };
+        let me = crate::sys::gettid();
+        hist.aggregate(&[me]).unwrap();
+        for _ in 0..5 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let seen = Mutex::new(Seen::default());
+        programs.drain(&seen).unwrap();
+        let snap = hist.read(me).expect("this thread has a histogram");
+        let late = lock(&seen).by_pid.get(&me).map_or(0, |e| e.len()) as u64;
+        assert_eq!(snap.count + late, 5, "each sleep once: counted ({}), or handed on over the bound", snap.count);
+        assert_eq!(snap.buckets.iter().sum::<u64>(), snap.count);
+        assert!(snap.count == 0 || (snap.min <= snap.max && snap.max < super::super::aggregate::BOUND_NS));
+        assert_eq!(hist.read(me + 1_000_000), None, "another thread has none");
     }
 }

@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::aggregate::{self, Hist, Mode, Snapshot};
 use super::pair::{Pairing, Resolved};
 use super::{lock, Seen, SplitTracer};
 use crate::instrument::{Arming, Following, Instrument, InstrumentInfo, ThreadAsk};
@@ -15,11 +16,15 @@ const LAST_READ: Duration = Duration::from_secs(1);
 /// How far behind the reader may be before the samples it has not read are unmatched: memory
 /// stays bounded over a long run whatever the reader does.
 const STALE: Duration = Duration::from_secs(5);
+/// How long the samples are counted before the split's mode is chosen from their rate.
+const RATE_AFTER_NS: u64 = 200_000_000;
 
 /// The armed split: its tracer, and once the threads run, their pairings.
 pub struct Split {
     tracer: SplitTracer,
     flow: Option<SplitFlow>,
+    /// The mode `RTBENCH_SPLIT_MODE` asks for.
+    forced: Option<Mode>,
 }
 
 impl Instrument for Split {
@@ -42,7 +47,13 @@ impl Instrument for Split {
         }
         let tids: Vec<i32> = run.threads.iter().filter_map(|t| t.tid.get().copied()).collect();
         self.tracer.follow(&tids);
-        self.flow = Some(SplitFlow::new(&self.tracer, run.threads.iter().map(|t| Arc::clone(&t.tid)).collect()));
+        let mut flow = SplitFlow::new(&self.tracer, run.threads.iter().map(|t| Arc::clone(&t.tid)).collect());
+        if flow.hist.is_none() {
+            flow.mode = Some((Mode::PerSample, "an ftrace instance keeps no histograms".into()));
+        } else if self.forced.is_some() {
+            flow.choose(0.0, self.forced);
+        }
+        self.flow = Some(flow);
     }
 
     fn holds_samples(&self) -> bool {
@@ -62,6 +73,10 @@ impl Instrument for Split {
 
     fn settle(&mut self, i: usize, start_ns: u64, end: bool, out: &mut Resolved) {
         if let Some(f) = self.flow.as_mut() {
+            let ran = crate::sys::now_ns().saturating_sub(start_ns);
+            if f.mode.is_none() && (ran >= RATE_AFTER_NS || end) {
+                f.choose(f.pushed as f64 * 1e9 / ran.max(1) as f64, None);
+            }
             f.resolve(i, start_ns, end, out);
         }
     }
@@ -98,13 +113,20 @@ impl Instrument for Split {
     }
 
     fn record(&self, params: &mut MeasuredParams) {
-        params.split = Some(self.tracer.record());
+        let mut record = self.tracer.record();
+        if let Some((mode, why)) = self.flow.as_ref().and_then(|f| f.mode.as_ref()) {
+            record.mode = Some(mode.name().to_string());
+            record.mode_reason = Some(why.clone());
+            record.aggregated = self.flow.as_ref().map(SplitFlow::aggregated);
+        }
+        params.split = Some(record);
     }
 }
 
 /// Arms the split on the measured CPUs; `Err` says why the run is not split.
 pub fn arm(a: &Arming) -> Result<Box<dyn Instrument>, String> {
-    Ok(Box::new(Split { tracer: SplitTracer::arm(a.cpus, a.collector)?, flow: None }))
+    let forced = aggregate::forced()?;
+    Ok(Box::new(Split { tracer: SplitTracer::arm(a.cpus, a.collector)?, flow: None, forced }))
 }
 
 /// A breach's split, in words.
@@ -121,19 +143,59 @@ struct SplitFlow {
     seen: Arc<Mutex<Seen>>,
     /// Per thread, in the runner's order: its thread id, once it has one, and its pairing.
     threads: Vec<(Arc<OnceLock<i32>>, Pairing)>,
+    /// The threads' histograms in the kernel (None from ftrace), and per thread the read the
+    /// window counts from.
+    hist: Option<Arc<Hist>>,
+    base: Vec<Snapshot>,
+    /// The mode and why, once chosen.
+    mode: Option<(Mode, String)>,
+    /// Samples handed over, for the rate the mode is chosen by.
+    pushed: u64,
 }
 
 impl SplitFlow {
     fn new(tracer: &SplitTracer, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
-        SplitFlow::reading(tracer.seen(), tids)
+        let mut flow = SplitFlow::reading(tracer.seen(), tids);
+        flow.hist = tracer.hist();
+        flow
     }
 
     fn reading(seen: Arc<Mutex<Seen>>, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
-        let threads = tids.into_iter().map(|t| (t, Pairing::default())).collect();
-        SplitFlow { seen, threads }
+        let threads: Vec<_> = tids.into_iter().map(|t| (t, Pairing::default())).collect();
+        let base = vec![Snapshot::default(); threads.len()];
+        SplitFlow { seen, threads, hist: None, base, mode: None, pushed: 0 }
+    }
+
+    /// Chooses the mode for `rate` samples a second, or the one `forced`; in the aggregate mode
+    /// the kernel counts the threads' expiries below its bound from now on.
+    fn choose(&mut self, rate: f64, forced: Option<Mode>) {
+        let (mut mode, mut why) = aggregate::choose(rate, forced);
+        if mode == Mode::Aggregate {
+            let tids: Vec<i32> = self.threads.iter().filter_map(|(t, _)| t.get().copied()).collect();
+            match self.hist.as_ref().map(|h| h.aggregate(&tids)) {
+                Some(Ok(())) => self.threads.iter_mut().for_each(|(_, p)| p.aggregate = true),
+                Some(Err(e)) => {
+                    (mode, why) = (Mode::PerSample, format!("{why}, but the histograms cannot be set: {e}"))
+                }
+                None => (mode, why) = (Mode::PerSample, format!("{why}, but there are no histograms")),
+            }
+        }
+        self.mode = Some((mode, why));
+    }
+
+    /// Thread `i`'s histogram in the kernel as it is now, when aggregated.
+    fn snapshot(&self, i: usize) -> Option<Snapshot> {
+        let (tid, pairing) = &self.threads[i];
+        self.hist.as_ref().filter(|_| pairing.aggregate).and_then(|h| h.read(*tid.get()?))
+    }
+
+    /// Samples counted in the kernel's histograms over the whole run.
+    fn aggregated(&self) -> u64 {
+        (0..self.threads.len()).filter_map(|i| self.snapshot(i)).map(|s| s.count).sum()
     }
 
     fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
+        self.pushed += chunk.len() as u64;
         self.threads[i].1.push(chunk);
     }
 
@@ -168,14 +230,27 @@ impl SplitFlow {
         self.threads[i].1.split_of(due_ns)
     }
 
+    /// Thread `i`'s IRQ latencies: those paired one by one, and those the kernel counted since
+    /// the window began. A sample with no record of its own that the histogram did not count
+    /// either (a lost record) is unmatched.
     fn irq(&self, i: usize) -> IrqSplit {
-        self.threads[i].1.split.clone()
+        let pairing = &self.threads[i].1;
+        let mut split = pairing.split.clone();
+        if let Some(now) = self.snapshot(i) {
+            let counted = now.since(&self.base[i]);
+            split.unmatched += pairing.aggregated.saturating_sub(counted.count);
+            split.stats.merge(&counted);
+        }
+        split
     }
 
     /// A new window counts from nothing.
     fn reset(&mut self) {
-        for (_, p) in &mut self.threads {
+        for i in 0..self.threads.len() {
+            self.base[i] = self.snapshot(i).unwrap_or_default();
+            let p = &mut self.threads[i].1;
             p.split = IrqSplit::default();
+            p.aggregated = 0;
         }
     }
 }

@@ -11,6 +11,7 @@
 //! interrupt per event, the very kind of interference the run measures. As the run goes, the
 //! samples wait for their expiries ([`flow`]) and are paired with them ([`pair`]).
 
+pub mod aggregate;
 mod bpf;
 mod btf;
 mod expiry;
@@ -57,14 +58,18 @@ const SLEEPERS: &str = "function.function == hrtimer_wakeup";
 /// The split's programs or instance, and its reader; dropped, they are gone.
 pub struct SplitTracer {
     feed: Feed<Seen>,
+    /// The threads' histograms in the kernel, when the program loaded.
+    hist: Option<Arc<aggregate::Hist>>,
 }
 
 impl SplitTracer {
     /// Follows the sleeps on `cpus`, read on the collector's CPUs `on`; `Err` says why the run
     /// is not split.
     pub fn arm(cpus: &[usize], on: &[usize]) -> Result<SplitTracer, String> {
-        let feed = Feed::arm(|| bpf::start("rtbench-split", on), || SplitTracer::instance(cpus, on))?;
-        Ok(SplitTracer { feed })
+        let mut hist = None;
+        let feed = Feed::arm(|| bpf::start("rtbench-split", on, &mut hist), || SplitTracer::instance(cpus, on))?;
+        let hist = hist.filter(|_| feed.bpf());
+        Ok(SplitTracer { feed, hist })
     }
 
     fn instance(cpus: &[usize], on: &[usize]) -> Result<Stream<Seen>, String> {
@@ -95,6 +100,11 @@ impl SplitTracer {
         self.feed.state()
     }
 
+    /// The threads' histograms in the kernel; None from an ftrace instance.
+    pub fn hist(&self) -> Option<Arc<aggregate::Hist>> {
+        self.hist.clone()
+    }
+
     /// What the split came to, for the run's parameters.
     pub fn record(&self) -> SplitRecord {
         let source = self.feed.source("the hrtimer tracepoints");
@@ -104,7 +114,7 @@ impl SplitTracer {
             (s.lost_events, s.records)
         };
         let (transport, records) = (self.feed.transport(), self.feed.bpf().then_some(read));
-        SplitRecord { lost_events, skipped: None, source: Some(source), transport, records }
+        SplitRecord { lost_events, skipped: None, source: Some(source), transport, records, ..Default::default() }
     }
 }
 

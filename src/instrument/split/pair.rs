@@ -25,6 +25,11 @@ pub struct Pairing {
     recent: VecDeque<(u64, u64)>,
     /// The due time of the last sample settled, matched or not; every one after `give_up`.
     settled_to: u64,
+    /// The kernel aggregates the expiries below its bound: a sample with no record of its own
+    /// was counted there (or lost: the histogram's count tells), not unmatched.
+    pub aggregate: bool,
+    /// Samples settled with no record while `aggregate`.
+    pub aggregated: u64,
 }
 
 /// Samples resolved, in order, each with its IRQ latency (None: unmatched).
@@ -93,6 +98,7 @@ impl Pairing {
     fn settle(&mut self, t: u64, latency: u64, irq: Option<u64>, out: &mut Resolved) {
         match irq {
             Some(ns) => self.split.stats.record(ns),
+            None if self.aggregate => self.aggregated += 1,
             None => self.split.unmatched += 1,
         }
         out.samples.push((t, latency));

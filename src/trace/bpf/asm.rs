@@ -7,6 +7,9 @@ use std::os::fd::OwnedFd;
 pub const ALU64: u8 = 0x07;
 pub const MOV: u8 = 0xb0;
 pub const ADD: u8 = 0x00;
+pub const SUB: u8 = 0x10;
+pub const MUL: u8 = 0x20;
+pub const LSH: u8 = 0x60;
 pub const AND: u8 = 0x50;
 pub const RSH: u8 = 0x70;
 pub const X: u8 = 0x08;
@@ -21,6 +24,8 @@ pub const JEQ_K: u8 = 0x15;
 pub const JNE_K: u8 = 0x55;
 pub const JNE_X: u8 = 0x5d;
 pub const JGT_K: u8 = 0x25;
+pub const JGT_X: u8 = 0x2d;
+pub const JGE_X: u8 = 0x3d;
 pub const CALL: u8 = 0x85;
 pub const EXIT: u8 = 0x95;
 pub const ATOMIC_DW: u8 = 0xdb;
@@ -120,6 +125,22 @@ impl Asm {
         self.op(ST_W, FP, 0, at - 4, 0).map(1, lost).stack(2, i32::from(at - 4)).call(MAP_LOOKUP).exit_if(0, true, 0);
         // lock *(u64 *)(r0 + 0) += 1
         self.mov_k(1, 1).op(ATOMIC_DW, 0, 1, 0, 0)
+    }
+    /// A forward jump `code` of `dst` against `src` (or `imm`) to a place not written yet;
+    /// [`Asm::land`] with what it returns makes the next instruction its target.
+    pub fn jump(&mut self, code: u8, dst: u8, src: u8, imm: i32) -> usize {
+        self.code.push(insn(code, dst, src, 0, imm));
+        self.code.len() - 1
+    }
+    /// The jump at `at` (from [`Asm::jump`]) lands on the next instruction written.
+    pub fn land(&mut self, at: usize) -> &mut Asm {
+        let off = (self.code.len() - at - 1) as i16;
+        self.code[at] = (self.code[at] & !(0xffff << 16)) | u64::from(off as u16) << 16;
+        self
+    }
+    /// `return 0` here, before the program's end.
+    pub fn ret(&mut self) -> &mut Asm {
+        self.mov_k(0, 0).op(EXIT, 0, 0, 0, 0)
     }
     pub fn finish(mut self) -> Vec<u64> {
         let end = self.code.len();

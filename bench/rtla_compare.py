@@ -16,3 +16,17 @@ def judged(ratio, ours, theirs):
     v = max(ours, theirs, key=reach)
     lo, hi = (min(v), max(v)) if v else (1, 1)
     return f"{f'{lo:.2f}-{hi:.2f}':>12}{'in' if lo <= ratio <= hi else 'OUT':>5}"
+
+
+def interleaved(tools, rounds, said):
+    """Runs every tool twice a round, the order reversed each round (A B B A, then B A A B), so
+    each has a first and a second run to hold against itself; prints `said(tool, first)` for each
+    after each round and returns {tool: [(first, second), ...]}."""
+    runs = {t: [] for t in tools}
+    for r in range(rounds):
+        order = list(tools) if r % 2 == 0 else list(reversed(tools))
+        first = {t: tools[t]() for t in order}
+        for t in reversed(order):
+            runs[t].append((first[t], tools[t]()))
+        print(f"round {r + 1} of {rounds}: " + "; ".join(said(t, runs[t][-1][0]) for t in tools), flush=True)
+    return runs

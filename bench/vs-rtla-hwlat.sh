@@ -28,7 +28,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 PYTHONPATH="$here/bench" python3 - "$RTBENCH" "${ROUNDS:-5}" "${DURATION:-10}" "${CPU:-1}" "${THRESHOLD_US:-10}" "$tmp" <<'PY'
 import json, re, statistics, subprocess, sys, time
-from rtla_compare import aa, judged
+from rtla_compare import aa, interleaved, judged
 
 rtbench, rounds, dur, cpu, thresh, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 T = "/sys/kernel/tracing/"
@@ -81,14 +81,7 @@ def ours():
 
 TOOLS = {"hwlat": hwlat, "rtbench noise --classify": ours}
 print(f"load average in the guest at the start: {' '.join(open('/proc/loadavg').read().split()[:3])}", flush=True)
-runs = {t: [] for t in TOOLS}
-for r in range(rounds):
-    order = list(TOOLS) if r % 2 == 0 else list(reversed(TOOLS))
-    first = {t: TOOLS[t]() for t in order}
-    for t in reversed(order):
-        runs[t].append((first[t], TOOLS[t]()))
-    print(f"round {r + 1} of {rounds}: " + "; ".join(
-        f"{t} {runs[t][-1][0]['per_s']:.1f}/s max {runs[t][-1][0]['max']:.0f} µs" for t in TOOLS), flush=True)
+runs = interleaved(TOOLS, rounds, lambda t, x: f"{t} {x['per_s']:.1f}/s max {x['max']:.0f} µs")
 
 med = statistics.median
 print(f"\nNoise no kernel context explains on CPU {cpu}, threshold {thresh} µs, {dur} s a run, {rounds} rounds "

@@ -31,7 +31,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 PYTHONPATH="$here/bench" python3 - "$RTBENCH" "${ROUNDS:-5}" "${DURATION:-10}" "${CPU:-1}" "${THRESHOLD_US:-5}" "$tmp" <<'PY'
 import json, re, statistics, subprocess, sys
-from rtla_compare import aa, judged
+from rtla_compare import aa, interleaved, judged
 
 rtbench, rounds, dur, cpu, thresh, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 CLASSES = ["HW", "IRQ", "softirq", "thread"]
@@ -73,14 +73,7 @@ def ours():
 
 TOOLS = {"rtla osnoise": rtla, "rtbench noise --classify": ours}
 print(f"load average in the guest at the start: {' '.join(open('/proc/loadavg').read().split()[:3])}", flush=True)
-runs = {t: [] for t in TOOLS}
-for r in range(rounds):
-    order = list(TOOLS) if r % 2 == 0 else list(reversed(TOOLS))
-    first = {t: TOOLS[t]() for t in order}
-    for t in reversed(order):
-        runs[t].append((first[t], TOOLS[t]()))
-    print(f"round {r + 1} of {rounds}: " + "; ".join(
-        f"{t} {runs[t][-1][0]['noise_per_s']:.0f} µs/s" for t in TOOLS), flush=True)
+runs = interleaved(TOOLS, rounds, lambda t, x: f"{t} {x['noise_per_s']:.0f} µs/s")
 
 med = statistics.median
 STATS = [("noise µs/s", lambda x: x["noise_per_s"]), ("max single µs", lambda x: x["max_single"])] + [

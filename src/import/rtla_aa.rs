@@ -67,17 +67,8 @@ fn parse<'a>(heading: &str, lines: impl Iterator<Item = &'a str>) -> Result<Time
 fn labelled(line: &str) -> Option<(String, u64)> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let at = words.windows(2).position(|w| matches!(w[1], "us" | "ns") && w[0].parse::<f64>().is_ok())?;
-    let unit_ns = if words[at + 1] == "us" { 1000 } else { 1 };
-    Some((words[..at].join(" "), ns(words[at], unit_ns)?))
-}
-
-/// `268408.93` µs as 268408930 ns, exactly: no float on the way.
-fn ns(value: &str, unit_ns: u64) -> Option<u64> {
-    let (whole, frac) = value.split_once('.').unwrap_or((value, ""));
-    let digits = if unit_ns == 1000 { 3 } else { 0 };
-    let frac: String = frac.chars().chain(std::iter::repeat('0')).take(digits).collect();
-    let frac: u64 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
-    whole.parse::<u64>().ok()?.checked_mul(unit_ns)?.checked_add(frac)
+    let ns = crate::parse::time_ns(&format!("{} {}", words[at], words[at + 1]), None)?;
+    Some((words[..at].join(" "), ns.round() as u64))
 }
 
 /// `text` without its terminal escape sequences (top clears the screen with `ESC c` and

@@ -1,6 +1,8 @@
 //! Full-range latency statistics: exact moments from running sums, percentiles from an HDR
 //! histogram that spans 1 ns to a day, so no sample is ever an "overflow".
 
+use std::sync::Arc;
+
 use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -32,6 +34,9 @@ pub fn new_histogram() -> Histogram<u64> {
 ///
 /// Invariants: `count` equals the histogram's total count; `min`/`max` are exact and meaningless
 /// when `count == 0`; sums are exact integers (u128 cannot overflow for any realistic run).
+///
+/// The histogram is shared until written (it is 300 KB): a copy of the statistics, as every
+/// checkpoint takes of every thread's, costs nothing until one side records again.
 #[derive(Clone, Debug)]
 pub struct Stats {
     pub count: u64,
@@ -40,12 +45,12 @@ pub struct Stats {
     pub max: u64,
     pub sum: u128,
     pub sumsq: u128,
-    pub hist: Histogram<u64>,
+    pub hist: Arc<Histogram<u64>>,
 }
 
 impl Default for Stats {
     fn default() -> Self {
-        Stats { count: 0, overruns: 0, min: u64::MAX, max: 0, sum: 0, sumsq: 0, hist: new_histogram() }
+        Stats { count: 0, overruns: 0, min: u64::MAX, max: 0, sum: 0, sumsq: 0, hist: Arc::new(new_histogram()) }
     }
 }
 
@@ -58,7 +63,7 @@ impl Stats {
         self.max = self.max.max(ns);
         self.sum += ns as u128;
         self.sumsq += (ns as u128) * (ns as u128);
-        self.hist.saturating_record(ns);
+        self.hist_mut().saturating_record(ns);
     }
 
     /// Adds `n` samples of the same value (imports of bucketed data).
@@ -71,7 +76,7 @@ impl Stats {
         self.max = self.max.max(ns);
         self.sum += ns as u128 * n as u128;
         self.sumsq += (ns as u128) * (ns as u128) * n as u128;
-        self.hist.saturating_record_n(ns, n);
+        self.hist_mut().saturating_record_n(ns, n);
     }
 
     /// Adds everything `other` holds.
@@ -86,18 +91,76 @@ impl Stats {
         self.max = self.max.max(other.max);
         self.sum += other.sum;
         self.sumsq += other.sumsq;
-        self.hist.add(&other.hist).expect("histograms share one range");
+        if self.hist.is_empty() {
+            // A new window's first merge: the other's, shared, copied only when written.
+            self.hist = Arc::clone(&other.hist);
+        } else {
+            self.hist_mut().add(&*other.hist).expect("histograms share one range");
+        }
     }
 
-    /// Empties the statistics, keeping the histogram's allocation.
+    /// Adds samples known by a histogram of them (`(value, count)` pairs) and their exact
+    /// moments and extremes, as a kernel's histogram gives them; returns how many.
+    pub fn add_counted(
+        &mut self,
+        counted: impl Iterator<Item = (u64, u64)>,
+        sum: u128,
+        sumsq: u128,
+        min: u64,
+        max: u64,
+    ) -> u64 {
+        let hist = Arc::make_mut(&mut self.hist);
+        let mut n = 0;
+        for (ns, c) in counted {
+            hist.saturating_record_n(ns, c);
+            n += c;
+        }
+        if n > 0 {
+            self.count += n;
+            (self.sum, self.sumsq) = (self.sum + sum, self.sumsq + sumsq);
+            (self.min, self.max) = (self.min.min(min), self.max.max(max));
+        }
+        n
+    }
+
+    /// Adds many samples, as [`Stats::record`] does one.
+    pub fn record_all(&mut self, values: &[u64]) {
+        if values.is_empty() {
+            return;
+        }
+        let hist = Arc::make_mut(&mut self.hist);
+        for &ns in values {
+            hist.saturating_record(ns);
+            self.min = self.min.min(ns);
+            self.max = self.max.max(ns);
+            self.sum += ns as u128;
+            self.sumsq += (ns as u128) * (ns as u128);
+        }
+        self.count += values.len() as u64;
+    }
+
+    /// The histogram to write into: a copy of its own if it is shared.
+    #[inline(always)]
+    fn hist_mut(&mut self) -> &mut Histogram<u64> {
+        Arc::make_mut(&mut self.hist)
+    }
+
+    /// Empties the statistics, keeping the histogram's allocation (and not zeroing it again
+    /// when nothing was recorded: it is 300 KB).
     pub fn reset(&mut self) {
+        if self.count > 0 {
+            match Arc::get_mut(&mut self.hist) {
+                Some(h) => h.reset(),
+                // Shared: the other holder keeps it; an empty one is as cheap as zeroing.
+                None => self.hist = Arc::new(new_histogram()),
+            }
+        }
         self.count = 0;
         self.overruns = 0;
         self.min = u64::MAX;
         self.max = 0;
         self.sum = 0;
         self.sumsq = 0;
-        self.hist.reset();
     }
 
     pub fn mean(&self) -> f64 {
@@ -301,6 +364,24 @@ mod tests {
         assert_eq!(s.hist.len(), 2);
         assert_eq!(s.max, HIGHEST_NS * 10);
         assert_eq!(s.percentile(1.0), HIGHEST_NS * 10);
+    }
+
+    /// A copy shares the histogram until one side writes: neither sees the other's samples,
+    /// and emptying one leaves the other whole.
+    #[test]
+    fn a_copy_and_its_original_never_see_each_other_s_samples() {
+        let mut a = Stats::default();
+        a.record_all(&[10, 20, 30]);
+        let mut b = Stats::default();
+        b.merge(&a);
+        assert!(Arc::ptr_eq(&a.hist, &b.hist), "an empty total takes the other's histogram as it is");
+        b.record(40);
+        a.reset();
+        assert_eq!((a.count, a.hist.len()), (0, 0));
+        assert_eq!((b.count, b.hist.len(), b.max), (4, 4, 40));
+        let c = b.clone();
+        b.record_all(&[50, 60]);
+        assert_eq!((c.hist.len(), b.hist.len()), (4, 6));
     }
 
     #[test]

@@ -222,7 +222,7 @@ pub trait Instrument {
         true
     }
     /// Its part of thread `i`'s results.
-    fn result(&self, _i: usize, _r: &mut ThreadResult) {}
+    fn result(&mut self, _i: usize, _r: &mut ThreadResult) {}
     /// Its part of every checkpoint.
     fn checkpoint(&mut self, _extra: &mut Extra) {}
     /// A window of the store closed: its counts start again.

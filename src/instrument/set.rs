@@ -95,8 +95,8 @@ impl Armed {
         self.list.iter().filter(|x| x.holds_samples()).all(|x| x.annotate(i, window))
     }
 
-    pub fn result(&self, i: usize, r: &mut ThreadResult) {
-        self.list.iter().for_each(|x| x.result(i, r));
+    pub fn result(&mut self, i: usize, r: &mut ThreadResult) {
+        self.list.iter_mut().for_each(|x| x.result(i, r));
     }
 
     pub fn checkpoint(&mut self) -> Extra {

@@ -14,7 +14,7 @@ fn latency(i: u64) -> u64 {
 
 /// Merges a taken buffer the way the runner does, and gives it back.
 fn merge_into(total: &mut Stats, env: &mut Vec<EnvPoint>, c: &mut Collector, buf: Box<Buffer>) {
-    total.merge(&buf.stats);
+    buf.add_to(total);
     env.extend_from_slice(&buf.envelope);
     c.recycle(buf);
 }
@@ -56,7 +56,7 @@ fn a_checkpoint_takes_exactly_the_samples_up_to_the_one_that_saw_the_request() {
     assert!(c.take(Duration::ZERO).is_none());
     rec.record(3, 5);
     let first = c.take(Duration::ZERO).expect("the sample after the request swaps the buffer");
-    assert_eq!((first.stats.count, first.stats.min, first.stats.max, first.stats.sum), (4, 5, 30, 65));
+    assert_eq!((first.stats().count, first.stats().min, first.stats().max, first.stats().sum), (4, 5, 30, 65));
     assert_eq!(first.last, 5);
     // The interval is still open: its point belongs to a later buffer.
     assert!(first.envelope.is_empty());
@@ -75,7 +75,7 @@ fn a_checkpoint_takes_exactly_the_samples_up_to_the_one_that_saw_the_request() {
     c.request();
     rec.record(6, 7);
     let second = c.take(Duration::ZERO).expect("a recycled buffer makes the next request work");
-    assert_eq!((second.stats.count, second.stats.min, second.stats.max, second.stats.sum), (3, 7, 200, 307));
+    assert_eq!((second.stats().count, second.stats().min, second.stats().max, second.stats().sum), (3, 7, 200, 307));
     assert_eq!(second.last, 7);
     merge_into(&mut total, &mut env, &mut c, second);
 
@@ -85,9 +85,9 @@ fn a_checkpoint_takes_exactly_the_samples_up_to_the_one_that_saw_the_request() {
     // Only two buffers circulate: the thread now writes into the first one taken, which must have
     // been emptied when it was recycled.
     assert_eq!(&*last as *const Buffer, first_addr);
-    assert_eq!((last.stats.count, last.stats.min, last.stats.max, last.stats.sum), (2, 1, 1000, 1001));
+    assert_eq!((last.stats().count, last.stats().min, last.stats().max, last.stats().sum), (2, 1, 1000, 1001));
     assert_eq!(last.last, 1);
-    total.merge(&last.stats);
+    total.merge(&last.stats());
     env.extend_from_slice(&last.envelope);
 
     assert_eq!((total.count, total.min, total.max, total.sum), (9, 1, 1000, 65 + 307 + 1001));
@@ -114,7 +114,7 @@ fn envelope_points_across_checkpoints_cover_every_interval_once_with_its_extreme
         }
     }
     let last = rec.finish();
-    total.merge(&last.stats);
+    total.merge(&last.stats());
     env.extend_from_slice(&last.envelope);
 
     let mut expected: Vec<EnvPoint> = Vec::new();
@@ -169,7 +169,7 @@ fn raw_first_n_hands_over_exactly_the_first_n_samples_in_order() {
         raw.extend(drained(&mut c));
     }
     assert!(rec.chunk.is_none(), "after n samples the thread stops keeping raw samples");
-    total.merge(&rec.finish().stats);
+    total.merge(&rec.finish().stats());
     raw.extend(drained(&mut c));
     assert_eq!(raw, (0..5).map(|i| (i * 100, latency(i))).collect::<Vec<_>>());
     assert_eq!(total.count, 20, "statistics still count every sample");
@@ -322,7 +322,7 @@ fn a_reader_checkpointing_during_full_speed_recording_loses_and_doubles_nothing(
     if let Some(buf) = c.drain() {
         merge_into(&mut total, &mut env, &mut c, buf);
     }
-    total.merge(&last.stats);
+    total.merge(&last.stats());
     env.extend_from_slice(&last.envelope);
     c.drain_samples(&mut check).unwrap();
     eprintln!("{N} samples, {taken} buffers taken mid-run, {:?}", started.elapsed());
@@ -357,15 +357,38 @@ fn overruns_travel_with_the_buffer_they_were_counted_into() {
         c.request();
         rec.record(k as u64, 2);
         let buf = c.take(Duration::ZERO).unwrap();
-        overruns_per_buffer.push(buf.stats.overruns);
+        overruns_per_buffer.push(buf.stats().overruns);
         merge_into(&mut total, &mut env, &mut c, buf);
     }
     // Overruns after the last sample still reach the runner, in a buffer with no samples at all.
     rec.overrun();
     let last = rec.finish();
-    overruns_per_buffer.push(last.stats.overruns);
-    total.merge(&last.stats);
-    assert_eq!(last.stats.count, 0);
+    overruns_per_buffer.push(last.stats().overruns);
+    total.merge(&last.stats());
+    assert_eq!(last.stats().count, 0);
     assert_eq!(overruns_per_buffer, [2, 3, 4, 1]);
     assert_eq!((total.overruns, total.count), (10, 6));
+}
+
+/// More samples between two collections than a buffer keeps as taken go into its own
+/// histogram: the runner's totals are the same as recording each one directly.
+#[test]
+fn samples_past_what_a_buffer_keeps_as_taken_are_counted_all_the_same() {
+    let (mut rec, _c) = pair(1_000_000, Raw::First(0));
+    let mut direct = Stats::default();
+    let n = 3 * PENDING as u64 + 5;
+    for i in 0..n {
+        rec.record(i * 1000, latency(i * 7));
+        direct.record(latency(i * 7));
+    }
+    let buf = rec.finish();
+    assert_eq!(buf.count(), n);
+    assert!(buf.overflow.count > 0, "the overflow was used");
+    let mut total = Stats::default();
+    buf.add_to(&mut total);
+    assert_eq!(
+        (total.count, total.min, total.max, total.sum, total.sumsq),
+        (direct.count, direct.min, direct.max, direct.sum, direct.sumsq)
+    );
+    assert_eq!(total.summary().percentiles_ns, direct.summary().percentiles_ns);
 }

@@ -201,9 +201,9 @@ impl Flow<'_> {
 
     pub(super) fn merge(&mut self, i: usize, buf: Box<Buffer>) {
         let t = &mut self.totals[i];
-        t.stats.merge(&buf.stats);
-        self.counted += buf.stats.count;
-        if buf.stats.count > 0 {
+        buf.add_to(&mut t.stats);
+        self.counted += buf.count();
+        if buf.count() > 0 {
             t.last = buf.last;
         }
         self.envelope.extend(buf.envelope.iter().map(|p| (t.index as u32, *p)));
@@ -286,7 +286,7 @@ impl Flow<'_> {
         next
     }
 
-    pub(super) fn results(&self) -> Vec<ThreadResult> {
+    pub(super) fn results(&mut self) -> Vec<ThreadResult> {
         self.totals
             .iter()
             .enumerate()

@@ -461,7 +461,7 @@ fn stats_from(r: &rusqlite::Row, id: i64, thread: u32) -> Result<Stats> {
         max: r.get::<_, i64>(5)? as u64,
         sum: parse(r.get(6)?)?,
         sumsq: parse(r.get(7)?)?,
-        hist,
+        hist: std::sync::Arc::new(hist),
     })
 }
 

@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn samples_land_in_their_bucket_and_over_their_thresholds() {
-        let mut h = crate::stats::Stats::default().hist;
+        let mut h = crate::stats::new_histogram();
         for ns in [500, 1_000, 1_001, 150_000, 150_000, 3_000_000, 20_000_000_000] {
             h.saturating_record(ns);
         }

@@ -155,29 +155,26 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// What was counted between `base` (an earlier read; empty: since aggregation began) and
-    /// this read, as statistics: each bucket's samples at its middle, the sums exact (they wrap
-    /// in the kernel; a window's never does below 1.8e19 ns²), the min and max exact when
-    /// counted from the beginning, else to a bucket.
-    pub fn since(&self, base: &Snapshot) -> Stats {
-        let mut s = Stats::default();
+    /// Adds to `into` what was counted between `last` (an earlier read; empty: since
+    /// aggregation began) and this read; returns how many samples that was. Each bucket's
+    /// samples go in at its middle; the sums are exact (they wrap in the kernel, a difference
+    /// between two checkpoints' reads never does, and `into`'s do not); the min and max are
+    /// exact when counted from the beginning, else to a bucket.
+    pub fn add_to(&self, last: &Snapshot, into: &mut Stats) -> u64 {
         let width = 1u64 << SHIFT;
-        for (b, n) in self.buckets.iter().enumerate() {
-            let n = n.wrapping_sub(base.buckets.get(b).copied().unwrap_or(0));
-            s.record_n(b as u64 * width + width / 2, n);
-        }
-        if s.count == 0 {
-            return s;
-        }
-        s.sum = u128::from(self.sum.wrapping_sub(base.sum));
-        s.sumsq = u128::from(self.sumsq.wrapping_sub(base.sumsq));
-        if base.count == 0 {
-            (s.min, s.max) = (self.min, self.max);
+        let counted: Vec<(u64, u64)> = (self.buckets.iter().enumerate())
+            .map(|(b, n)| (b as u64, n.wrapping_sub(last.buckets.get(b).copied().unwrap_or(0))))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        let (Some(first), Some(end)) = (counted.first(), counted.last()) else { return 0 };
+        let (min, max) = if last.count == 0 {
+            (self.min, self.max)
         } else {
-            s.min = (s.min & !(width - 1)).max(self.min);
-            s.max = (s.max | (width - 1)).min(self.max);
-        }
-        s
+            ((first.0 * width).max(self.min), (end.0 * width + width - 1).min(self.max))
+        };
+        let sum = u128::from(self.sum.wrapping_sub(last.sum));
+        let sumsq = u128::from(self.sumsq.wrapping_sub(last.sumsq));
+        into.add_counted(counted.iter().map(|&(b, n)| (b * width + width / 2, n)), sum, sumsq, min, max)
     }
 }
 
@@ -198,9 +195,15 @@ mod tests {
         s
     }
 
+    fn since(now: &Snapshot, last: &Snapshot) -> Stats {
+        let mut s = Stats::default();
+        assert_eq!(now.add_to(last, &mut s), s.count);
+        s
+    }
+
     #[test]
     fn a_histogram_read_from_the_start_keeps_exact_moments_and_extremes() {
-        let s = snap(&[3_000, 3_500, 40_000]).since(&Snapshot::default());
+        let s = since(&snap(&[3_000, 3_500, 40_000]), &Snapshot::default());
         assert_eq!((s.count, s.min, s.max, s.sum), (3, 3_000, 40_000, 46_500));
         assert_eq!(s.sumsq, 9_000_000 + 12_250_000 + 1_600_000_000);
         assert_eq!(s.hist.len(), 3, "the histogram holds every sample");
@@ -210,10 +213,32 @@ mod tests {
     fn a_window_counts_only_what_came_after_its_base() {
         let base = snap(&[3_000, 900_000]);
         let now = snap(&[3_000, 900_000, 5_000, 6_000]);
-        let s = now.since(&base);
+        let s = since(&now, &base);
         assert_eq!((s.count, s.sum), (2, 11_000));
         assert!(s.min <= 5_000 && s.min >= 4_096 && s.max >= 6_000 && s.max < 7_168, "{} {}", s.min, s.max);
-        assert_eq!(now.since(&now).count, 0);
+        assert_eq!(since(&now, &now).count, 0);
+    }
+
+    /// Folded a checkpoint at a time into one window, the reads add up to the window's whole,
+    /// and a window longer than the kernel's u64 sum of squares can hold keeps it exact.
+    #[test]
+    fn reads_folded_one_after_another_add_up_and_the_squares_do_not_wrap() {
+        let (a, b, c) = (snap(&[3_000]), snap(&[3_000, 5_000]), snap(&[3_000, 5_000, 6_000, 9_000]));
+        let mut folded = Stats::default();
+        let n = b.add_to(&a, &mut folded) + c.add_to(&b, &mut folded);
+        assert_eq!((n, folded.count, folded.sum), (3, 3, 20_000));
+        assert_eq!(folded.sumsq, since(&c, &a).sumsq);
+        // The kernel's sum of squares wraps past 2^64 between two reads a second apart.
+        let mut before = c.clone();
+        before.sumsq = u64::MAX - 2;
+        let mut after = before.clone();
+        (after.sumsq, after.count) = (before.sumsq.wrapping_add(7), before.count + 1);
+        after.buckets[1] += 1;
+        let mut total = Stats::default();
+        total.record(2);
+        total.sumsq = u128::from(u64::MAX);
+        after.add_to(&before, &mut total);
+        assert_eq!(total.sumsq, u128::from(u64::MAX) + 7, "summed in 128 bits, not wrapped");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! [`Context::key`].
 
 use std::borrow::Cow;
+use std::sync::{Arc, LazyLock};
 
 use super::ftrace::parse::{field, Event};
 use crate::model::CauseKind;
@@ -30,8 +31,8 @@ pub enum Effect<'a> {
         prio: Option<i32>,
         target: Option<u32>,
     },
-    /// An x86 interrupt vector that is no IRQ began (`local_timer`, `reschedule`, …).
-    VectorEntry(&'a str),
+    /// An x86 interrupt vector that is no IRQ began: its label (`local timer`, `reschedule`, …).
+    VectorEntry(&'static str),
     Other,
 }
 
@@ -61,9 +62,7 @@ impl<'a> Effect<'a> {
             },
             // The x86 interrupt vectors that are not IRQs (local timer, reschedule and
             // function-call IPIs, irq_work) come as *_entry / *_exit pairs.
-            name if name.ends_with("_entry") && is_vector(name) => Effect::VectorEntry(name.trim_end_matches("_entry")),
-            name if name.ends_with("_exit") && is_vector(name) => Effect::IrqExit,
-            _ => Effect::Other,
+            name => Effect::vector(name).unwrap_or(Effect::Other),
         }
     }
 }
@@ -71,7 +70,7 @@ impl<'a> Effect<'a> {
 /// Whom the CPU was running.
 #[derive(Clone, Debug, Default)]
 struct Current {
-    comm: String,
+    comm: Arc<str>,
     pid: i32,
     /// The kernel's priority (0–99 real-time, 100–139 normal), when a switch told it.
     prio: Option<i32>,
@@ -81,7 +80,8 @@ struct Current {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Key {
     pub kind: CauseKind,
-    pub name: String,
+    /// Shared with the context it was taken from: a key is taken at every event.
+    pub name: Arc<str>,
     pub pid: Option<i32>,
     pub prio: Option<i32>,
 }
@@ -92,13 +92,44 @@ pub struct Context {
     current: Option<Current>,
     /// Tasks woken onto this CPU and not yet seen running on it.
     woken: Vec<Current>,
-    irqs: Vec<String>,
-    softirq: Option<String>,
+    irqs: Vec<Arc<str>>,
+    softirq: Option<Arc<str>>,
+    names: Names,
 }
+
+/// The names a CPU's events keep coming back to (its tasks, handlers, softirqs), each made
+/// once: the classification's reader takes in tens of thousands of events a second per CPU,
+/// and an allocation each was most of its time (issue 38).
+#[derive(Default)]
+struct Names(Vec<Arc<str>>);
+
+impl Names {
+    /// Names kept; past it the oldest goes.
+    const KEPT: usize = 64;
+
+    /// `prefix` followed by `name`, shared.
+    fn get(&mut self, prefix: &str, name: &str) -> Arc<str> {
+        let same = |a: &Arc<str>| a.len() == prefix.len() + name.len() && a.starts_with(prefix) && a.ends_with(name);
+        if let Some(a) = self.0.iter().find(|a| same(a)) {
+            return Arc::clone(a);
+        }
+        let a: Arc<str> = Arc::from(format!("{prefix}{name}"));
+        if self.0.len() >= Self::KEPT {
+            self.0.remove(0);
+        }
+        self.0.push(Arc::clone(&a));
+        a
+    }
+}
+
+/// The names of the keys that are no task's or handler's.
+static UNKNOWN: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("unknown"));
+static IDLE: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("idle"));
+static OURS: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("our thread's CPU time"));
 
 impl Context {
     pub fn new(cpu: u32) -> Context {
-        Context { cpu, current: None, woken: Vec::new(), irqs: Vec::new(), softirq: None }
+        Context { cpu, current: None, woken: Vec::new(), irqs: Vec::new(), softirq: None, names: Names::default() }
     }
 
     /// The pid of the task current, if the trace has told it.
@@ -114,7 +145,7 @@ impl Context {
     /// What the CPU is doing now; `ours` (the measuring thread) is time the trace does not
     /// explain.
     pub fn key(&self, ours: i32) -> Key {
-        let key = |kind, name: &str| Key { kind, name: name.to_string(), pid: None, prio: None };
+        let key = |kind, name: &Arc<str>| Key { kind, name: Arc::clone(name), pid: None, prio: None };
         if let Some(irq) = self.irqs.last() {
             return key(CauseKind::Irq, irq);
         }
@@ -122,11 +153,11 @@ impl Context {
             return key(CauseKind::Softirq, s);
         }
         match &self.current {
-            None => key(CauseKind::Untraced, "unknown"),
-            Some(c) if c.pid == 0 => key(CauseKind::Idle, "idle"),
+            None => key(CauseKind::Untraced, &UNKNOWN),
+            Some(c) if c.pid == 0 => key(CauseKind::Idle, &IDLE),
             // Our thread had the CPU, yet the sample came late: its own code takes a few µs.
-            Some(c) if c.pid == ours => key(CauseKind::Untraced, "our thread's CPU time"),
-            Some(c) => Key { kind: CauseKind::Task, name: c.comm.clone(), pid: Some(c.pid), prio: c.prio },
+            Some(c) if c.pid == ours => key(CauseKind::Untraced, &OURS),
+            Some(c) => Key { kind: CauseKind::Task, name: Arc::clone(&c.comm), pid: Some(c.pid), prio: c.prio },
         }
     }
 
@@ -144,17 +175,17 @@ impl Context {
         if cpu == self.cpu && self.current.as_ref().map(|c| c.pid) != Some(pid) {
             let prio = self.woken.iter().find(|w| w.pid == pid).and_then(|w| w.prio);
             self.woken.retain(|w| w.pid != pid);
-            self.current = Some(Current { comm: comm.to_string(), pid, prio });
+            self.current = Some(Current { comm: self.names.get("", comm), pid, prio });
         }
         match effect {
-            Effect::IrqEntry(label) => self.irqs.push(label.to_string()),
-            Effect::SoftirqEntry(action) => self.softirq = Some(format!("softirq {action}")),
+            Effect::IrqEntry(label) => self.irqs.push(self.names.get("", label)),
+            Effect::SoftirqEntry(action) => self.softirq = Some(self.names.get("softirq ", action)),
             Effect::SoftirqExit => {
                 self.softirq = None;
                 self.leave_interrupt();
             }
             Effect::Switch { comm, pid, prio } => {
-                let next = Current { comm: comm.to_string(), pid: *pid, prio: *prio };
+                let next = Current { comm: self.names.get("", comm), pid: *pid, prio: *prio };
                 self.woken.retain(|w| w.pid != next.pid);
                 self.current = Some(next);
                 // No task switch happens inside a hard interrupt: an entry still open here lost
@@ -164,9 +195,9 @@ impl Context {
                 }
             }
             Effect::Wakeup { comm, pid, prio, target } if *target == Some(self.cpu) => {
-                self.woken.push(Current { comm: comm.to_string(), pid: *pid, prio: *prio });
+                self.woken.push(Current { comm: self.names.get("", comm), pid: *pid, prio: *prio });
             }
-            Effect::VectorEntry(name) => self.irqs.push(name.replace('_', " ")),
+            Effect::VectorEntry(label) => self.irqs.push(self.names.get("", label)),
             Effect::IrqExit => {
                 self.irqs.pop();
                 self.leave_interrupt();
@@ -203,10 +234,26 @@ pub fn describe(k: &Key, policy: &dyn Fn(i32) -> Option<String>) -> Option<Strin
     Some(format!("pid {pid}, {sched}"))
 }
 
-fn is_vector(name: &str) -> bool {
-    ["local_timer", "reschedule", "call_function", "call_function_single", "irq_work", "x86_platform_ipi"]
-        .iter()
-        .any(|v| name.strip_prefix(v).is_some_and(|rest| rest == "_entry" || rest == "_exit"))
+/// The x86 interrupt vectors that are not IRQs (local timer, reschedule and function-call
+/// IPIs, irq_work), by their tracepoints' prefix, with the label their time gets.
+const VECTORS: [(&str, &str); 6] = [
+    ("local_timer", "local timer"),
+    ("reschedule", "reschedule"),
+    ("call_function", "call function"),
+    ("call_function_single", "call function single"),
+    ("irq_work", "irq work"),
+    ("x86_platform_ipi", "x86 platform ipi"),
+];
+
+impl Effect<'_> {
+    /// The tracepoint `name`'s effect, if it is a vector's entry or exit.
+    pub fn vector(name: &str) -> Option<Effect<'static>> {
+        VECTORS.iter().find_map(|(v, label)| match name.strip_prefix(v)? {
+            "_entry" => Some(Effect::VectorEntry(label)),
+            "_exit" => Some(Effect::IrqExit),
+            _ => None,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -222,7 +269,7 @@ mod tests {
         c.apply(&parse::line(here).unwrap());
         c.apply(&parse::line(there).unwrap());
         assert_eq!(c.current_pid(), Some(900), "bash runs on CPU 0");
-        assert_eq!(c.key(500).name, "cc1");
+        assert_eq!(&*c.key(500).name, "cc1");
     }
 
     #[test]
@@ -236,6 +283,6 @@ mod tests {
         assert!(c.in_irq(), "the interrupt's exit is missing");
         c.apply(&parse::line(lines[1]).unwrap());
         assert!(!c.in_irq());
-        assert_eq!(c.key(500).name, "make", "the switched-to task, not the interrupt");
+        assert_eq!(&*c.key(500).name, "make", "the switched-to task, not the interrupt");
     }
 }

@@ -78,7 +78,7 @@ pub fn attribute(
         .iter()
         .map(|(k, ns)| Cause {
             kind: k.kind,
-            name: k.name.clone(),
+            name: k.name.to_string(),
             detail: describe(k, s.policy),
             ns: *ns,
             share: *ns as f64 / delay as f64,

@@ -111,7 +111,7 @@ impl Programs {
         let mut t = lock(timeline);
         for r in &batch {
             let name = TRACEPOINTS.get(r.kind as usize).copied().unwrap_or("?");
-            t.effect(r.cpu, r.ts, r.pid, &r.comm, &r.effect(name, irqs));
+            t.effect(r.cpu, r.ts, r.pid, r.comm(), &r.effect(name, irqs));
         }
         t.lost_events = lost;
         t.records += read;
@@ -195,7 +195,7 @@ mod tests {
         let me = crate::sys::gettid();
         let back_in =
             seen.iter().find(|r| r.kind == SWITCH as u32 && r.next_pid == me).expect("a switch to this thread");
-        assert!(!back_in.next_comm.is_empty() && back_in.next_prio >= 100, "{back_in:?}");
+        assert!(!back_in.next_comm().is_empty() && back_in.next_prio >= 100, "{back_in:?}");
         programs.drain(&timeline, &mut IrqNames::default()).unwrap();
     }
 

@@ -108,6 +108,7 @@ struct ClassifyFlow {
     /// Where the events come from, and how their records travel, as the run stores them.
     source: String,
     transport: Option<String>,
+    policies: crate::trace::Policies,
 }
 
 impl ClassifyFlow {
@@ -135,7 +136,17 @@ impl ClassifyFlow {
             .collect();
         let (interval_ns, intervals, source, transport) =
             (interval_ns.max(1), BTreeMap::new(), tracer.source(), tracer.transport());
-        ClassifyFlow { timeline: tracer.timeline(), threads, budget_ns, interval_ns, intervals, source, transport }
+        let policies = crate::trace::Policies::default();
+        ClassifyFlow {
+            timeline: tracer.timeline(),
+            threads,
+            budget_ns,
+            interval_ns,
+            intervals,
+            source,
+            transport,
+            policies,
+        }
     }
 
     /// Gaps (time offset, length) as the thread handed them over.
@@ -153,7 +164,9 @@ impl ClassifyFlow {
         while let Some(&(at, gap)) = t.pending.front() {
             let (t0, t1) = (start_ns + at, start_ns + at + gap);
             let named = match (t.cpu, t.tid.get()) {
-                (Some(cpu), Some(&tid)) if caught_up > t1 + MARGIN_NS => classify(&timeline, cpu, tid, t0, t1),
+                (Some(cpu), Some(&tid)) if caught_up > t1 + MARGIN_NS => {
+                    classify(&timeline, &self.policies, cpu, tid, t0, t1)
+                }
                 _ if end => Named { class: NoiseClass::Unknown, name: String::new(), detail: None },
                 _ => break,
             };

@@ -76,7 +76,7 @@ mod tests {
 
     fn verdict(t: &Timeline, t0: u64, t1: u64) -> (NoiseClass, Option<String>) {
         let v = classify(t.stretches(1).unwrap(), OURS, t0, t1);
-        (v.class, v.key.map(|k| k.name))
+        (v.class, v.key.map(|k| k.name.to_string()))
     }
 
     const BUSY: &str = "\
@@ -120,10 +120,7 @@ mod tests {
         let mut t = timeline(text, 20_002_000_000);
         let v = classify(t.stretches(1).unwrap(), OURS, 20_000_999_000, 20_001_101_000);
         let key = v.key.unwrap();
-        assert_eq!(
-            (v.class, key.name.as_str(), key.pid, key.prio),
-            (NoiseClass::Thread, "kworker/1:1", Some(88), Some(120))
-        );
+        assert_eq!((v.class, &*key.name, key.pid, key.prio), (NoiseClass::Thread, "kworker/1:1", Some(88), Some(120)));
         assert_eq!(verdict(&t, 20_000_400_000, 20_000_600_000), (NoiseClass::Hardware, None), "bash ran on CPU 0");
         t.forget(1, 20_001_050_000);
         assert!(t.stretches(1).unwrap().iter().all(|s| s.to >= 20_001_050_000));

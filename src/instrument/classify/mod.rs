@@ -28,6 +28,7 @@ use crate::trace::ftrace::instance::Instance;
 use crate::trace::ftrace::journal::ClassifyTraced;
 use crate::trace::ftrace::owned::Owned;
 use crate::trace::stream::{Feed, Stream};
+use crate::trace::Policies;
 
 /// `noise --classify`, as the instruments' registry lists it.
 pub const INFO: InstrumentInfo = InstrumentInfo {
@@ -96,11 +97,12 @@ pub struct Named {
     pub detail: Option<String>,
 }
 
-/// Classifies the gap `[t0, t1)` of measuring thread `ours` on `cpu` from what has been read.
-pub fn classify(timeline: &Timeline, cpu: u32, ours: i32, t0: u64, t1: u64) -> Named {
+/// Classifies the gap `[t0, t1)` of measuring thread `ours` on `cpu` from what has been read;
+/// a real-time task's policy is looked up in `policies`.
+pub(crate) fn classify(timeline: &Timeline, policies: &Policies, cpu: u32, ours: i32, t0: u64, t1: u64) -> Named {
     let v = gap::classify(timeline.stretches(cpu).into_iter().flatten(), ours, t0, t1);
     match v.key {
-        Some(k) => Named { class: v.class, detail: describe(&k, &crate::trace::policy_of), name: k.name },
+        Some(k) => Named { class: v.class, detail: describe(&k, &|pid| policies.of(pid)), name: k.name.to_string() },
         None => Named { class: v.class, name: String::new(), detail: None },
     }
 }

@@ -5,7 +5,6 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::trace::context::Effect;
-use crate::trace::ftrace::parse::Event;
 
 /// A record: ts, cpu, event, pid, arg, next pid, next prio (u64 + six u32), comm, next comm.
 pub const RECORD: usize = 64;
@@ -22,17 +21,16 @@ pub struct Record {
     pub arg: u32,
     pub next_pid: i32,
     pub next_prio: i32,
-    pub comm: String,
-    pub next_comm: String,
+    /// The task names as the kernel keeps them, NUL-padded: read as text only when used
+    /// ([`Record::comm`]), with nothing allocated per record.
+    comm: [u8; 16],
+    next_comm: [u8; 16],
 }
 
 impl From<&[u8; RECORD]> for Record {
     fn from(b: &[u8; RECORD]) -> Record {
         let w = |i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().expect("4 bytes"));
-        let name = |i: usize| {
-            let s = &b[i..i + 16];
-            String::from_utf8_lossy(&s[..s.iter().position(|c| *c == 0).unwrap_or(16)]).into_owned()
-        };
+        let name = |i: usize| <[u8; 16]>::try_from(&b[i..i + 16]).expect("16 bytes");
         Record {
             ts: u64::from_ne_bytes(b[0..8].try_into().expect("8 bytes")),
             cpu: w(8),
@@ -47,7 +45,22 @@ impl From<&[u8; RECORD]> for Record {
     }
 }
 
+/// A NUL-padded task name as text (a name cut inside a character, or not UTF-8, is `?`).
+fn text(name: &[u8; 16]) -> &str {
+    std::str::from_utf8(&name[..name.iter().position(|c| *c == 0).unwrap_or(16)]).unwrap_or("?")
+}
+
 impl Record {
+    /// The task current when the event fired.
+    pub fn comm(&self) -> &str {
+        text(&self.comm)
+    }
+
+    /// At a switch, the task switched to.
+    pub fn next_comm(&self) -> &str {
+        text(&self.next_comm)
+    }
+
     /// What the event does to its CPU's context, typed straight from the record (`name`: its
     /// tracepoint): what [`Effect::of`] reads from the ftrace instance's line for it, with no
     /// text between (issue 38: formatting and parsing it again was most of the reader's cost).
@@ -57,9 +70,9 @@ impl Record {
             1 => Effect::IrqExit,
             2 => Effect::SoftirqEntry(SOFTIRQS.get(self.arg as usize).unwrap_or(&"?")),
             3 => Effect::SoftirqExit,
-            4 => Effect::Switch { comm: &self.next_comm, pid: self.next_pid, prio: Some(self.next_prio) },
+            4 => Effect::Switch { comm: self.next_comm(), pid: self.next_pid, prio: Some(self.next_prio) },
             // The vectors say nothing but their name.
-            _ => Effect::of(&Event { comm: "", pid: 0, cpu: 0, ts_ns: 0, name, detail: "" }),
+            _ => Effect::vector(name).unwrap_or(Effect::Other),
         }
     }
 
@@ -72,7 +85,11 @@ impl Record {
             2 | 3 => format!("vec={} [action={}]", self.arg, SOFTIRQS.get(self.arg as usize).unwrap_or(&"?")),
             4 => format!(
                 "prev_comm={} prev_pid={} ==> next_comm={} next_pid={} next_prio={}",
-                self.comm, self.pid, self.next_comm, self.next_pid, self.next_prio
+                self.comm(),
+                self.pid,
+                self.next_comm(),
+                self.next_pid,
+                self.next_prio
             ),
             _ => format!("vector={}", self.arg),
         }
@@ -111,6 +128,7 @@ impl IrqNames {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::ftrace::parse::Event;
 
     #[test]
     fn records_read_as_the_ftrace_instance_prints_their_events() {
@@ -122,7 +140,7 @@ mod tests {
         b[32..41].copy_from_slice(b"rtbench-0");
         b[48..55].copy_from_slice(b"python3");
         let r = Record::from(&b);
-        assert_eq!((r.ts, r.cpu, r.pid, r.comm.as_str()), (10_000_000_123, 1, 500, "rtbench-0"));
+        assert_eq!((r.ts, r.cpu, r.pid, r.comm()), (10_000_000_123, 1, 500, "rtbench-0"));
         let mut irqs = IrqNames::default();
         let d = r.detail(&mut irqs);
         let field = crate::trace::ftrace::parse::field;
@@ -150,11 +168,11 @@ mod tests {
                     arg,
                     next_pid: 77,
                     next_prio: 120,
-                    comm: "a".into(),
-                    next_comm: "python3".into(),
+                    comm: *b"a\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+                    next_comm: *b"python3\0\0\0\0\0\0\0\0\0",
                 };
                 let detail = r.detail(&mut irqs);
-                let e = Event { comm: &r.comm, pid: r.pid, cpu: r.cpu, ts_ns: r.ts, name, detail: &detail };
+                let e = Event { comm: r.comm(), pid: r.pid, cpu: r.cpu, ts_ns: r.ts, name, detail: &detail };
                 let printed = Effect::of(&e);
                 assert_eq!(r.effect(name, &mut irqs), printed, "{name} {arg}");
             }

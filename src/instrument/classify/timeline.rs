@@ -2,7 +2,7 @@
 //! ([`Context::key`]), read as the reader streams it. The runner looks a gap up in them once
 //! the reader has read past it, then lets them go.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::trace::context::{Context, Effect, Key};
 use crate::trace::ftrace::parse;
@@ -46,7 +46,8 @@ impl Cpu {
 /// What the reader has read of the measured CPUs.
 #[derive(Default)]
 pub struct Timeline {
-    cpus: HashMap<u32, Cpu>,
+    /// By CPU number (a lookup per event: no hashing), `None` for a CPU not followed.
+    cpus: Vec<Option<Cpu>>,
     /// Every event the kernel committed before this CLOCK_MONOTONIC time has been read.
     pub caught_up_ns: u64,
     /// Events the kernel dropped (a full buffer).
@@ -58,21 +59,28 @@ pub struct Timeline {
 impl Timeline {
     /// Follows `cpus`; events of others are not kept.
     pub fn new(cpus: &[usize]) -> Timeline {
-        let cpus = cpus
-            .iter()
-            .map(|&c| (c as u32, Cpu { context: Context::new(c as u32), last_ns: None, stretches: VecDeque::new() }))
-            .collect();
-        Timeline { cpus, ..Timeline::default() }
+        let mut followed: Vec<Option<Cpu>> = Vec::new();
+        for &c in cpus {
+            if followed.len() <= c {
+                followed.resize_with(c + 1, || None);
+            }
+            followed[c] = Some(Cpu { context: Context::new(c as u32), last_ns: None, stretches: VecDeque::new() });
+        }
+        Timeline { cpus: followed, ..Timeline::default() }
+    }
+
+    fn cpu(&mut self, cpu: u32) -> Option<&mut Cpu> {
+        self.cpus.get_mut(cpu as usize).and_then(Option::as_mut)
     }
 
     /// The stretches of `cpu` read so far.
     pub fn stretches(&self, cpu: u32) -> Option<&VecDeque<Stretch>> {
-        self.cpus.get(&cpu).map(|c| &c.stretches)
+        self.cpus.get(cpu as usize).and_then(Option::as_ref).map(|c| &c.stretches)
     }
 
     /// Lets the stretches of `cpu` that end before `ns` go.
     pub fn forget(&mut self, cpu: u32, ns: u64) {
-        if let Some(c) = self.cpus.get_mut(&cpu) {
+        if let Some(c) = self.cpu(cpu) {
             while c.stretches.front().is_some_and(|s| s.to < ns) {
                 c.stretches.pop_front();
             }
@@ -91,10 +99,10 @@ impl Timeline {
             Effect::Wakeup { target, .. } => *target,
             _ => None,
         };
-        if let Some(c) = target.filter(|t| *t != cpu).and_then(|t| self.cpus.get_mut(&t)) {
+        if let Some(c) = target.filter(|t| *t != cpu).and_then(|t| self.cpu(t)) {
             c.context.apply_effect(cpu, pid, comm, effect);
         }
-        let Some(c) = self.cpus.get_mut(&cpu) else { return };
+        let Some(c) = self.cpu(cpu) else { return };
         c.spend(ts_ns);
         c.context.apply_effect(cpu, pid, comm, effect);
         c.last_ns = Some(c.last_ns.map_or(ts_ns, |l| l.max(ts_ns)));
@@ -113,7 +121,7 @@ impl Lines for Timeline {
     fn caught_up(&mut self, ns: u64) {
         // What the CPU does from its last event on is what it did at it: nothing has changed
         // it, up to the time read.
-        for c in self.cpus.values_mut() {
+        for c in self.cpus.iter_mut().flatten() {
             if c.spend(ns) {
                 c.last_ns = Some(ns);
             }

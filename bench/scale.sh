@@ -1,47 +1,39 @@
 #!/usr/bin/env bash
 # How far one housekeeping CPU carries the split and the classification (issue 38): the cost of
-# each stage per sample, measured on this machine, and from them the largest CPUs × rate whose
-# records one housekeeping CPU takes in at ≤ 10 % of its time.
+# each stage, measured on this machine, and from them the largest CPUs × rate whose records one
+# housekeeping CPU takes in at ≤ 10 % of its time.
 #
-#   bench/scale.sh [SECONDS]                 (default: 20 s per run)
-#   THREADS=2 INTERVAL=100 bench/scale.sh    the split run's timer threads on CPU $CPU, µs apart
+#   bench/scale.sh [SECONDS]                 (default: 15 s per run, 7 runs)
+#   CPU=1 bench/scale.sh                     the measured CPU (the collector runs on the others)
 #   RATE=10000 bench/scale.sh                the per-CPU timer rate the sum is made for (10 kHz)
 #   RECORD_NS=12.3 bench/scale.sh            the probe's record cost as given, not benchmarked
 #
-# Stages, each per sample (or per classification event):
-#   record   the probe's record on the measured thread: `cargo bench --bench record`
-#            (recorder_record, 1000 samples a block)
-#   bpf      the BPF program per event on the measured CPU, from the kernel's BPF statistics
-#            (kernel.bpf_stats_enabled, put back after; run_time_ns / run_cnt of the run's
-#            programs, read from their fds' fdinfo): per program run, and per record it hands on
-#            (every timer expiry on the machine runs the split's program; every event on every
-#            CPU runs the classification's)
-#   reader   the reader thread per record, on the housekeeping CPU: its CPU time (schedstat) over
-#            the records the run says it read
-#   main     the main thread (pairing, checkpoints, the store's writes) per second, i.e. per
-#            checkpoint, and per sample
-# The split is measured in both its modes (RTBENCH_SPLIT_MODE): per-sample, a record a sample;
-# aggregate, histograms in the kernel read at each checkpoint and records only for expiries
-# over their bound, so its reader's and main thread's costs are per sample, not per record.
-# The split run is `timer --split` on CPU $CPU, the classification run `noise --classify` on the
-# same CPU (busy, idle machine): both with the collector on the other CPUs. Only the reader's
-# and the main thread's costs fall on the housekeeping CPU; the sum for N CPUs at RATE per CPU,
-# each also busy with the classification's events at the rate measured here, is
-#   per CPU:  L = RATE × (reader_split + main_split) + E × (reader_classify + main_classify)
-# with the split's cost of the cheaper mode (a run past the budget aggregates); aggregated, the
-# split's reader polls for the few records over the bound, a fixed cost F a second taken off the
-# budget first: n = floor((1e8 - F) / L).
-#   CPUs:     n = floor(10 % of 1e9 ns / L);  sustained = n × RATE samples/s at n × L / 1e7 %.
-# A checkpoint's fixed cost is spread over the samples here, so the sum is on the safe side.
+# What falls on the housekeeping CPU is the collector's CPU time (schedstat of its threads,
+# between two looks at each run), in four kinds, each fitted from runs that differ in one thing:
+#   per sample   the split's main thread and reader per timer sample: runs at 20 000 and 2 000
+#                samples/s (2 threads, 100 and 1000 µs)
+#   per thread   the main thread per measured thread a second (its checkpoint: statistics,
+#                store): 2 and 16 threads at the same 20 000 samples/s
+#   per event    the classification's reader per BPF record, and its main thread per gap:
+#                `noise --classify` on an idle CPU, and on the same CPU preempted every 50 µs
+#                by a FIFO 99 timer (tens of thousands of events and gaps a second)
+#   fixed        what is left a second whatever the size: polling, /proc reads, the store
+# The split runs in its aggregate mode (RTBENCH_SPLIT_MODE; the mode a run past the budget
+# takes: histograms in the kernel, records only past their bound) and, for comparison, one
+# per-sample run. The measured CPU's own costs are shown too (the probe's record by
+# `cargo bench --bench record`; the BPF programs per run from the kernel's BPF statistics,
+# kernel.bpf_stats_enabled, put back after) but are not the housekeeping CPU's.
+# Per measured CPU busy at RATE with E classification events and G gaps a second (E, G as on
+# the idle CPU here):
+#   L = RATE × sample + thread + E × event + G × gap;   n = floor((1e8 - fixed) / L)
+#   sustained = n × RATE samples/s at (n × L + fixed) / 1e7 % of one CPU.
 #
 # Needs root (tracing, FIFO priority), python3 and a release build (`cargo build --release`; set
 # RTBENCH for another binary). The last line reads `sustained: N samples/s at P % of one CPU`.
 set -euo pipefail
 
-SECS=${1:-20}
+SECS=${1:-15}
 CPU=${CPU:-1}
-THREADS=${THREADS:-2}
-INTERVAL=${INTERVAL:-100}
 RATE=${RATE:-10000}
 here=$(cd "$(dirname "$0")/.." && pwd)
 RTBENCH=${RTBENCH:-$here/target/release/rtbench}
@@ -124,88 +116,22 @@ PY
 )
 fi
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
-echo "split: timer -t $THREADS -a $CPU -i $INTERVAL --split, ${SECS} s ..."
-RTBENCH_SPLIT_MODE=per-sample measure split timer -t "$THREADS" -a "$CPU" -i "$INTERVAL" --split
-echo "split, aggregate: the same, RTBENCH_SPLIT_MODE=aggregate ..."
-RTBENCH_SPLIT_MODE=aggregate measure aggregate timer -t "$THREADS" -a "$CPU" -i "$INTERVAL" --split
-echo "classify: noise -a $CPU --classify, ${SECS} s ..."
-measure classify noise -a "$CPU" --classify
+split() { # NAME MODE THREADS INTERVAL
+    echo "split: timer -t $3 -a $CPU -i $4 --split ($2), ${SECS} s ..."
+    RTBENCH_SPLIT_MODE=$2 measure "$1" timer -t "$3" -a "$CPU" -i "$4" --split
+}
+split per-sample per-sample 2 100
+split agg-2x100 aggregate 2 100
+split agg-16x800 aggregate 16 800
+split agg-2x1000 aggregate 2 1000
+echo "classify: noise -a $CPU --classify, ${SECS} s, idle CPU ..."
+measure classify-idle noise -a "$CPU" --classify -p 90
+echo "classify: the same, preempted every 50 µs by a FIFO 99 timer ..."
+"$RTBENCH" timer -a "$CPU" -i 50 -p 99 -D "$((SECS + 2))s" -q --db "$tmp/preempt.db" >/dev/null 2>&1 &
+preempt=$!
+sleep 1
+measure classify-busy noise -a "$CPU" --classify -p 90
+wait "$preempt" || true
 echo "$was" >/proc/sys/kernel/bpf_stats_enabled
 
-python3 - "$tmp" "$RECORD_NS" "$RATE" <<'PY'
-import json, sys
-tmp, record_ns, rate = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-
-def stages(name, instrument, per_sample=False):
-    a, b = (json.load(open(f"{tmp}/{name}.{i}.json")) for i in (0, 1))
-    doc = json.load(open(f"{tmp}/{name}.json"))
-    rec = doc["run"]["params"][instrument]
-    if rec.get("skipped") or rec.get("records") is None:
-        sys.exit(f"scale: the {name} run read no BPF records: {rec.get('skipped') or rec.get('source')}")
-    secs = b["t"] - a["t"]
-    samples = sum(t["count"] for t in doc["threads"])
-    duration = doc["run"]["params"]["duration_s"]
-    # Records and samples in the window between the snapshots, at the run's average rate.
-    records, samples = rec["records"] / duration * secs, samples / duration * secs
-    if per_sample:
-        # Aggregated, the reader takes few records: its and the main thread's cost (the map
-        # reads at each checkpoint) are spread over the samples.
-        records = samples
-    def ns(pick):
-        before = {t["tid"]: t["ns"] for t in a["threads"]}
-        return sum(t["ns"] - before.get(t["tid"], 0) for t in b["threads"] if pick(t))
-    # The measuring threads (rtbench-0, …) run at FIFO or RR; the collector's do not.
-    collector = lambda t: t["policy"] not in (1, 2)
-    reader = ns(lambda t: collector(t) and t["comm"].startswith("rtbench-"))
-    main = ns(lambda t: t["tid"] == b["pid"])
-    other = ns(lambda t: collector(t) and t["tid"] != b["pid"] and not t["comm"].startswith("rtbench-"))
-    p0 = {p["prog_id"]: p for p in a["progs"]}
-    runs = sum(p["run_cnt"] - p0[p["prog_id"]]["run_cnt"] for p in b["progs"] if p["prog_id"] in p0)
-    bpf_ns = sum(p["run_time_ns"] - p0[p["prog_id"]]["run_time_ns"] for p in b["progs"] if p["prog_id"] in p0)
-    return {"secs": secs, "records": records, "samples": samples, "lost": rec["lost_events"],
-            "transport": rec.get("transport"), "reader": reader / records, "main_s": main / secs,
-            "main": main / records, "other": other / records, "runs": runs, "bpf_run": bpf_ns / max(runs, 1),
-            "bpf_record": bpf_ns / records, "rate": records / secs, "mode": rec.get("mode"),
-            "read": rec["records"] / duration, "aggregated": rec.get("aggregated")}
-
-s, c = stages("split", "split"), stages("classify", "classify")
-g = stages("aggregate", "split", per_sample=True)
-print(f"\nsplit run:    {s['rate']:.0f} records/s ({s['samples'] / s['secs']:.0f} samples/s), "
-      f"{s['lost']} lost, transport {s['transport']}, mode {s['mode']}")
-print(f"aggregate:    {g['read']:.0f} records/s of {g['samples'] / g['secs']:.0f} samples/s, "
-      f"{g['aggregated']} counted in the kernel, {g['lost']} lost, mode {g['mode']}")
-print(f"classify run: {c['rate']:.0f} records/s on one busy CPU, {c['lost']} lost, transport {c['transport']}")
-print("\nstage (ns)                          split/sample  aggregate/sample  classify/event  where")
-print(f"probe's record (cargo bench)        {record_ns:>12.1f}  {record_ns:>16.1f}  {'-':>14}  measured CPU")
-for label, key, fmt in [("BPF program, per run", "bpf_run", ".1f"),
-                        ("BPF program, per record handed on", "bpf_record", ".1f"),
-                        ("reader, per record", "reader", ".1f"),
-                        ("main thread, per record", "main", ".1f"),
-                        ("main thread, per checkpoint (1/s)", "main_s", ".0f"),
-                        ("other collector threads, per record", "other", ".1f")]:
-    where = "measured CPU" if key.startswith("bpf") else "housekeeping CPU"
-    print(f"{label:<36}{s[key]:>12{fmt}}  {g[key]:>16{fmt}}  {c[key]:>14{fmt}}  {where}")
-print("(aggregate: per sample, not per record)")
-# Aggregated, each sample still costs the main thread, and the share of samples handed on as
-# records (those over the bound) costs the reader what a record costs it per-sample.
-share = g["read"] / (g["samples"] / g["secs"])
-ps, ag = s["reader"] + s["main"] + s["other"], g["main"] + g["other"] + share * s["reader"]
-# Aggregated, the reader takes ~1 % of the samples as records: its time is its polling, a
-# fixed cost a second however many CPUs it serves, so it comes off the budget, not per sample.
-fixed = g["reader"] * g["samples"] / g["secs"] if ag < ps else 0.0
-cs = min(ps, ag)
-print(f"\nsplit per sample: per-sample mode {ps:.1f} ns, aggregate mode {ag:.1f} ns "
-      f"(main {g['main']:.1f} + {share:.4f} records a sample × {s['reader']:.1f}) "
-      f"+ the reader's {fixed:.0f} ns a second; the sum takes {cs:.1f}")
-cc = c["reader"] + c["main"] + c["other"]
-e = c["rate"]
-load = rate * cs + e * cc
-n = int((1e8 - fixed) // load)
-print(f"housekeeping cost: {cs:.1f} ns per split sample, {cc:.1f} ns per classification event")
-print(f"per measured CPU at {rate} Hz with {e:.0f} classification events/s: "
-      f"L = {rate} × {cs:.1f} + {e:.0f} × {cc:.1f} = {load:.0f} ns per s")
-print(f"CPUs one housekeeping CPU carries at ≤ 10 %: n = floor((1e8 - {fixed:.0f}) / {load:.0f}) = {n}")
-print(f"(the split alone: floor((1e8 - {fixed:.0f}) / {cs:.1f}) = {int((1e8 - fixed) // cs)} samples/s; "
-      f"the classification alone at {e:.0f} events/s a CPU: {int(1e8 // (e * cc))} busy CPUs)")
-print(f"sustained: {n * rate} samples/s at {(n * load + fixed) / 1e7:.1f} % of one CPU")
-PY
+python3 "$here/bench/scale_model.py" "$tmp" "$RECORD_NS" "$RATE"

@@ -440,8 +440,13 @@ fn put_noise(tx: &rusqlite::Transaction, id: i64, noise: &[ClassInterval]) -> Re
 /// Statistics as the `threads` and `irq` tables hold them: min, max, sum, sum of squares and
 /// the encoded histogram.
 fn stats_columns(s: &Stats) -> Result<[rusqlite::types::Value; 5]> {
+    thread_local! {
+        // Its buffer is 9 bytes a bucket up to the largest value's (~130 KB at a few ms): one
+        // made per histogram was a fresh mapping, faulted in, at every checkpoint of every thread.
+        static SERIALIZER: std::cell::RefCell<V2Serializer> = std::cell::RefCell::new(V2Serializer::new());
+    }
     let mut blob = Vec::new();
-    V2Serializer::new().serialize(&s.hist, &mut blob).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    SERIALIZER.with_borrow_mut(|v2| v2.serialize(&s.hist, &mut blob)).map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let min = if s.count == 0 { 0 } else { s.min as i64 };
     Ok([min.into(), (s.max as i64).into(), s.sum.to_string().into(), s.sumsq.to_string().into(), blob.into()])
 }

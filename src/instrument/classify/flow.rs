@@ -173,8 +173,11 @@ impl ClassifyFlow {
             t.pending.pop_front();
             let slot = self.intervals.entry((t.index, at / self.interval_ns, named.class)).or_default();
             *slot = (slot.0 + 1, slot.1 + gap);
-            let (name, detail) = (named.name.clone(), named.detail.clone());
-            LongGap::keep(&mut t.longest, LongGap { t_ns: at, ns: gap, class: named.class, name, detail });
+            // Named again only when kept: most gaps are not among the longest.
+            if t.longest.len() < LongGap::KEPT || t.longest.last().is_some_and(|l| l.ns < gap) {
+                let (name, detail) = (named.name.clone(), named.detail.clone());
+                LongGap::keep(&mut t.longest, LongGap { t_ns: at, ns: gap, class: named.class, name, detail });
+            }
             count(&mut t.totals, named, gap, budget);
             if let Some(cpu) = t.cpu.filter(|_| t.alone) {
                 timeline.forget(cpu, t0);

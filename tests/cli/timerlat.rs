@@ -186,7 +186,8 @@ fn compare_breakdowns(ours: &serde_json::Value, rtla: &serde_json::Value) {
 // release binary, rtla 6.12 `top -a`), guest uptime at each step's end in s (start = booted):
 //   start 75.3, timerlat 93.6, split+breach 130.8, rtla 203.3, copied 206.6: test 228 s, passed
 //   start 70.5, timerlat 88.4, split+breach 131.2, rtla 207.0, copied 210.0: test 238 s
-//   start 91.3 / 102.8 (another helper's guest running), then past the 240 s limit in rtla.
+//   start 91.3 / 102.8 / 89.3 (another guest on the host; split+breach 145.0 / 176.8 / 157.1),
+//   then past the 240 s limit in rtla.
 // Each start under TCG: `timer -D 1s` 17 s release / 55 s debug; `--split` +8 s (BTF, symbols,
 // BPF load); `--breach` +12 s (the ftrace instance). Run it with
 // `RTBENCH_GUEST_BIN=target/release/rtbench cargo test --test cli in_the_rt_guest -- --ignored`.

@@ -31,6 +31,9 @@ command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 [ -x /bin/busybox ] || need+=(busybox-static)
 command -v depmod >/dev/null || need+=(kmod)
+# The timerlat guest test runs an rtla 6.3 or later (below), which links these.
+[ -e /usr/lib/x86_64-linux-gnu/libtracefs.so.1 ] || need+=(libtracefs1)
+[ -e /usr/lib/x86_64-linux-gnu/libtraceevent.so.1 ] || need+=(libtraceevent1)
 if [ "${1:-}" = "--bench" ]; then
   command -v stress-ng >/dev/null || need+=(stress-ng)
   command -v sockperf >/dev/null || need+=(sockperf)
@@ -63,5 +66,25 @@ if ! cmp -s "$reqs" "$venv/requirements.txt" 2>/dev/null; then
   python3 -m venv "$venv" || { echo "setup: could not make a Python virtual environment" >&2; exit 1; }
   "$venv/bin/pip" install -q -r "$reqs" || { echo "setup: could not install ansible-core and ansible-lint" >&2; exit 1; }
   cp "$reqs" "$venv/requirements.txt"
+fi
+# The timerlat guest test holds rtbench's breach breakdown against rtla timerlat's auto-analysis
+# (-a), which rtla has from 6.3 on; Debian 12's rtla is 6.1. bookworm-backports has a newer one:
+# it is unpacked into target/rtla, beside (not over) the system's, through an apt state of its
+# own so the machine's sources stay as they are.
+rtla_dir="$(dirname "$0")/../target/rtla"
+if ! "$rtla_dir/usr/bin/rtla" timerlat top -h 2>&1 | grep -q -- --no-aa; then
+  apt_dir="$(cd "$(dirname "$0")/.." && pwd)/target/rtla-apt"
+  mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+  # The archive the machine already uses (a mirror or a snapshot), else Debian's own.
+  mirror=$(grep -rhoE '^URIs: *[^ ]+/debian/?$' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1 | awk '{print $2}')
+  mirror=${mirror:-$(grep -hoE '^deb +[^ ]+/debian/? ' /etc/apt/sources.list 2>/dev/null | head -1 | awk '{print $2}')}
+  mirror=${mirror:-http://deb.debian.org/debian}
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm-backports main" > "$apt_dir/sources.list"
+  opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o Dir::Etc::sourceparts=- \
+    -o "Dir::State::lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o APT::Sandbox::User=root)
+  apt-get "${opts[@]}" update -qq || { echo "setup: could not read bookworm-backports for rtla" >&2; exit 1; }
+  (cd "$apt_dir" && rm -f rtla_*.deb && apt-get "${opts[@]}" download -qq rtla/bookworm-backports) \
+    || { echo "setup: could not download rtla from bookworm-backports" >&2; exit 1; }
+  rm -rf "$rtla_dir" && dpkg-deb -x "$apt_dir"/rtla_*.deb "$rtla_dir"
 fi
 echo "setup: ready"

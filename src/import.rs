@@ -238,6 +238,13 @@ fn from_histogram(text: &str) -> Result<Imported, String> {
     })
 }
 
+/// rtla timerlat's auto-analysis in `text` (`top -a` or `hist -a` output), as the import reads
+/// it: `None` when there is none. Public for the guest test, which compares rtla's on `top`
+/// output (quicker than `hist` to set up under emulation) with rtbench's own.
+pub fn rtla_timerlat_analysis(text: &str) -> Option<Result<TimerlatAnalysis, String>> {
+    rtla_aa::analysis(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

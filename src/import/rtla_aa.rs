@@ -116,6 +116,7 @@ mod tests {
         // rtla's shares here (0.85 + 0.50 + 88.29 + 9.98 %) leave 0.38 % it does not account for.
         let shares: u64 = a.parts().iter().filter(|p| p.2).map(|p| p.1).sum();
         assert_eq!(shares, 302_848_390, "the parts, within the thread latency");
+        assert_eq!(a.unaccounted_ns(), Some(304_011_690 - 302_848_390));
     }
 
     #[test]

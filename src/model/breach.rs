@@ -71,6 +71,15 @@ pub struct Breach {
     /// Largest first.
     pub causes: Vec<Cause>,
     pub window: Vec<TraceEvent>,
+    /// The same delay cut as `rtla timerlat -a` cuts a thread latency, from the same trace: IRQ
+    /// handler delay, timer IRQ duration, blocking thread, IRQ / softirq / thread interference
+    /// (and the IRQ latency beside them). Where rtbench's trace differs from rtla's: the IRQ
+    /// latency is when the timer's callback began (`hrtimer_expire_entry`), not a clock read in
+    /// it; every time is to the µs of the text trace; without interrupt-vector events the
+    /// interrupt's own entry is unknown (its `notes` say so). Absent when the trace does not
+    /// hold the sample's timer firing, and in breaches stored before rtbench made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timerlat_analysis: Option<super::TimerlatAnalysis>,
 }
 
 impl Breach {
@@ -139,6 +148,7 @@ mod tests {
             verdict,
             causes,
             window,
+            timerlat_analysis: None,
         }
     }
 

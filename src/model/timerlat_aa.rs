@@ -1,5 +1,7 @@
 //! rtla timerlat's auto-analysis (`-a`) of the activation that stopped its run, kept with the
-//! imported run: where that activation's thread latency went, part by part.
+//! imported run: where that activation's thread latency went, part by part. rtbench gives each
+//! traced breach the same breakdown from its own trace (`Breach::timerlat_analysis`), so the two
+//! tools' answers read alike.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -40,6 +42,10 @@ pub struct TimerlatAnalysis {
     /// The activation's thread latency, the total the parts are shares of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_latency_ns: Option<u64>,
+    /// What this breakdown could not see, in words (rtbench's own, where its trace lacks what
+    /// rtla's has); none from rtla.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A task rtla names: its command name, its pid (or IRQ/softirq number) and its duration.
@@ -61,12 +67,17 @@ pub struct AnalysisInterference {
 
 impl TimerlatAnalysis {
     /// The parts as `show` lists them: name, duration, and whether rtla gives it a share of
-    /// the total (the IRQ latency is not a part: it overlaps the delay and the duration).
+    /// the total. The IRQ latency is not a part: it overlaps the delay and the duration; nor is
+    /// a previous IRQ's interference, which is inside the IRQ handler delay (rtla prints it
+    /// without a share, as an "up to").
     pub fn parts(&self) -> Vec<(String, u64, bool)> {
         let delay = if self.exit_from_idle { "IRQ handler delay (exit from idle)" } else { "IRQ handler delay" };
         let named = |name: &str, v: Option<u64>| v.map(|v| (name.to_string(), v, true));
-        let mut parts: Vec<_> =
-            named("previous IRQ interference", self.previous_irq_interference_ns).into_iter().collect();
+        let mut parts: Vec<_> = self
+            .previous_irq_interference_ns
+            .map(|v| ("previous IRQ interference".to_string(), v, false))
+            .into_iter()
+            .collect();
         parts.push((delay.to_string(), self.irq_handler_delay_ns, true));
         parts.push(("IRQ latency".to_string(), self.irq_latency_ns, false));
         parts.extend(named("timer IRQ duration", self.timer_irq_duration_ns));
@@ -77,5 +88,14 @@ impl TimerlatAnalysis {
         parts.extend(named("softirq interference", self.softirq_interference_ns));
         parts.extend(named("thread interference", self.thread_interference_ns));
         parts
+    }
+
+    /// The thread latency the parts leave out: rtla's parts need not add up to it (time
+    /// between them no event of its explains), nor do rtbench's (the measuring thread's own
+    /// time from its switch-in to its clock read, and the CPU idle between the timer's IRQ and
+    /// that switch while another task blocked it). `None` without a thread latency.
+    pub fn unaccounted_ns(&self) -> Option<u64> {
+        let shares: u64 = self.parts().iter().filter(|p| p.2).map(|p| p.1).sum();
+        self.thread_latency_ns.map(|t| t.saturating_sub(shares))
     }
 }

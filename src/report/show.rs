@@ -345,6 +345,13 @@ pub fn breaches(run: &Run) -> String {
             us(b.latency_ns as f64),
             b.verdict
         );
+        if let Some(a) = &b.timerlat_analysis {
+            let _ = writeln!(
+                out,
+                "        in rtla timerlat's terms (IRQ latency to the timer's callback, times to the µs):"
+            );
+            out.push_str(&analysis_lines(a, "        ", "not in these parts (own, idle, untraced)"));
+        }
     }
     if !rec.events_missing.is_empty() {
         let _ = writeln!(out, "  events this kernel lacks: {}", rec.events_missing.join(", "));
@@ -357,23 +364,35 @@ pub fn breaches(run: &Run) -> String {
 pub fn timerlat_analysis(run: &Run) -> String {
     let crate::model::RunParams::Imported(p) = &run.header.params else { return String::new() };
     let Some(a) = &p.timerlat_analysis else { return String::new() };
+    let head = format!("\nrtla timerlat auto-analysis of the activation that stopped it (CPU {})\n", a.cpu);
+    head + &analysis_lines(a, "  ", "not in rtla's parts")
+}
+
+/// A breakdown in timerlat's terms, one part a line under `indent`: its µs and share, the
+/// sources listed under it, what the parts leave out (`left`), the total, and any notes.
+pub fn analysis_lines(a: &crate::model::TimerlatAnalysis, indent: &str, left: &str) -> String {
     let total = a.thread_latency_ns;
-    let mut out = format!("\nrtla timerlat auto-analysis of the activation that stopped it (CPU {})\n", a.cpu);
+    let mut out = String::new();
+    let share = |ns: u64| total.filter(|t| *t > 0).map(|t| format!("{:6.2} %", ns as f64 * 100.0 / t as f64));
     for (name, ns, is_share) in a.parts() {
-        let share = total.filter(|t| is_share && *t > 0).map(|t| format!("{:6.2} %", ns as f64 * 100.0 / t as f64));
-        let _ = writeln!(out, "  {name:<44} {:>12} µs  {}", us(ns as f64), share.unwrap_or_default());
+        let share = share(ns).filter(|_| is_share);
+        let _ = writeln!(out, "{indent}{name:<44} {:>12} µs  {}", us(ns as f64), share.unwrap_or_default());
     }
     for i in &a.interference {
         let _ = writeln!(
             out,
-            "    {:<8} {:<33} {:>12} µs",
+            "{indent}  {:<8} {:<33} {:>12} µs",
             i.class,
             format!("{}:{}", i.task.name, i.task.id),
             us(i.task.duration_ns as f64)
         );
     }
-    if let Some(t) = total {
-        let _ = writeln!(out, "  {:<44} {:>12} µs  100.00 %", "thread latency", us(t as f64));
+    if let (Some(t), Some(rest)) = (total, a.unaccounted_ns()) {
+        let _ = writeln!(out, "{indent}{left:<44} {:>12} µs  {}", us(rest as f64), share(rest).unwrap_or_default());
+        let _ = writeln!(out, "{indent}{:<44} {:>12} µs  100.00 %", "thread latency", us(t as f64));
+    }
+    for n in &a.notes {
+        let _ = writeln!(out, "{indent}note: {n}");
     }
     out
 }

@@ -180,7 +180,8 @@ pub fn rules(runs: &[RunView]) -> String {
     out + "</table>"
 }
 
-/// A run's traced breaches: when, how late, and the verdict of each.
+/// A run's traced breaches: when, how late, and the verdict of each, with its breakdown in
+/// rtla timerlat's terms on a row of its own.
 pub fn breaches(run: &crate::model::Run) -> String {
     let mut out = String::from(
         r#"<table class="breaches"><tr><th>#</th><th>at (s)</th><th>thread</th><th>CPU</th><th>latency (µs)</th><th>verdict</th></tr>"#,
@@ -196,8 +197,34 @@ pub fn breaches(run: &crate::model::Run) -> String {
             us(b.latency_ns as f64),
             esc(&b.verdict)
         );
+        if let Some(a) = &b.timerlat_analysis {
+            let _ = write!(
+                out,
+                r#"<tr class="timerlat"><td></td><td colspan="5">{}</td></tr>"#,
+                esc(&in_timerlat_terms(a))
+            );
+        }
     }
     out + "</table>"
+}
+
+/// A breakdown in rtla timerlat's terms in one line: each part's µs and share, what the parts
+/// leave out, and any note on what the trace could not see.
+fn in_timerlat_terms(a: &crate::model::TimerlatAnalysis) -> String {
+    let total = a.thread_latency_ns.unwrap_or(0).max(1) as f64;
+    let mut parts: Vec<String> = a
+        .parts()
+        .iter()
+        .map(|(name, ns, share)| match share {
+            true => format!("{name} {} µs ({:.1} %)", us(*ns as f64), *ns as f64 * 100.0 / total),
+            false => format!("{name} {} µs", us(*ns as f64)),
+        })
+        .collect();
+    if let Some(rest) = a.unaccounted_ns() {
+        parts.push(format!("not in these parts {} µs ({:.1} %)", us(rest as f64), rest as f64 * 100.0 / total));
+    }
+    let notes = a.notes.iter().map(|n| format!("; {n}")).collect::<String>();
+    format!("in rtla timerlat's terms: {}{notes}", parts.join(" · "))
 }
 
 /// `sysbench` as LMbench's five summary tables: one per group, one row per label, one column

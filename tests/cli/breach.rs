@@ -142,6 +142,7 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
         } else if bursts.iter().any(|&(start, end)| at < end && at + late > start) {
             assert!(blames_hog, "a breach during the busy loop names it (pid {hog_pid}): {b:#}");
             assert!(b["verdict"].as_str().unwrap().starts_with("task python3"), "{}", b["verdict"]);
+            in_timerlat_terms_names(b, hog_pid);
             named += 1;
         } else {
             assert!(!blames_hog, "a breach outside the busy loop does not blame it: {b:#}");
@@ -158,6 +159,11 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
         html.split(r#"<table class="breaches">"#).nth(1).expect("a breach table").split("</table>").next().unwrap();
     assert_eq!(table.matches("<tr><td>").count(), breaches.len(), "a row per breach");
     assert!(table.contains("task python3"), "with the verdicts");
+    let terms = table.matches(r#"<tr class="timerlat">"#).count();
+    let cut = breaches.iter().filter(|b| b.get("timerlat_analysis").is_some()).count();
+    assert!(cut > 0 && terms == cut, "each breakdown in timerlat's terms under its breach: {terms} of {cut}");
+    let said = lab.ok(&["show", &id.to_string()]);
+    assert_eq!(said.matches("in rtla timerlat's terms").count(), cut, "show gives each breakdown:\n{said}");
     let timeline = std::fs::read_to_string(out.join("figures").join(format!("run{id}-breach1.svg"))).unwrap();
     assert!(timeline.contains(r#"class="intended""#) && timeline.contains(r#"class="actual""#), "wake-ups marked");
     assert!(timeline.contains("CPU 1"), "a lane for the measured CPU");
@@ -165,6 +171,24 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
 }
 
 /// Starts a traced run that will not breach, waits until it measures, and signals it.
+/// A breach during the busy loop, cut as rtla timerlat's auto-analysis cuts it, names the loop
+/// (as the blocking thread, or as thread interference when the timer fired into idle and the
+/// loop woke with it), and its parts with what they leave out add up to the latency.
+fn in_timerlat_terms_names(b: &serde_json::Value, hog_pid: u32) {
+    let a = &b["timerlat_analysis"];
+    assert!(a.is_object(), "the breakdown in timerlat's terms: {b:#}");
+    let hog = |t: &serde_json::Value| t["name"] == "python3" && t["id"] == hog_pid;
+    let blocking = hog(&a["blocking_thread"]);
+    let interfering = a["interference"].as_array().is_some_and(|i| i.iter().any(|t| t["class"] == "thread" && hog(t)));
+    assert!(blocking || interfering, "rtla's terms name the loop (pid {hog_pid}): {a:#}");
+    let ns = |k: &str| a[k].as_u64().unwrap_or(0);
+    let parts = ["irq_handler_delay_ns", "timer_irq_duration_ns", "irq_interference_ns", "softirq_interference_ns"];
+    let sum = parts.iter().map(|k| ns(k)).sum::<u64>() + ns("thread_interference_ns");
+    let sum = sum + a["blocking_thread"]["duration_ns"].as_u64().unwrap_or(0);
+    assert_eq!(a["thread_latency_ns"], b["latency_ns"], "{a:#}");
+    assert!(sum <= b["latency_ns"].as_u64().unwrap(), "the parts fit in the latency: {a:#}");
+}
+
 fn traced_run_ended_by(lab: &Lab, state_dir: &Path, sig: &str) -> u32 {
     run_ended_by(lab, state_dir, sig, &["--breach", "100000"])
 }

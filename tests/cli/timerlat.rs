@@ -77,11 +77,12 @@ fn a_study_on_a_kernel_without_the_tracer_says_why_it_has_no_timerlat_cell() {
     assert_eq!(probes, ["timer", "gtod", "pingpong", "response", "noise"], "the other cells ran and were stored");
 }
 
-/// What runs in the RT guest, in the lab's directory (shared writable): the timerlat source and
-/// `timer --split` on CPU 1; a `--breach` run during which the busy loop spins; then rtla's
-/// timerlat with auto-analysis while the loop spins again (started once rtla's kernel thread
-/// exists: rtla takes seconds to set up under TCG). The store lives in the guest's /tmp (no
-/// SQLite locks over 9p) and is copied back.
+/// What runs in the RT guest, in the lab's directory (shared writable): the timerlat source on
+/// CPU 1; one `timer --split --breach` run, which is both the split run (its IRQ latencies) and
+/// the breach run (the busy loop spins until a breach window is stored, which ends it); then
+/// rtla's timerlat with auto-analysis while the loop spins again (started once rtla's kernel
+/// thread exists: rtla takes seconds to set up under TCG). The store lives in the guest's /tmp
+/// (no SQLite locks over 9p) and is copied back. Each step's end is logged in `steps` (uptime).
 const GUEST: &str = r#"
 cd "$LAB" || exit 1
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
@@ -90,18 +91,14 @@ t() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> steps; }
 t start
 "$RTBENCH" timerlat -D 3s -q --db $db > timerlat.out 2>&1
 t timerlat
-"$RTBENCH" timer --split -a 1 -D 3s -q --db $db > split.out 2>&1
-t split
-"$RTBENCH" timer -a 1 -t 1 --breach 100000 --breach-stop -D 20s -q --db $db > breach.out 2>&1 &
+"$RTBENCH" timer --split -a 1 -t 1 --breach 100000 --breach-stop -D 30s -q --db $db > breach.out 2>&1 &
 run=$!
-# rtbench takes tens of seconds to start under TCG: the loop spins from its start to the
-# first breach window stored, which ends the run.
 python3 hog.py 1 120 0.3 > hog-breach.txt &
 echo $! > hog-breach.pid
 wait $run
 kill $(cat hog-breach.pid)
 wait
-t breach
+t split-breach
 (until pgrep -x timerlat/1 > /dev/null; do sleep 0.2; done; sleep 2; exec python3 hog.py 1 120 0.3 > hog-rtla.txt) &
 echo $! > hog-rtla.pid
 "$RTLA" timerlat top -a 100000 -c 1 -d 40s > rtla.out 2>&1
@@ -112,13 +109,24 @@ cp $db rtbench.db && echo done > finished
 t copied
 "#;
 
-/// An rtla with timerlat's auto-analysis (rtla 6.3 and later; Debian 12's is 6.1): `$RTBENCH_RTLA`,
-/// else the one on PATH.
+/// An rtla with timerlat's auto-analysis (rtla 6.3 and later; Debian 12's is 6.1):
+/// `$RTBENCH_RTLA`, else the one scripts/setup.sh unpacks into target/rtla, else the one on PATH.
 fn rtla_with_analysis() -> Option<String> {
-    let rtla = std::env::var("RTBENCH_RTLA").unwrap_or_else(|_| "rtla".into());
-    let help = std::process::Command::new(&rtla).args(["timerlat", "top", "-h"]).output().ok()?;
-    let said = text(&help.stdout) + &text(&help.stderr);
-    said.contains("--no-aa").then_some(rtla)
+    let unpacked = concat!(env!("CARGO_MANIFEST_DIR"), "/target/rtla/usr/bin/rtla");
+    let candidates = [std::env::var("RTBENCH_RTLA").ok(), Some(unpacked.to_string()), Some("rtla".to_string())];
+    candidates.into_iter().flatten().find(|rtla| {
+        let help = std::process::Command::new(rtla).args(["timerlat", "top", "-h"]).output();
+        help.is_ok_and(|h| (text(&h.stdout) + &text(&h.stderr)).contains("--no-aa"))
+    })
+}
+
+/// The binary run in the guest: `$RTBENCH_GUEST_BIN` (CI sets it to the release build), else
+/// this build's. Under TCG a debug binary's every start costs tens of seconds more than a
+/// release one's (the BPF split's BTF and symbol look-ups above all).
+fn guest_binary() -> String {
+    let bin = std::env::var("RTBENCH_GUEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rtbench").to_string());
+    // The guest runs it from the lab's directory.
+    std::fs::canonicalize(&bin).map_or(bin, |p| p.to_string_lossy().into_owned())
 }
 
 /// The Debian RT kernel's vmlinuz, as `rtbench kernels deb:PACKAGE` unpacked it into its cache.
@@ -135,15 +143,60 @@ fn cached_vmlinuz(package: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-")))
 }
 
-// Not in CI yet: Debian 12's rtla (6.1) has no auto-analysis, and here (TCG on a shared 2-CPU
-// host, the debug binary) the guest takes over 5 minutes: boot 55-92 s, each rtbench run 25-60 s
-// of start-up. Run it with `RTBENCH_RTLA=<rtla 6.3+> cargo test --test cli timerlat -- --ignored`.
+/// The busy loop's part of a breakdown in timerlat's terms (rtbench's breach or rtla's
+/// imported analysis): as the blocking thread, or as thread interference when the timer fired
+/// into idle and the loop ran before the measuring thread. None when it is not named.
+fn hog_part(a: &serde_json::Value, pid: &str) -> Option<u64> {
+    let hog = |t: &serde_json::Value| t["name"] == "python3" && t["id"].as_u64() == pid.parse().ok();
+    let blocking = Some(&a["blocking_thread"]).filter(|b| hog(b)).and_then(|b| b["duration_ns"].as_u64());
+    let interference = a["interference"]
+        .as_array()
+        .and_then(|i| i.iter().find(|t| t["class"] == "thread" && hog(t)).and_then(|t| t["duration_ns"].as_u64()));
+    blocking.or(interference)
+}
+
+/// The parts that take a share of the thread latency, by name, with that latency.
+fn shares(a: &serde_json::Value) -> (Vec<(&'static str, u64)>, u64) {
+    let keys = ["irq_handler_delay_ns", "timer_irq_duration_ns", "irq_interference_ns", "softirq_interference_ns"];
+    let mut parts: Vec<(&str, u64)> = keys.iter().map(|k| (*k, a[k].as_u64().unwrap_or(0))).collect();
+    parts.push(("blocking_thread", a["blocking_thread"]["duration_ns"].as_u64().unwrap_or(0)));
+    parts.push(("thread_interference_ns", a["thread_interference_ns"].as_u64().unwrap_or(0)));
+    (parts, a["thread_latency_ns"].as_u64().unwrap_or(0))
+}
+
+/// Both tools' breakdowns of their breach side by side (µs and % of each one's thread latency),
+/// for the log; each one's parts fit in its latency. Which part is largest is not asserted: on
+/// one breach each there is no spread to compare within, and here the two differ (see below).
+fn compare_breakdowns(ours: &serde_json::Value, rtla: &serde_json::Value) {
+    let ((mine, my_total), (theirs, their_total)) = (shares(ours), shares(rtla));
+    let pct = |ns: u64, total: u64| ns as f64 * 100.0 / total.max(1) as f64;
+    eprintln!("{:<26} {:>22} {:>22}", "part", "rtbench µs (%)", "rtla µs (%)");
+    for ((name, a), (_, b)) in mine.iter().zip(&theirs) {
+        let (a_us, b_us) = (*a as f64 / 1e3, *b as f64 / 1e3);
+        let (a_pct, b_pct) = (pct(*a, my_total), pct(*b, their_total));
+        eprintln!("{name:<26} {a_us:>13.1} ({a_pct:5.1}) {b_us:>13.1} ({b_pct:5.1})");
+    }
+    eprintln!("{:<26} {:>22.1} {:>22.1}", "thread latency", my_total as f64 / 1e3, their_total as f64 / 1e3);
+    for (who, parts, total) in [("rtbench", &mine, my_total), ("rtla", &theirs, their_total)] {
+        assert!(parts.iter().map(|p| p.1).sum::<u64>() <= total + 10_000, "{who}'s parts fit in its latency");
+    }
+}
+
+// Not in CI yet: it does not fit 4 minutes reliably here. Measured on this 2-CPU host (TCG,
+// release binary, rtla 6.12 `top -a`), guest uptime at each step's end in s (start = booted):
+//   start 75.3, timerlat 93.6, split+breach 130.8, rtla 203.3, copied 206.6: test 228 s, passed
+//   start 70.5, timerlat 88.4, split+breach 131.2, rtla 207.0, copied 210.0: test 238 s
+//   start 91.3 / 102.8 / 89.3 (another guest on the host; split+breach 145.0 / 176.8 / 157.1),
+//   then past the 240 s limit in rtla.
+// Each start under TCG: `timer -D 1s` 17 s release / 55 s debug; `--split` +8 s (BTF, symbols,
+// BPF load); `--breach` +12 s (the ftrace instance). Run it with
+// `RTBENCH_GUEST_BIN=target/release/rtbench cargo test --test cli in_the_rt_guest -- --ignored`.
 #[test]
-#[ignore = "needs an rtla with auto-analysis (RTBENCH_RTLA) and over 5 minutes of TCG guest here"]
+#[ignore = "boots a TCG guest: 230-250 s here, over the 4 minutes CI gives it (see above)"]
 fn in_the_rt_guest_rtbench_and_rtla_timerlat_both_blame_the_hog_for_the_breach_it_makes() {
     let Some((_, rt)) = prerequisites() else { return };
     let Some(rtla) = rtla_with_analysis() else {
-        skip("no rtla with timerlat auto-analysis (6.3 or later): set RTBENCH_RTLA to one");
+        skip("no rtla with timerlat auto-analysis (6.3 or later): scripts/setup.sh unpacks one into target/rtla");
         return;
     };
     let lab = Lab::new();
@@ -155,67 +208,47 @@ fn in_the_rt_guest_rtbench_and_rtla_timerlat_both_blame_the_hog_for_the_breach_i
     std::fs::write(lab.path("hog.py"), crate::breach::HOG).unwrap();
     std::fs::write(lab.path("guest.sh"), GUEST).unwrap();
     let dir = lab.dir.path().to_str().unwrap();
-    let env = format!("env LAB={dir} RTBENCH={} RTLA={rtla} bash {dir}/guest.sh", env!("CARGO_BIN_EXE_rtbench"));
+    let env = format!("env LAB={dir} RTBENCH={} RTLA={rtla} bash {dir}/guest.sh", guest_binary());
+    let vmlinuz = vmlinuz.to_str().unwrap();
     let vng = std::process::Command::new("timeout")
-        .args([
-            "300",
-            "vng",
-            "-r",
-            vmlinuz.to_str().unwrap(),
-            "--disable-kvm",
-            "--cpus",
-            "2",
-            "--rwdir",
-            dir,
-            "--exec",
-            &env,
-        ])
+        .args(["240", "vng", "-r", vmlinuz, "--disable-kvm", "--cpus", "2", "--rwdir", dir, "--exec", &env])
         .output()
         .unwrap();
     let read = |f: &str| std::fs::read_to_string(lab.path(f)).unwrap_or_default();
-    let said = ["steps", "timerlat.out", "split.out", "breach.out", "rtla.out"].map(|f| format!("{f}: {}", read(f)));
+    let said = ["steps", "timerlat.out", "breach.out", "rtla.out"].map(|f| format!("{f}: {}", read(f)));
     eprintln!("in the guest (uptime in s): {}", read("steps"));
-    assert!(
-        lab.path("finished").exists(),
-        "the guest ran it all: {}{}\n{}",
-        said.join("\n"),
-        text(&vng.stdout),
-        text(&vng.stderr)
-    );
+    let vng_said = format!("{}\n{}", text(&vng.stdout), text(&vng.stderr));
+    assert!(lab.path("finished").exists(), "the guest ran it all: {}{vng_said}", said.join("\n"));
     let runs = lab.runs();
     let runs = runs.as_array().unwrap();
     let probes: Vec<&str> = runs.iter().map(|r| r["probe"].as_str().unwrap()).collect();
-    assert_eq!(probes, ["timerlat", "timer", "timer"], "{}{}", read("timerlat.out"), read("split.out"));
-    for run in &runs[..2] {
-        let doc = lab.export_json(run["id"].as_i64().unwrap());
+    assert_eq!(probes, ["timerlat", "timer"], "{}{}", read("timerlat.out"), read("breach.out"));
+    let docs: Vec<serde_json::Value> = runs.iter().map(|r| lab.export_json(r["id"].as_i64().unwrap())).collect();
+    for doc in &docs {
         assert_eq!(doc["run"]["status"], "complete", "{doc}");
-        assert!(
-            doc["threads"][0]["count"].as_u64().unwrap() > 0 && doc["threads"][0]["irq"]["count"].as_u64().unwrap() > 0,
-            "{doc}"
-        );
+        let t = &doc["threads"][0];
+        assert!(t["count"].as_u64().unwrap() > 0 && t["irq"]["count"].as_u64().unwrap() > 0, "{doc}");
     }
-    // rtbench: a breach during the busy loop names it.
+    // rtbench: the breach during the busy loop names it, in its verdict and in timerlat's terms.
     let hog = read("hog-breach.pid").trim().to_string();
-    let doc = lab.export_json(runs[2]["id"].as_i64().unwrap());
-    let breaches = doc["breaches"].as_array().cloned().unwrap_or_default();
-    let blamed = breaches.iter().filter(|b| {
+    let breaches = docs[1]["breaches"].as_array().cloned().unwrap_or_default();
+    let blamed = breaches.iter().find(|b| {
         b["causes"][0]["kind"] == "task"
             && b["causes"][0]["detail"].as_str().unwrap_or("").contains(&format!("pid {hog},"))
     });
-    assert!(
-        blamed.count() >= 1,
-        "rtbench names the busy loop (pid {hog}) for a breach: {breaches:#?}\n{}",
-        read("breach.out")
-    );
-    // rtla: its analysis of the activation that stopped it names the loop, as the blocking
-    // thread or (when the timer fired into idle) as the thread that ran before timerlat's.
-    let out = read("rtla.out");
-    let analysis =
-        out.split("hit stop tracing, analyzing it").nth(1).unwrap_or_else(|| panic!("rtla stopped on a breach: {out}"));
-    let hog = read("hog-rtla.pid").trim().to_string();
-    let named = analysis
-        .lines()
-        .take_while(|l| !l.starts_with("Max timerlat"))
-        .any(|l| l.split_whitespace().next() == Some(&format!("python3:{hog}")));
-    assert!(named, "rtla names the busy loop (python3:{hog}): {analysis}");
+    let blamed =
+        blamed.unwrap_or_else(|| panic!("rtbench names the loop (pid {hog}): {breaches:#?}\n{}", read("breach.out")));
+    let ours = &blamed["timerlat_analysis"];
+    // In timerlat's terms the loop is the blocking thread, or thread interference when the timer's
+    // IRQ itself came late (seen here: 99.8 % IRQ handler delay, the split agreeing to the µs).
+    hog_part(ours, &hog).unwrap_or_else(|| panic!("in timerlat's terms too (pid {hog}): {ours:#}"));
+    // rtla: its analysis of the activation that stopped it, read as the import reads it (`top`
+    // sets up in half the time `hist` takes under TCG, but the import wants a histogram).
+    let rtla_hog = read("hog-rtla.pid").trim().to_string();
+    let analysis = rtbench::import::rtla_timerlat_analysis(&read("rtla.out"));
+    let analysis = analysis.unwrap_or_else(|| panic!("rtla stopped on a breach: {}", read("rtla.out")));
+    let theirs = serde_json::to_value(analysis.expect("rtla's analysis reads")).unwrap();
+    hog_part(&theirs, &rtla_hog)
+        .unwrap_or_else(|| panic!("rtla names the loop (python3:{rtla_hog}): {theirs:#}\n{}", read("rtla.out")));
+    compare_breakdowns(ours, &theirs);
 }

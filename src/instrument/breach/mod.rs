@@ -5,6 +5,7 @@
 //! `--breach-max` windows.
 
 mod attribute;
+mod terms;
 
 use std::fs::File;
 use std::io::Write;
@@ -277,6 +278,7 @@ fn window(text: &str, s: &Around, (from, to): (u64, u64)) -> Breach {
             detail: e.detail.to_string(),
         })
         .collect();
+    let timerlat_analysis = cpu.and_then(|c| terms::breakdown(&events, c, t0, t1, ours));
     let (latency_ns, verdict, causes) = (t1 - t0, a.verdict, a.causes);
-    Breach { seq, thread, cpu, t_ns, mono_ns: t0, latency_ns, irq_ns: None, verdict, causes, window }
+    Breach { seq, thread, cpu, t_ns, mono_ns: t0, latency_ns, irq_ns: None, verdict, causes, window, timerlat_analysis }
 }

@@ -38,10 +38,13 @@ impl Layout {
 }
 
 /// Where `symbol` is in the kernel, from /proc/kallsyms; None when hidden (kptr_restrict) or
-/// not there.
+/// not there. Read line by line up to the symbol: the kernel formats the file as it is read, and
+/// all of it (over 100,000 lines) costs seconds of a start under emulation, where the core
+/// kernel's symbols come in its first fifth.
 pub fn kernel_symbol(symbol: &str) -> Option<u64> {
-    let all = std::fs::read_to_string("/proc/kallsyms").ok()?;
-    let addr = all.lines().find_map(|l| {
+    use std::io::BufRead;
+    let all = std::io::BufReader::with_capacity(1 << 16, std::fs::File::open("/proc/kallsyms").ok()?);
+    let addr = all.lines().map_while(Result::ok).find_map(|l| {
         let mut f = l.split_whitespace();
         let (addr, _, name) = (f.next()?, f.next()?, f.next()?);
         (name == symbol).then(|| u64::from_str_radix(addr, 16).ok())?

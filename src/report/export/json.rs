@@ -193,6 +193,7 @@ pub(crate) mod tests {
             verdict,
             causes,
             window,
+            timerlat_analysis: None,
         });
         traced.gaps.push(Gap {
             start: "2026-01-01T00:00:30.000Z".into(),

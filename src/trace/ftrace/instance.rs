@@ -15,6 +15,8 @@ const EVENTS: &[&str] = &[
     "irq/softirq_entry",
     "irq/softirq_exit",
     "timer/hrtimer_expire_entry",
+    // Where the sample's timer callback ends: its interrupt's end where vectors are not traced.
+    "timer/hrtimer_expire_exit",
     "workqueue/workqueue_execute_start",
     "power/cpu_idle",
 ];

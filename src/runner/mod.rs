@@ -41,10 +41,10 @@ const LIVE_EVERY: Duration = Duration::from_millis(100);
 /// How long the end of a run waits for a store that cannot take its last checkpoint.
 const FINAL_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
 /// How long the measuring threads get to end once told to stop, beyond one step of their
-/// probe: a probe that ignores the stop must not hold the command for ever (issue 29).
-const STOP_GRACE: Duration = Duration::from_secs(1);
-/// The most a thread's own lateness adds to its time to stop (see [`stop_bound`]).
-const STOP_LATE_MAX: Duration = Duration::from_secs(60);
+/// probe, and then each after the one before: a probe that ignores the stop must not hold the
+/// command for ever (issue 29), yet threads on a machine emulated on fewer CPUs than it has
+/// are slow to end (see `Threads::wait_finished`).
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Runs `cfg` to the end and stores it. Returns the run id and how it ended.
 pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {
@@ -144,8 +144,7 @@ fn drive(
     let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
     stop.store(true, Ordering::SeqCst);
     let load = end_load(session, &mut warnings);
-    let held = run.totals.iter().map(|t| t.stats.max).max().unwrap_or(0);
-    let bound = stop_bound(cfg.probe.step_ns(), held);
+    let bound = STOP_GRACE + Duration::from_nanos(cfg.probe.step_ns());
     join(&mut run, threads, bound, &mut warnings)?;
     params.ran = run.ran();
     end_instruments(cfg, &mut run, &mut params);
@@ -320,14 +319,6 @@ fn end_load(session: &mut Session, warnings: &mut Vec<String>) -> Option<LoadRep
     Some(report)
 }
 
-/// How long measuring threads get to stop: one step of their probe and [`STOP_GRACE`], plus the
-/// longest any of them was held off while it measured (`held_ns`, its worst sample): a thread
-/// sees the stop as late as it wakes. A 72-vCPU guest emulated on 2 host CPUs held its threads
-/// for seconds, and 38 of 72 had not stopped 1.1 s after being told to.
-fn stop_bound(step_ns: u64, held_ns: u64) -> Duration {
-    STOP_GRACE + Duration::from_nanos(step_ns) + Duration::from_nanos(held_ns).min(STOP_LATE_MAX)
-}
-
 /// Waits up to `bound` for every measuring thread, taking all it hands over; a thread's
 /// placement problem is a warning of the run. A thread still running then fails the run (its
 /// checkpoints stay) and is left behind: it ends with the process.
@@ -480,17 +471,5 @@ struct StopOnDrop(Arc<AtomicBool>);
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn threads_held_off_while_measuring_get_as_long_to_stop_up_to_a_limit() {
-        assert_eq!(stop_bound(100_000_000, 0), Duration::from_millis(1100), "a step and the grace");
-        assert_eq!(stop_bound(100_000_000, 3_000_000_000), Duration::from_millis(4100), "a thread 3 s late");
-        assert_eq!(stop_bound(0, u64::MAX), STOP_GRACE + STOP_LATE_MAX, "a stuck thread still fails the run");
     }
 }

@@ -41,8 +41,10 @@ const LIVE_EVERY: Duration = Duration::from_millis(100);
 /// How long the end of a run waits for a store that cannot take its last checkpoint.
 const FINAL_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
 /// How long the measuring threads get to end once told to stop, beyond one step of their
-/// probe: a probe that ignores the stop must not hold the command for ever (issue 29).
-const STOP_GRACE: Duration = Duration::from_secs(1);
+/// probe, and then each after the one before: a probe that ignores the stop must not hold the
+/// command for ever (issue 29), yet threads on a machine emulated on fewer CPUs than it has
+/// are slow to end (see `Threads::wait_finished`).
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Runs `cfg` to the end and stores it. Returns the run id and how it ended.
 pub fn run(cfg: &RunConfig, store: &mut Store) -> Result<(i64, Outcome)> {

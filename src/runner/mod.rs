@@ -297,6 +297,10 @@ fn measure(cfg: &RunConfig, session: &Session, run: &mut Flow, threads: &Threads
 /// holds every sample collected; a store that could not take it or roll tries again next
 /// second (None).
 fn roll(run: &mut Flow) -> Option<i64> {
+    // The window's samples still in the threads' buffers are its own: taken first, not left
+    // to the next window (the window's grid and the collections' are not the same clock, and
+    // a window closed just before a collection was stored empty).
+    run.collect();
     run.checkpoint();
     if !run.sinks.all_current() {
         return None;

@@ -149,6 +149,16 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
         }
         assert!(!b["window"].as_array().unwrap().is_empty(), "the window is stored");
     }
+    // On a loaded machine the busy loop may start too late for its bursts to fall in the run.
+    let start = breaches.first().map(|b| b["mono_ns"].as_u64().unwrap() - b["t_ns"].as_u64().unwrap());
+    let inside = match start {
+        Some(s) => bursts.iter().filter(|&&(a, end)| a >= s && end <= s + 5_000_000_000).count(),
+        None => bursts.len(),
+    };
+    if inside < 2 {
+        skip(&format!("only {inside} of the busy loop's 4 bursts fell inside the run (a loaded machine)"));
+        return;
+    }
     assert!(named >= 2, "most of the 4 bursts were traced as breaches: {named} of {} breaches", breaches.len());
     // The report lists them and draws the first ones.
     let out = lab.path("report");
@@ -170,7 +180,6 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
     assert_eq!(tracing_state(), before, "tracing is as it was");
 }
 
-/// Starts a traced run that will not breach, waits until it measures, and signals it.
 /// A breach during the busy loop, cut as rtla timerlat's auto-analysis cuts it, names the loop
 /// (as the blocking thread, or as thread interference when the timer fired into idle and the
 /// loop woke with it), and its parts with what they leave out add up to the latency.
@@ -189,6 +198,7 @@ fn in_timerlat_terms_names(b: &serde_json::Value, hog_pid: u32) {
     assert!(sum <= b["latency_ns"].as_u64().unwrap(), "the parts fit in the latency: {a:#}");
 }
 
+/// Starts a traced run that will not breach, waits until it measures, and signals it.
 fn traced_run_ended_by(lab: &Lab, state_dir: &Path, sig: &str) -> u32 {
     run_ended_by(lab, state_dir, sig, &["--breach", "100000"])
 }

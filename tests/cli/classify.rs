@@ -41,6 +41,13 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let csv = lab.ok(&["export", &lab.last_run().to_string(), "--format", "samples"]);
     // Whether a gap (offset into the run, length) overlaps a burst.
     let in_burst = |at: u64, ns: u64| bursts.iter().any(|&(a, end)| start + at < end && start + at + ns > a);
+    // On a loaded machine the busy loop may start too late for its bursts to fall in the run:
+    // then there is nothing to hold the classification to.
+    let inside = bursts.iter().filter(|&&(a, end)| a >= start && end <= start + 7_000_000_000).count();
+    if inside < 3 {
+        skip(&format!("only {inside} of the busy loop's 5 bursts fell inside the run (a loaded machine)"));
+        return;
+    }
     // The gaps that overlap a burst, each as long as the CPU was taken.
     let overlapping: Vec<u64> = csv
         .lines()

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod evt;
+pub mod fasthash;
 pub mod import;
 pub mod instrument;
 #[cfg(test)]

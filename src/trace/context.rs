@@ -77,7 +77,7 @@ struct Current {
 }
 
 /// The context one stretch of time belongs to.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     pub kind: CauseKind,
     /// Shared with the context it was taken from: a key is taken at every event.

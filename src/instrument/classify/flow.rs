@@ -2,14 +2,16 @@
 //! classification's reader has read past them, then classified and counted by what ran in
 //! them. The samples themselves go on to the sinks at once: nothing waits for the trace.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::{classify, ClassifyTracer, Named, Timeline};
+use super::{classify, ClassifyTracer, Named, Timeline, Verdict};
+use crate::fasthash::FastMap;
 use crate::instrument::{Arming, Ending, Extra, Following, Instrument, InstrumentInfo, Resolved, ThreadAsk};
 use crate::model::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, MeasuredParams, NoiseClass, ThreadClasses};
 use crate::trace::stream::lock;
+use crate::trace::Policies;
 
 /// How long after a gap its events must have been read: an event is in the buffer
 /// microseconds after it fires; this covers a reader that started its pass as it was written.
@@ -25,7 +27,8 @@ struct Thread {
     /// The only thread on its CPU: the stretches before its gaps are no one else's.
     alone: bool,
     pending: VecDeque<(u64, u64)>,
-    totals: HashMap<Named, ClassTotal>,
+    /// By what the trace showed: each task or handler put in words once, at its first gap.
+    totals: FastMap<Verdict, ClassTotal>,
     longest: Vec<LongGap>,
 }
 
@@ -108,7 +111,7 @@ struct ClassifyFlow {
     /// Where the events come from, and how their records travel, as the run stores them.
     source: String,
     transport: Option<String>,
-    policies: crate::trace::Policies,
+    policies: Policies,
 }
 
 impl ClassifyFlow {
@@ -130,13 +133,13 @@ impl ClassifyFlow {
                 tid,
                 alone,
                 pending: VecDeque::new(),
-                totals: HashMap::new(),
+                totals: FastMap::default(),
                 longest: Vec::new(),
             })
             .collect();
         let (interval_ns, intervals, source, transport) =
             (interval_ns.max(1), BTreeMap::new(), tracer.source(), tracer.transport());
-        let policies = crate::trace::Policies::default();
+        let policies = Policies::default();
         ClassifyFlow {
             timeline: tracer.timeline(),
             threads,
@@ -163,22 +166,21 @@ impl ClassifyFlow {
         let caught_up = timeline.caught_up_ns;
         while let Some(&(at, gap)) = t.pending.front() {
             let (t0, t1) = (start_ns + at, start_ns + at + gap);
-            let named = match (t.cpu, t.tid.get()) {
-                (Some(cpu), Some(&tid)) if caught_up > t1 + MARGIN_NS => {
-                    classify(&timeline, &self.policies, cpu, tid, t0, t1)
-                }
-                _ if end => Named { class: NoiseClass::Unknown, name: String::new(), detail: None },
+            let verdict = match (t.cpu, t.tid.get()) {
+                (Some(cpu), Some(&tid)) if caught_up > t1 + MARGIN_NS => classify(&timeline, cpu, tid, t0, t1),
+                _ if end => Verdict { class: NoiseClass::Unknown, key: None },
                 _ => break,
             };
             t.pending.pop_front();
-            let slot = self.intervals.entry((t.index, at / self.interval_ns, named.class)).or_default();
+            let class = verdict.class;
+            let slot = self.intervals.entry((t.index, at / self.interval_ns, class)).or_default();
             *slot = (slot.0 + 1, slot.1 + gap);
-            // Named again only when kept: most gaps are not among the longest.
+            // Put in words only when kept: most gaps are not among the longest.
             if t.longest.len() < LongGap::KEPT || t.longest.last().is_some_and(|l| l.ns < gap) {
-                let (name, detail) = (named.name.clone(), named.detail.clone());
-                LongGap::keep(&mut t.longest, LongGap { t_ns: at, ns: gap, class: named.class, name, detail });
+                let Named { name, detail } = Named::of(&verdict, &self.policies);
+                LongGap::keep(&mut t.longest, LongGap { t_ns: at, ns: gap, class, name, detail });
             }
-            count(&mut t.totals, named, gap, budget);
+            count(&mut t.totals, verdict, gap, (budget, &self.policies));
             if let Some(cpu) = t.cpu.filter(|_| t.alone) {
                 timeline.forget(cpu, t0);
             }
@@ -223,15 +225,17 @@ impl ClassifyFlow {
     }
 }
 
-fn count(totals: &mut HashMap<Named, ClassTotal>, named: Named, gap: u64, budget: Option<u64>) {
-    let t = totals.entry(named).or_insert_with_key(|n| ClassTotal {
-        class: n.class,
-        name: n.name.clone(),
-        detail: n.detail.clone(),
-        count: 0,
-        ns: 0,
-        max_ns: 0,
-        over_budget: 0,
+/// Counts one gap `v` of `gap` ns in `totals`; `budget` is the rule-of-thumb budget, and
+/// `policies` name a real-time task's policy the first time it is counted.
+fn count(
+    totals: &mut FastMap<Verdict, ClassTotal>,
+    v: Verdict,
+    gap: u64,
+    (budget, policies): (Option<u64>, &Policies),
+) {
+    let t = totals.entry(v).or_insert_with_key(|v| {
+        let Named { name, detail } = Named::of(v, policies);
+        ClassTotal { class: v.class, name, detail, count: 0, ns: 0, max_ns: 0, over_budget: 0 }
     });
     t.count += 1;
     t.ns += gap;

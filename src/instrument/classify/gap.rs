@@ -14,7 +14,7 @@ pub const UNTRACED_EDGES_NS: u64 = 10_000;
 const STAMP_NS: u64 = 1_000;
 
 /// What a gap was.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Verdict {
     pub class: NoiseClass,
     /// What ran, for the kernel's classes.

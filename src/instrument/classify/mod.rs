@@ -22,7 +22,7 @@ pub use gap::UNTRACED_EDGES_NS;
 pub use timeline::Timeline;
 
 use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
-use crate::model::{ClassifyRecord, NoiseClass};
+use crate::model::ClassifyRecord;
 use crate::trace::context::describe;
 use crate::trace::ftrace::instance::Instance;
 use crate::trace::ftrace::journal::ClassifyTraced;
@@ -87,22 +87,28 @@ impl ClassifyTracer {
     }
 }
 
-/// A gap's class and what ran in it, in words.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) use gap::Verdict;
+
+/// A gap's class and what ran in it, in words: made once per task (or handler) seen, not per
+/// gap, when a total is first counted or a gap is kept among the longest.
 pub struct Named {
-    pub class: NoiseClass,
     /// Empty for the hardware class.
     pub name: String,
     /// For tasks: pid and scheduling.
     pub detail: Option<String>,
 }
 
-/// Classifies the gap `[t0, t1)` of measuring thread `ours` on `cpu` from what has been read;
-/// a real-time task's policy is looked up in `policies`.
-pub(crate) fn classify(timeline: &Timeline, policies: &Policies, cpu: u32, ours: i32, t0: u64, t1: u64) -> Named {
-    let v = gap::classify(timeline.stretches(cpu).into_iter().flatten(), ours, t0, t1);
-    match v.key {
-        Some(k) => Named { class: v.class, detail: describe(&k, &|pid| policies.of(pid)), name: k.name.to_string() },
-        None => Named { class: v.class, name: String::new(), detail: None },
+impl Named {
+    /// `v` in words; a real-time task's policy is looked up in `policies`.
+    pub(crate) fn of(v: &Verdict, policies: &Policies) -> Named {
+        match &v.key {
+            Some(k) => Named { detail: describe(k, &|pid| policies.of(pid)), name: k.name.to_string() },
+            None => Named { name: String::new(), detail: None },
+        }
     }
+}
+
+/// Classifies the gap `[t0, t1)` of measuring thread `ours` on `cpu` from what has been read.
+pub(crate) fn classify(timeline: &Timeline, cpu: u32, ours: i32, t0: u64, t1: u64) -> Verdict {
+    gap::classify(timeline.stretches(cpu).into_iter().flatten(), ours, t0, t1)
 }

@@ -26,6 +26,11 @@ pub struct Records {
     size: usize,
     /// A queue's record, popped.
     popped: Vec<u8>,
+    /// The lost count as last read, and whether records were read since: a program counts a
+    /// record lost only when the buffer is full of others, so a reader that found nothing
+    /// has nothing new to count and skips the system call (a hundred a second per reader).
+    lost_read: u64,
+    read_since: bool,
 }
 
 impl Records {
@@ -48,7 +53,7 @@ impl Records {
 
     fn with(transport: Transport, size: usize) -> Result<Records, String> {
         let lost = crate::sys::bpf_map(ARRAY, 4, 8, 1).map_err(|e| format!("cannot make a map: {e}"))?;
-        Ok(Records { transport, lost, size, popped: vec![0; size] })
+        Ok(Records { transport, lost, size, popped: vec![0; size], lost_read: 0, read_since: true })
     }
 
     /// How the records travel, as a run stores it: `ringbuf` or `queue`.
@@ -71,24 +76,31 @@ impl Records {
     /// Hands every record waiting to `each`, oldest first (per CPU: a program interrupted
     /// between its clock read and its output puts its record after the interrupt's); how many.
     pub fn drain(&mut self, mut each: impl FnMut(&[u8])) -> io::Result<usize> {
-        match &mut self.transport {
-            Transport::Ring(ring) => Ok(ring.read(each)),
+        let n = match &mut self.transport {
+            Transport::Ring(ring) => ring.read(each),
             Transport::Queue(queue) => {
                 let mut n = 0;
                 while crate::sys::bpf_pop(queue, &mut self.popped)? {
                     each(&self.popped);
                     n += 1;
                 }
-                Ok(n)
+                n
             }
-        }
+        };
+        self.read_since |= n > 0;
+        Ok(n)
     }
 
     /// How many records the programs could not hand on, the buffer being full.
-    pub fn lost(&self) -> io::Result<u64> {
-        let mut lost = [0u8; 8];
-        crate::sys::bpf_lookup(&self.lost, &0u32.to_ne_bytes(), &mut lost)?;
-        Ok(u64::from_ne_bytes(lost))
+    /// Read after [`Records::drain`]: a record lost while it ran is counted when the records
+    /// that filled the buffer are read.
+    pub fn lost(&mut self) -> io::Result<u64> {
+        if std::mem::take(&mut self.read_since) {
+            let mut lost = [0u8; 8];
+            crate::sys::bpf_lookup(&self.lost, &0u32.to_ne_bytes(), &mut lost)?;
+            self.lost_read = u64::from_ne_bytes(lost);
+        }
+        Ok(self.lost_read)
     }
 }
 
@@ -180,5 +192,12 @@ mod tests {
         assert_eq!(records.lost().unwrap(), 500 - fits);
         write(&program, 500, 10, 2);
         assert_eq!(read(&mut records).len(), 10, "read, the ring takes records again");
+        assert_eq!(records.lost().unwrap(), 500 - fits, "nothing more was lost");
+        assert!(read(&mut records).is_empty());
+        assert_eq!(records.lost().unwrap(), 500 - fits, "an empty read keeps the count");
+        // Filled again: the count read with the records that filled it.
+        write(&program, 600, 500, 3);
+        assert_eq!(read(&mut records).len() as u64, fits);
+        assert_eq!(records.lost().unwrap(), 2 * (500 - fits), "a second overflow counted");
     }
 }

@@ -177,7 +177,10 @@ impl SplitFlow {
         if mode == Mode::Aggregate {
             let tids: Vec<i32> = self.threads.iter().filter_map(|(t, _)| t.get().copied()).collect();
             match self.hist.as_ref().map(|h| h.aggregate(&tids)) {
-                Some(Ok(())) => self.threads.iter_mut().for_each(|(_, p)| p.aggregate = true),
+                Some(Ok(())) => {
+                    let from = crate::sys::now_ns();
+                    self.threads.iter_mut().for_each(|(_, p)| (p.aggregate, p.counted_from_ns) = (true, from));
+                }
                 Some(Err(e)) => {
                     (mode, why) = (Mode::PerSample, format!("{why}, but the histograms cannot be set: {e}"))
                 }

@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 
+use super::aggregate::BOUND_NS;
 use super::expiry::Expiry;
 use crate::model::IrqSplit;
 
@@ -17,7 +18,7 @@ pub const MARGIN_NS: u64 = 20_000_000;
 const RECENT: usize = 1 << 14;
 
 /// One thread's samples waiting for their expiry, and the split of those resolved.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pairing {
     pending: VecDeque<(u64, u64)>,
     pub split: IrqSplit,
@@ -28,8 +29,19 @@ pub struct Pairing {
     /// The kernel aggregates the expiries below its bound: a sample with no record of its own
     /// was counted there (or lost: the histogram's count tells), not unmatched.
     pub aggregate: bool,
+    /// When the kernel began to count this thread's expiries (CLOCK_MONOTONIC ns; never
+    /// before): a sample due since then and below the bound can have no record, and is settled
+    /// as it comes instead of waiting for the reader to read past it.
+    pub counted_from_ns: u64,
     /// Samples settled with no record while `aggregate`.
     pub aggregated: u64,
+}
+
+impl Default for Pairing {
+    fn default() -> Pairing {
+        let (pending, split, recent) = (VecDeque::new(), IrqSplit::default(), VecDeque::new());
+        Pairing { pending, split, recent, settled_to: 0, aggregate: false, counted_from_ns: u64::MAX, aggregated: 0 }
+    }
 }
 
 /// Samples resolved, in order, each with its IRQ latency (None: unmatched).
@@ -71,6 +83,8 @@ impl Pairing {
                     self.recent.push_back((due, irq));
                     Some(irq)
                 }
+                // Its expiry ran before its wake-up, so below the bound: the kernel counted it.
+                _ if due >= self.counted_from_ns && latency < BOUND_NS => None,
                 _ if caught_up_ns > due + latency + MARGIN_NS => None,
                 _ => break,
             };
@@ -155,6 +169,27 @@ mod tests {
         assert_eq!(p.split_of(START + 3_000_000), None, "waiting for its expiry");
         p.give_up(&mut out);
         assert_eq!(p.split_of(START + 3_000_000), Some(None), "the end settles it");
+    }
+
+    /// Once the kernel counts the expiries below its bound, a sample below it has no record
+    /// to wait for; one above it, or due before the counting began, still waits for its own.
+    #[test]
+    fn an_aggregated_sample_below_the_bound_is_settled_at_once_the_others_wait() {
+        let mut p = Pairing { aggregate: true, counted_from_ns: START + 1_500_000, ..Pairing::default() };
+        let mut out = Resolved::default();
+        p.push(&[(2_000_000, 9_000), (3_000_000, BOUND_NS + 5), (4_000_000, 8_000)]);
+        p.resolve(START, &mut VecDeque::new(), START, &mut out);
+        assert_eq!(out.irq, [None], "the first settled, the second waits for its record, the third behind it");
+        assert_eq!(p.aggregated, 1);
+        let mut ex: VecDeque<Expiry> = [expiry(3_000_000, BOUND_NS)].into();
+        p.resolve(START, &mut ex, START, &mut out);
+        assert_eq!(out.irq, [None, Some(BOUND_NS), None]);
+        assert_eq!((p.split.stats.count, p.aggregated, p.split.unmatched), (1, 2, 0));
+        // Due before the counting began: its record may still come.
+        let mut early = Pairing { aggregate: true, counted_from_ns: START + 1_500_000, ..Pairing::default() };
+        early.push(&[(1_000_000, 9_000)]);
+        early.resolve(START, &mut VecDeque::new(), START + 1_100_000, &mut out);
+        assert_eq!(early.aggregated, 0, "waits for the reader");
     }
 
     #[test]

@@ -18,7 +18,7 @@
 #                `noise --classify` on an idle CPU, and on the same CPU preempted every 50 µs
 #                by a FIFO 99 timer (tens of thousands of events and gaps a second)
 #   fixed        what is left a second whatever the size: polling, /proc reads, the store
-# The split runs in its aggregate mode (RTBENCH_SPLIT_MODE; the mode a run past the budget
+# The split runs in its aggregate mode (--split-mode; the mode a run past the budget
 # takes: histograms in the kernel, records only past their bound) and, for comparison, one
 # per-sample run. The measured CPU's own costs are shown too (the probe's record by
 # `cargo bench --bench record`; the BPF programs per run from the kernel's BPF statistics,
@@ -118,7 +118,7 @@ fi
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 split() { # NAME MODE THREADS INTERVAL
     echo "split: timer -t $3 -a $CPU -i $4 --split ($2), ${SECS} s ..."
-    RTBENCH_SPLIT_MODE=$2 measure "$1" timer -t "$3" -a "$CPU" -i "$4" --split
+    measure "$1" timer -t "$3" -a "$CPU" -i "$4" --split --split-mode "$2"
 }
 split per-sample per-sample 2 100
 split agg-2x100 aggregate 2 100

@@ -279,9 +279,6 @@ fn instruments(info: &ProbeInfo, asked: &[Request]) -> Result<Vec<Planned>> {
                 needs_root(i.flag, why)?;
             }
         }
-        if i.name == crate::instrument::split::INFO.name {
-            crate::instrument::split::aggregate::forced().map_err(|e| invalid!("{e}"))?;
-        }
         if offered {
             planned.push(Planned { info: i, settings: r.settings });
         }

@@ -71,7 +71,7 @@ fn cell_options(a: &StudyConfig, cell: &Cell, label: &str) -> RunOptions {
         label: Some(label.to_string()),
         db: Some(a.db.clone()),
         shield: a.shield.clone(),
-        instruments: crate::instrument::asked(a.breach, a.split, a.classify, Ask::IfPossible),
+        instruments: crate::instrument::asked(a.breach, (a.split, None), a.classify, Ask::IfPossible),
         ..RunOptions::default()
     }
 }

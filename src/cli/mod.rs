@@ -16,6 +16,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use crate::config::{Ask, BreachOptions, LoadFlags, RunOptions};
 use crate::model::Policy;
 use crate::report::export::Format;
+pub use probes::SplitMode;
 
 pub use kernels::KernelsArgs;
 pub use monitor::MonitorArgs;
@@ -383,6 +384,11 @@ pub struct RunArgs {
     /// later the thread ran, from hrtimer trace events (needs root; not the timerlat tracer)
     #[arg(long)]
     pub split: bool,
+    /// How --split takes the expiries in: a record per sample, or histograms counted in the
+    /// kernel with records only past 1 ms, as rtla does [default: auto, per sample up to 10 %
+    /// of a housekeeping CPU at the run's rate]
+    #[arg(long, value_enum, value_name = "MODE", requires = "split")]
+    pub split_mode: Option<SplitMode>,
     /// Classify every noise gap by what ran in it on its CPU, as rtla osnoise does: an IRQ, a
     /// softirq, another thread, or nothing the kernel saw (hardware, SMI or hypervisor; needs
     /// root)
@@ -421,7 +427,12 @@ impl RunArgs {
             label: self.label.clone(),
             db: self.db.db.clone(),
             shield: self.shield.clone(),
-            instruments: crate::instrument::asked(self.breach.options(), self.split, self.classify, Ask::Asked),
+            instruments: crate::instrument::asked(
+                self.breach.options(),
+                (self.split, self.split_mode.and_then(SplitMode::mode)),
+                self.classify,
+                Ask::Asked,
+            ),
             main_affinity: self.main_affinity.clone(),
         }
     }

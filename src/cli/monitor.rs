@@ -91,7 +91,7 @@ impl MonitorArgs {
             quiet: true,
             label: self.label,
             db: self.db.db,
-            instruments: crate::instrument::asked(None, self.split, self.classify, Ask::Asked),
+            instruments: crate::instrument::asked(None, (self.split, None), self.classify, Ask::Asked),
             main_affinity: self.main_affinity,
             ..RunOptions::default()
         };

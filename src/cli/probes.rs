@@ -164,3 +164,26 @@ mod tests {
         assert_eq!(probe(&["pingpong"]).args.text(&f("serve")), None);
     }
 }
+
+/// `--split-mode`: how the split takes the expiries in.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitMode {
+    /// Per sample up to 10 % of a housekeeping CPU at the run's rate, then aggregated
+    Auto,
+    /// A record per sample, paired with it
+    PerSample,
+    /// Histograms counted in the kernel; records only for expiries past their bound
+    Aggregate,
+}
+
+impl SplitMode {
+    /// The mode asked for; none when it is left to the rate.
+    pub fn mode(self) -> Option<crate::instrument::split::aggregate::Mode> {
+        use crate::instrument::split::aggregate::Mode;
+        match self {
+            SplitMode::Auto => None,
+            SplitMode::PerSample => Some(Mode::PerSample),
+            SplitMode::Aggregate => Some(Mode::Aggregate),
+        }
+    }
+}

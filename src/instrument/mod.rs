@@ -65,6 +65,8 @@ pub enum Settings {
     Plain,
     /// `--breach`: the threshold and how many windows.
     Breach(breach::BreachOptions),
+    /// `--split-mode`: the split's mode, when one is asked for rather than chosen by the rate.
+    Split(Option<split::aggregate::Mode>),
 }
 
 /// What a run asks of one instrument, by its name in [`REGISTRY`].
@@ -242,11 +244,18 @@ pub trait Instrument {
     }
 }
 
-/// What a command's instrument flags ask for: `--breach` as given, `--split` and `--classify`
-/// as `ask` (a probe's command refuses them where they do not apply; a study applies them
-/// wherever they can be).
-pub fn asked(breach: Option<breach::BreachOptions>, split: bool, classify: bool, ask: Ask) -> Vec<Request> {
+/// What a command's instrument flags ask for: `--breach` as given, `--split` (in the mode
+/// given, else chosen by the rate) and `--classify` as `ask` (a probe's command refuses them
+/// where they do not apply; a study applies them wherever they can be).
+pub fn asked(
+    breach: Option<breach::BreachOptions>,
+    split: (bool, Option<split::aggregate::Mode>),
+    classify: bool,
+    ask: Ask,
+) -> Vec<Request> {
     let breach = breach.map(|b| Request { name: breach::INFO.name, ask: Ask::Asked, settings: Settings::Breach(b) });
     let plain = |on: bool, info: &InstrumentInfo| on.then(|| Request::plain(info.name, ask));
-    [plain(classify, &classify::INFO), plain(split, &split::INFO), breach].into_iter().flatten().collect()
+    let split =
+        split.0.then_some(Request { settings: Settings::Split(split.1), ..Request::plain(split::INFO.name, ask) });
+    [plain(classify, &classify::INFO), split, breach].into_iter().flatten().collect()
 }

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::process::Stdio;
 
 use crate::breach::{
-    begun, hog_bursts, only_the_breach_tracer_was_left, run_ended_by, start_hog, succeeded, traced, tracing_state,
+    begun, held_hog, hog_bursts, only_the_breach_tracer_was_left, release, run_ended_by, succeeded, traced,
+    tracing_state,
 };
 use crate::helpers::*;
 
@@ -62,11 +63,12 @@ fn a_real_time_burst_is_blamed_on_scheduling_not_on_the_interrupt() {
     let lab = Lab::new();
     // The breach tracer beside the split: its windows give the run's start on CLOCK_MONOTONIC.
     let json = lab.path("run.json");
+    let mut hog = held_hog(&lab, "1", "5", "0.005");
     let run =
         begun(&lab, lab.cmd(&[&RUN[..], &[json.to_str().unwrap(), "--breach", "2000", "--breach-max", "30"]].concat()));
     // Once the run has begun (a busy machine may take seconds to set it up), five bursts, the
     // last 4.5 s in: all within the 5 s run.
-    let mut hog = start_hog(&lab, "1", "5", "0.005");
+    release(&mut hog);
     let bursts = hog_bursts(&mut hog);
     succeeded(run);
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -248,8 +250,8 @@ fn both_modes_build_the_irq_statistics_and_say_which_was_used_and_why() {
     for mode in ["per-sample", "aggregate"] {
         let lab = Lab::new();
         let json = lab.path("run.json");
-        let args = ["timer", "-t", "1", "-a", "1", "--split", "-i", "1000", "-l", "1500", "-q", "--json"];
-        let out = lab.cmd(&[&args[..], &[json.to_str().unwrap()]].concat()).env("RTBENCH_SPLIT_MODE", mode).output();
+        let args = ["timer", "-t", "1", "-a", "1", "--split", "--split-mode", mode, "-i", "1000", "-l", "1500", "-q"];
+        let out = lab.cmd(&[&args[..], &["--json", json.to_str().unwrap()]].concat()).output();
         assert!(out.as_ref().is_ok_and(|o| o.status.success()), "{mode}: {out:?}");
         let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert_valid_export(&doc);
@@ -271,10 +273,14 @@ fn both_modes_build_the_irq_statistics_and_say_which_was_used_and_why() {
 }
 
 #[test]
-fn an_unknown_split_mode_is_refused_in_one_line() {
+fn an_unknown_split_mode_or_one_without_split_is_refused_in_one_line() {
     let lab = Lab::new();
-    let out = lab.cmd(&["timer", "-l", "10", "--split", "-q"]).env("RTBENCH_SPLIT_MODE", "fast").output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let err = text(&out.stderr);
-    assert!(err.contains("RTBENCH_SPLIT_MODE") && err.trim().lines().count() == 1, "{err}");
+    for (args, says) in
+        [(&["--split", "--split-mode", "fast"][..], "fast"), (&["--split-mode", "aggregate"], "--split")]
+    {
+        let out = lab.cmd(&[&["timer", "-l", "10", "-q"], args].concat()).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(says) && err.trim().lines().count() == 1, "{err}");
+    }
 }

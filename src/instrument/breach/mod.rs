@@ -28,7 +28,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     root_why: Some("it traces the kernel with ftrace"),
     arm: |a| match a.settings {
         Settings::Breach(b) => Tracer::arm(b, a.cpus).map(|t| Box::new(t) as Box<dyn Instrument>),
-        Settings::Plain => Err("no threshold was given".into()),
+        _ => Err("no threshold was given".into()),
     },
     skipped: |a, why, params| {
         let (w, b) = (format!("--breach: the run goes untraced: {why}"), options(a.settings));
@@ -47,7 +47,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
 fn options(settings: Settings) -> BreachOptions {
     match settings {
         Settings::Breach(b) => b,
-        Settings::Plain => BreachOptions { threshold_ns: 0, max: 0, stop: false },
+        _ => BreachOptions { threshold_ns: 0, max: 0, stop: false },
     }
 }
 use crate::trace::ftrace::owned::Owned;

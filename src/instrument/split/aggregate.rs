@@ -51,11 +51,11 @@ impl Mode {
 pub const PER_SAMPLE_NS: f64 = 550.0;
 const BUDGET_NS_PER_S: f64 = 1e8;
 
-/// The mode for `rate` samples a second (all threads), or the one `forced`
-/// (`RTBENCH_SPLIT_MODE`), and why, in the run's words.
+/// The mode for `rate` samples a second (all threads), or the one `forced` (`--split-mode`),
+/// and why, in the run's words.
 pub fn choose(rate: f64, forced: Option<Mode>) -> (Mode, String) {
     if let Some(m) = forced {
-        return (m, format!("{} asked for (RTBENCH_SPLIT_MODE)", m.name()));
+        return (m, format!("{} asked for (--split-mode)", m.name()));
     }
     let share = rate * PER_SAMPLE_NS / BUDGET_NS_PER_S * 10.0;
     let said = format!("{rate:.0} samples/s × {PER_SAMPLE_NS:.0} ns a record = {share:.1} % of one CPU");
@@ -63,16 +63,6 @@ pub fn choose(rate: f64, forced: Option<Mode>) -> (Mode, String) {
         (Mode::Aggregate, format!("{said}, over the 10 % budget"))
     } else {
         (Mode::PerSample, format!("{said}, within the 10 % budget"))
-    }
-}
-
-/// The mode `RTBENCH_SPLIT_MODE` forces, if it does; Err names a value it does not know.
-pub fn forced() -> Result<Option<Mode>, String> {
-    match std::env::var("RTBENCH_SPLIT_MODE").as_deref() {
-        Err(_) | Ok("") | Ok("auto") => Ok(None),
-        Ok("aggregate") => Ok(Some(Mode::Aggregate)),
-        Ok("per-sample") => Ok(Some(Mode::PerSample)),
-        Ok(other) => Err(format!("RTBENCH_SPLIT_MODE must be auto, aggregate or per-sample, not '{other}'")),
     }
 }
 

@@ -23,7 +23,7 @@ const RATE_AFTER_NS: u64 = 200_000_000;
 pub struct Split {
     tracer: SplitTracer,
     flow: Option<SplitFlow>,
-    /// The mode `RTBENCH_SPLIT_MODE` asks for.
+    /// The mode `--split-mode` asks for.
     forced: Option<Mode>,
 }
 
@@ -73,10 +73,7 @@ impl Instrument for Split {
 
     fn settle(&mut self, i: usize, start_ns: u64, end: bool, out: &mut Resolved) {
         if let Some(f) = self.flow.as_mut() {
-            let ran = crate::sys::now_ns().saturating_sub(start_ns);
-            if f.mode.is_none() && (ran >= RATE_AFTER_NS || end) {
-                f.choose(f.pushed as f64 * 1e9 / ran.max(1) as f64, None);
-            }
+            f.choose_by_rate(i, crate::sys::now_ns().saturating_sub(start_ns), end);
             f.resolve(i, start_ns, end, out);
         }
     }
@@ -128,7 +125,10 @@ impl Instrument for Split {
 
 /// Arms the split on the measured CPUs; `Err` says why the run is not split.
 pub fn arm(a: &Arming) -> Result<Box<dyn Instrument>, String> {
-    let forced = aggregate::forced()?;
+    let forced = match a.settings {
+        crate::instrument::Settings::Split(mode) => mode,
+        _ => None,
+    };
     Ok(Box::new(Split { tracer: SplitTracer::arm(a.cpus, a.collector)?, flow: None, forced }))
 }
 
@@ -168,6 +168,18 @@ impl SplitFlow {
         let threads: Vec<_> = tids.into_iter().map(|t| (t, Pairing::default())).collect();
         let (last, folded) = (vec![Snapshot::default(); threads.len()], vec![0; threads.len()]);
         SplitFlow { seen, threads, hist: None, last, folded, mode: None, pushed: 0 }
+    }
+
+    /// Chooses the mode, if not yet, from the samples' rate `ran` ns into the run, when thread
+    /// `i`'s samples have just been handed over. The rate is taken once every thread's samples
+    /// of a collection are in (the runner settles them in thread order): the first thread's
+    /// alone made it many times too low, and 0 where it had no sample yet (a 72-vCPU emulated
+    /// guest).
+    fn choose_by_rate(&mut self, i: usize, ran: u64, end: bool) {
+        let round = i + 1 == self.threads.len() && self.pushed > 0;
+        if self.mode.is_none() && ((ran >= RATE_AFTER_NS && round) || end) {
+            self.choose(self.pushed as f64 * 1e9 / ran.max(1) as f64, None);
+        }
     }
 
     /// Chooses the mode for `rate` samples a second, or the one `forced`; in the aggregate mode
@@ -272,6 +284,22 @@ mod tests {
 
     /// A reader that never reads (it stopped on an error) would keep every sample of a
     /// monitor's days in memory: past STALE they are unmatched, and a recent one still waits.
+    #[test]
+    fn the_mode_is_chosen_from_every_thread_s_samples_not_the_first_s() {
+        let tids = (0..3).map(|_| Arc::new(OnceLock::new())).collect();
+        let mut flow = SplitFlow::reading(Arc::new(Mutex::new(Seen::default())), tids);
+        let chunk: Vec<(u64, u64)> = (0..100).map(|k| (k * 10_000_000, 50_000)).collect();
+        flow.choose_by_rate(0, 0, false);
+        flow.push(0, &chunk);
+        flow.choose_by_rate(0, 1_000_000_000, false);
+        assert!(flow.mode.is_none(), "one thread of three handed over");
+        flow.push(1, &chunk);
+        flow.push(2, &chunk);
+        flow.choose_by_rate(2, 1_000_000_000, false);
+        let (_, why) = flow.mode.as_ref().expect("chosen at the round's last thread");
+        assert!(why.starts_with("300 samples/s"), "{why}");
+    }
+
     #[test]
     fn samples_a_stopped_reader_never_read_are_unmatched_after_a_while_not_kept() {
         let seen = Arc::new(Mutex::new(Seen::default()));

@@ -14,13 +14,14 @@ pub static TRACING: Mutex<()> = Mutex::new(());
 
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
-/// A busy loop of our own at FIFO 99 on one CPU: every second it spins for `busy_s` and prints
-/// when it did (CLOCK_MONOTONIC ns). Bounded by its count.
+/// A busy loop of our own at FIFO 99 on one CPU: once a line comes on its input, every second
+/// it spins for `busy_s` and prints when it did (CLOCK_MONOTONIC ns). Bounded by its count.
 pub const HOG: &str = r#"
 import os, sys, time
 os.sched_setaffinity(0, {int(sys.argv[1])})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(99))
 n, busy = int(sys.argv[2]), float(sys.argv[3])
+sys.stdin.readline()
 t = time.monotonic() + 0.5
 for i in range(n):
     time.sleep(max(0.0, t - time.monotonic()))
@@ -32,11 +33,28 @@ for i in range(n):
     t += 1.0
 "#;
 
-/// [`HOG`] started on `cpu` for `n` bursts of `busy_s` seconds.
+/// [`HOG`] started on `cpu` for `n` bursts of `busy_s` seconds, the first half a second on.
 pub fn start_hog(lab: &Lab, cpu: &str, n: &str, busy_s: &str) -> std::process::Child {
+    let mut hog = held_hog(lab, cpu, n, busy_s);
+    release(&mut hog);
+    hog
+}
+
+/// [`start_hog`], but the bursts wait for [`release`]: Python takes its time to start on a
+/// loaded machine (seconds, with a guest booting beside the test), and a test that releases
+/// the bursts once its run has begun must not have that time move them out of the run.
+pub fn held_hog(lab: &Lab, cpu: &str, n: &str, busy_s: &str) -> std::process::Child {
     let script = lab.path("hog.py");
     std::fs::write(&script, HOG).unwrap();
-    Command::new("python3").args([script.to_str().unwrap(), cpu, n, busy_s]).stdout(Stdio::piped()).spawn().unwrap()
+    let mut cmd = Command::new("python3");
+    cmd.args([script.to_str().unwrap(), cpu, n, busy_s]).stdin(Stdio::piped()).stdout(Stdio::piped());
+    cmd.spawn().unwrap()
+}
+
+/// Lets a [`held_hog`]'s bursts begin, half a second from now.
+pub fn release(hog: &mut std::process::Child) {
+    let mut go = hog.stdin.take().expect("a held busy loop");
+    std::io::Write::write_all(&mut go, b"go\n").unwrap();
 }
 
 /// When each of a hog's bursts began and ended (CLOCK_MONOTONIC ns), once it has ended.
@@ -113,9 +131,10 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
     let Some((_one, before)) = traced() else { return };
     let lab = Lab::new();
     let run = ["timer", "-t", "1", "-a", "1", "--breach", "2000", "--breach-max", "30", "-D", "5s"];
+    let mut hog = held_hog(&lab, "1", "4", "0.005");
     let timer = begun(&lab, lab.cmd(&run));
     // Once the run has begun, four bursts, the last 3.5 s into the 5 s run.
-    let mut hog = start_hog(&lab, "1", "4", "0.005");
+    release(&mut hog);
     let hog_pid = hog.id();
     let bursts = hog_bursts(&mut hog);
     assert_eq!(bursts.len(), 4, "four bursts of the busy loop");
@@ -213,10 +232,10 @@ pub fn run_ended_by(lab: &Lab, state_dir: &Path, sig: &str, tracing: &[&str]) ->
 /// up, and what a test means to happen during the run must not happen before it. A command
 /// that ends before its run begins says why.
 pub fn begun(lab: &Lab, mut cmd: Command) -> Child {
-    let runs = if lab.db().exists() { lab.runs().as_array().map_or(0, |a| a.len()) } else { 0 };
+    let runs = stored_runs(lab);
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let until = Instant::now() + Duration::from_secs(30);
-    while !lab.db().exists() || lab.runs().as_array().map_or(0, |a| a.len()) <= runs {
+    while stored_runs(lab) <= runs {
         if let Some(status) = child.try_wait().unwrap() {
             let mut err = String::new();
             std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
@@ -226,6 +245,16 @@ pub fn begun(lab: &Lab, mut cmd: Command) -> Child {
         std::thread::sleep(Duration::from_millis(50));
     }
     child
+}
+
+/// How many runs `lab`'s store holds, read from the file itself: a command run to ask would
+/// take seconds to start on a loaded machine, and [`begun`] would learn late. 0 while the file
+/// or its schema is not there yet.
+fn stored_runs(lab: &Lab) -> u64 {
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let count = |c: rusqlite::Connection| c.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get::<_, u64>(0));
+    let db = lab.db();
+    db.exists().then(|| rusqlite::Connection::open_with_flags(&db, flags).and_then(count).ok()).flatten().unwrap_or(0)
 }
 
 /// Waits for a command [`begun`] started to end, checks it succeeded, and returns what it

@@ -2,7 +2,8 @@
 //! busy loop of known times, and the instance never left behind.
 
 use crate::breach::{
-    begun, hog_bursts, only_the_breach_tracer_was_left, probe_ended_by, start_hog, succeeded, traced, tracing_state,
+    begun, held_hog, hog_bursts, only_the_breach_tracer_was_left, probe_ended_by, release, start_hog, succeeded,
+    traced, tracing_state,
 };
 use crate::helpers::*;
 
@@ -28,10 +29,11 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
         "--breach-max",
         "1",
     ];
+    let mut hog = held_hog(&lab, "1", "5", "0.002");
     let running = begun(&lab, lab.cmd(&[&run[..], &["--json", json.to_str().unwrap()]].concat()));
     // Once the run has begun (a busy machine may take seconds to set it up), a FIFO-99 burst
     // of 2 ms once a second on CPU 1, five times: the last 4.5 s into the 7 s run.
-    let mut hog = start_hog(&lab, "1", "5", "0.002");
+    release(&mut hog);
     let bursts = hog_bursts(&mut hog);
     succeeded(running);
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -122,13 +122,24 @@ fn prometheus_scrapes_two_hosts_and_its_quantile_matches_the_stored_window() {
         let listen = format!("{addr}:9464");
         let args = ["monitor", "-a", cpu, "--label", label, "--window", "1h", "-D", "8s", "--linger", "40s"];
         let mut cmd = hosts.rtbench(&lab, ns, &args);
-        Killed(cmd.args(["--listen", &listen]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
+        let said = std::fs::File::create(lab.path(&format!("{label}.err"))).unwrap();
+        Killed(cmd.args(["--listen", &listen]).stdout(Stdio::null()).stderr(said).spawn().unwrap())
     };
     let _a = monitor(&hosts.a, "10.231.0.1", "0", "host-a");
     let _b = monitor(&hosts.b, "10.231.0.2", second_cpu, "host-b");
     // Generous: in a full suite on two loaded CPUs (the stop test's loaded studies beside it)
     // both monitors once took longer than 15 s to store their first window.
-    let runs = lab.wait_for_runs(2, Duration::from_secs(45));
+    let runs = match std::panic::catch_unwind(|| lab.wait_for_runs(2, Duration::from_secs(45))) {
+        Ok(runs) => runs,
+        Err(_) => {
+            let said = |l: &str| std::fs::read_to_string(lab.path(&format!("{l}.err"))).unwrap_or_default();
+            panic!(
+                "both monitors' windows not begun after 45 s; host-a said: {}; host-b said: {}",
+                said("host-a"),
+                said("host-b")
+            )
+        }
+    };
     let id_of = |label: &str| {
         runs.as_array().unwrap().iter().find(|r| r["label"] == label).map(|r| r["id"].as_i64().unwrap()).unwrap()
     };

@@ -65,8 +65,8 @@ pub enum Settings {
     Plain,
     /// `--breach`: the threshold and how many windows.
     Breach(breach::BreachOptions),
-    /// `--split-mode`: the split's mode, when one is asked for rather than chosen by the rate.
-    Split(Option<split::aggregate::Mode>),
+    /// `--split-mode`, and the breach threshold the split keeps records above.
+    Split(split::SplitOptions),
 }
 
 /// What a run asks of one instrument, by its name in [`REGISTRY`].
@@ -253,9 +253,10 @@ pub fn asked(
     classify: bool,
     ask: Ask,
 ) -> Vec<Request> {
+    let options = split::SplitOptions { mode: split.1, breach_ns: breach.map(|b| b.threshold_ns) };
     let breach = breach.map(|b| Request { name: breach::INFO.name, ask: Ask::Asked, settings: Settings::Breach(b) });
     let plain = |on: bool, info: &InstrumentInfo| on.then(|| Request::plain(info.name, ask));
     let split =
-        split.0.then_some(Request { settings: Settings::Split(split.1), ..Request::plain(split::INFO.name, ask) });
+        split.0.then_some(Request { settings: Settings::Split(options), ..Request::plain(split::INFO.name, ask) });
     [plain(classify, &classify::INFO), split, breach].into_iter().flatten().collect()
 }

@@ -272,6 +272,29 @@ fn both_modes_build_the_irq_statistics_and_say_which_was_used_and_why() {
     }
 }
 
+/// In the aggregate mode the kernel hands on every expiry at or over the breach threshold:
+/// each breach learns its IRQ part, or that it was under the threshold, never nothing.
+#[test]
+fn aggregated_a_breach_still_learns_its_irq_part() {
+    let Some((_one, _before)) = traced() else { return };
+    let lab = Lab::new();
+    let json = lab.path("run.json");
+    let args = ["timer", "-t", "1", "-a", "1", "--split", "--split-mode", "aggregate", "-i", "1000", "-l", "800"];
+    let traced = ["--breach", "1", "--breach-max", "3", "-q", "--json", json.to_str().unwrap()];
+    lab.ok(&[&args[..], &traced].concat());
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let split = &doc["run"]["params"]["split"];
+    assert_eq!(split["mode"], "aggregate", "{split}");
+    assert!(split["mode_reason"].as_str().is_some_and(|r| r.contains("(the breach threshold)")), "{split}");
+    let breaches = doc["breaches"].as_array().expect("breaches");
+    assert_eq!(breaches.len(), 3, "every sample is over 1 µs");
+    for b in breaches {
+        let verdict = b["verdict"].as_str().unwrap();
+        let known = b["irq_ns"].is_u64() || verdict.contains("ran less than 1.000 µs late");
+        assert!(known && verdict.contains("the timer interrupt ran"), "{b}");
+    }
+}
+
 #[test]
 fn an_unknown_split_mode_or_one_without_split_is_refused_in_one_line() {
     let lab = Lab::new();

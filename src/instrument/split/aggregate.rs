@@ -105,11 +105,11 @@ impl Hist {
         vec![none, early, over]
     }
 
-    /// From now on, the expiries of `pids` below [`BOUND_NS`] are counted, not handed on; their
-    /// histograms start empty.
-    pub fn aggregate(&self, pids: &[i32]) -> std::io::Result<()> {
+    /// From now on, the expiries of `pids` below `below_ns` (at most [`BOUND_NS`]) are counted,
+    /// not handed on; their histograms start empty.
+    pub fn aggregate(&self, pids: &[i32], below_ns: u64) -> std::io::Result<()> {
         let mut value = vec![0u8; VALUE];
-        value[..8].copy_from_slice(&BOUND_NS.to_ne_bytes());
+        value[..8].copy_from_slice(&below_ns.min(BOUND_NS).to_ne_bytes());
         value[32..40].copy_from_slice(&u64::MAX.to_ne_bytes());
         for pid in pids {
             crate::sys::bpf_update(&self.map, &pid.to_ne_bytes(), &value)?;

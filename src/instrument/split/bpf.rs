@@ -151,7 +151,7 @@ mod tests {
             return;
         };
         let me = crate::sys::gettid();
-        hist.aggregate(&[me]).unwrap();
+        hist.aggregate(&[me], super::super::aggregate::BOUND_NS).unwrap();
         for _ in 0..5 {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
@@ -163,5 +163,13 @@ mod tests {
         assert_eq!(snap.buckets.iter().sum::<u64>(), snap.count);
         assert!(snap.count == 0 || (snap.min <= snap.max && snap.max < super::super::aggregate::BOUND_NS));
         assert_eq!(hist.read(me + 1_000_000), None, "another thread has none");
+        // A threshold of 1 ns (a breach threshold below every expiry): each one handed on.
+        hist.aggregate(&[me], 1).unwrap();
+        for _ in 0..5 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        programs.drain(&seen).unwrap();
+        assert_eq!(hist.read(me).map(|s| s.count), Some(0), "none counted");
+        assert_eq!(lock(&seen).by_pid.get(&me).map_or(0, |e| e.len()) as u64, late + 5, "all five handed on");
     }
 }

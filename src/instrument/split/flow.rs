@@ -5,9 +5,9 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::aggregate::{self, Hist, Mode, Snapshot};
-use super::pair::{Pairing, Resolved};
-use super::{lock, Seen, SplitTracer};
+use super::aggregate::{self, Hist, Mode, Snapshot, BOUND_NS};
+use super::pair::{Pairing, Resolved, Settled};
+use super::{lock, Seen, SplitOptions, SplitTracer};
 use crate::instrument::{Arming, Following, Instrument, InstrumentInfo, ThreadAsk};
 use crate::model::{Breach, IrqSplit, MeasuredParams, SplitRecord, ThreadResult};
 
@@ -23,8 +23,8 @@ const RATE_AFTER_NS: u64 = 200_000_000;
 pub struct Split {
     tracer: SplitTracer,
     flow: Option<SplitFlow>,
-    /// The mode `--split-mode` asks for.
-    forced: Option<Mode>,
+    /// The mode `--split-mode` asks for, and the breach threshold.
+    options: SplitOptions,
 }
 
 impl Instrument for Split {
@@ -48,10 +48,11 @@ impl Instrument for Split {
         let tids: Vec<i32> = run.threads.iter().filter_map(|t| t.tid.get().copied()).collect();
         self.tracer.follow(&tids);
         let mut flow = SplitFlow::new(&self.tracer, run.threads.iter().map(|t| Arc::clone(&t.tid)).collect());
+        flow.counted_below_ns = self.options.breach_ns.unwrap_or(BOUND_NS).min(BOUND_NS);
         if flow.hist.is_none() {
             flow.mode = Some((Mode::PerSample, "an ftrace instance keeps no histograms".into()));
-        } else if self.forced.is_some() {
-            flow.choose(0.0, self.forced);
+        } else if self.options.mode.is_some() {
+            flow.choose(0.0, self.options.mode);
         }
         self.flow = Some(flow);
     }
@@ -81,16 +82,20 @@ impl Instrument for Split {
     /// A breach's sample, once paired: its IRQ part, and the split in the verdict's words.
     fn annotate(&self, i: usize, window: &mut Breach) -> bool {
         let Some(f) = self.flow.as_ref() else { return true };
-        match f.split_of(i, window.mono_ns) {
-            None => false,
-            Some(irq) => {
-                if let Some(irq) = irq {
-                    window.irq_ns = Some(irq);
-                    window.verdict = format!("{}; {}", window.verdict, split_words(irq, window.latency_ns));
-                }
-                true
+        let words = match f.split_of(i, window.mono_ns) {
+            None => return false,
+            Some(Settled::Matched(irq)) => {
+                window.irq_ns = Some(irq);
+                split_words(irq, window.latency_ns)
             }
-        }
+            Some(Settled::Below(ns)) => format!(
+                "the timer interrupt ran less than {} µs late (counted in the kernel's histogram)",
+                crate::units::fmt_ns_as_us(ns as f64)
+            ),
+            Some(Settled::Unmatched) => return true,
+        };
+        window.verdict = format!("{}; {words}", window.verdict);
+        true
     }
 
     fn result(&mut self, i: usize, r: &mut ThreadResult) {
@@ -125,11 +130,11 @@ impl Instrument for Split {
 
 /// Arms the split on the measured CPUs; `Err` says why the run is not split.
 pub fn arm(a: &Arming) -> Result<Box<dyn Instrument>, String> {
-    let forced = match a.settings {
-        crate::instrument::Settings::Split(mode) => mode,
-        _ => None,
+    let options = match a.settings {
+        crate::instrument::Settings::Split(o) => o,
+        _ => SplitOptions::default(),
     };
-    Ok(Box::new(Split { tracer: SplitTracer::arm(a.cpus, a.collector)?, flow: None, forced }))
+    Ok(Box::new(Split { tracer: SplitTracer::arm(a.cpus, a.collector)?, flow: None, options }))
 }
 
 /// A breach's split, in words.
@@ -155,6 +160,9 @@ struct SplitFlow {
     mode: Option<(Mode, String)>,
     /// Samples handed over, for the rate the mode is chosen by.
     pushed: u64,
+    /// In the aggregate mode, the expiries below this are counted in the kernel, the rest
+    /// handed on: the bound, or the breach threshold below it.
+    counted_below_ns: u64,
 }
 
 impl SplitFlow {
@@ -167,7 +175,7 @@ impl SplitFlow {
     fn reading(seen: Arc<Mutex<Seen>>, tids: Vec<Arc<OnceLock<i32>>>) -> SplitFlow {
         let threads: Vec<_> = tids.into_iter().map(|t| (t, Pairing::default())).collect();
         let (last, folded) = (vec![Snapshot::default(); threads.len()], vec![0; threads.len()]);
-        SplitFlow { seen, threads, hist: None, last, folded, mode: None, pushed: 0 }
+        SplitFlow { seen, threads, hist: None, last, folded, mode: None, pushed: 0, counted_below_ns: BOUND_NS }
     }
 
     /// Chooses the mode, if not yet, from the samples' rate `ran` ns into the run, when thread
@@ -188,10 +196,17 @@ impl SplitFlow {
         let (mut mode, mut why) = aggregate::choose(rate, forced);
         if mode == Mode::Aggregate {
             let tids: Vec<i32> = self.threads.iter().filter_map(|(t, _)| t.get().copied()).collect();
-            match self.hist.as_ref().map(|h| h.aggregate(&tids)) {
+            let below = self.counted_below_ns;
+            match self.hist.as_ref().map(|h| h.aggregate(&tids, below)) {
                 Some(Ok(())) => {
                     let from = crate::sys::now_ns();
-                    self.threads.iter_mut().for_each(|(_, p)| (p.aggregate, p.counted_from_ns) = (true, from));
+                    for (_, p) in &mut self.threads {
+                        (p.aggregate, p.counted_from_ns, p.counted_below_ns) = (true, from, below);
+                    }
+                    if below < BOUND_NS {
+                        let us = crate::units::fmt_ns_as_us(below as f64);
+                        why = format!("{why}; expiries from {us} µs (the breach threshold) handed on one by one");
+                    }
                 }
                 Some(Err(e)) => {
                     (mode, why) = (Mode::PerSample, format!("{why}, but the histograms cannot be set: {e}"))
@@ -245,7 +260,7 @@ impl SplitFlow {
 
     /// Thread `i`'s sample due at `due_ns` (CLOCK_MONOTONIC): None while the pairing has not
     /// settled it, then its IRQ latency if it was matched.
-    fn split_of(&self, i: usize, due_ns: u64) -> Option<Option<u64>> {
+    fn split_of(&self, i: usize, due_ns: u64) -> Option<Settled> {
         self.threads[i].1.split_of(due_ns)
     }
 

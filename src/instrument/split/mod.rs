@@ -23,6 +23,17 @@ use std::sync::{Arc, Mutex};
 
 pub use expiry::{Expiry, Seen};
 
+/// What `--split-mode` and `--breach` ask of the split.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SplitOptions {
+    /// The mode asked for; none: chosen by the rate.
+    pub mode: Option<aggregate::Mode>,
+    /// The breach threshold: in the aggregate mode the kernel hands on the expiries at least
+    /// this late one by one (below the bound too), so a breach's sample keeps its IRQ part
+    /// whenever that part is itself over the threshold, and is known to be under it otherwise.
+    pub breach_ns: Option<u64>,
+}
+
 use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
 use crate::model::SplitRecord;
 use crate::trace::ftrace::instance::Instance;

@@ -17,13 +17,25 @@ pub const MARGIN_NS: u64 = 20_000_000;
 /// once the pairing has consumed its expiry: seconds of them at the highest rates.
 const RECENT: usize = 1 << 14;
 
+/// What became of a sample, as a breach asks after it once it is settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// Paired with its expiry: the IRQ latency.
+    Matched(u64),
+    /// No record, the kernel counting the expiries below this many ns: its IRQ latency was
+    /// below it.
+    Below(u64),
+    /// No record (or no longer remembered).
+    Unmatched,
+}
+
 /// One thread's samples waiting for their expiry, and the split of those resolved.
 #[derive(Debug)]
 pub struct Pairing {
     pending: VecDeque<(u64, u64)>,
     pub split: IrqSplit,
     /// The last matched samples: (due, IRQ latency), oldest first.
-    recent: VecDeque<(u64, u64)>,
+    recent: VecDeque<(u64, Settled)>,
     /// The due time of the last sample settled, matched or not; every one after `give_up`.
     settled_to: u64,
     /// The kernel aggregates the expiries below its bound: a sample with no record of its own
@@ -33,6 +45,9 @@ pub struct Pairing {
     /// before): a sample due since then and below the bound can have no record, and is settled
     /// as it comes instead of waiting for the reader to read past it.
     pub counted_from_ns: u64,
+    /// Below which IRQ latency the kernel counts an expiry rather than hand it on: the bound,
+    /// or a breach threshold below it (a breach's own sample keeps its record).
+    pub counted_below_ns: u64,
     /// Samples settled with no record while `aggregate`.
     pub aggregated: u64,
 }
@@ -40,7 +55,8 @@ pub struct Pairing {
 impl Default for Pairing {
     fn default() -> Pairing {
         let (pending, split, recent) = (VecDeque::new(), IrqSplit::default(), VecDeque::new());
-        Pairing { pending, split, recent, settled_to: 0, aggregate: false, counted_from_ns: u64::MAX, aggregated: 0 }
+        let (aggregate, counted_from_ns, counted_below_ns) = (false, u64::MAX, BOUND_NS);
+        Pairing { pending, split, recent, settled_to: 0, aggregate, counted_from_ns, counted_below_ns, aggregated: 0 }
     }
 }
 
@@ -77,15 +93,17 @@ impl Pairing {
                 Some(e) if e.due_ns == due => {
                     let irq = e.ran_ns.saturating_sub(due);
                     expiries.pop_front();
-                    if self.recent.len() == RECENT {
-                        self.recent.pop_front();
-                    }
-                    self.recent.push_back((due, irq));
+                    self.remember(due, Settled::Matched(irq));
                     Some(irq)
                 }
-                // Its expiry ran before its wake-up, so below the bound: the kernel counted it.
-                _ if due >= self.counted_from_ns && latency < BOUND_NS => None,
-                _ if caught_up_ns > due + latency + MARGIN_NS => None,
+                // Its expiry ran before its wake-up, so below the threshold: the kernel counted it.
+                _ if due >= self.counted_from_ns && latency < self.counted_below_ns => None,
+                _ if caught_up_ns > due + latency + MARGIN_NS => {
+                    if due >= self.counted_from_ns {
+                        self.remember(due, Settled::Below(self.counted_below_ns));
+                    }
+                    None
+                }
                 _ => break,
             };
             self.pending.pop_front();
@@ -94,11 +112,19 @@ impl Pairing {
         }
     }
 
+    /// Keeps what became of the sample due at `due` for a breach that may ask after it.
+    fn remember(&mut self, due: u64, settled: Settled) {
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((due, settled));
+    }
+
     /// The sample due at `due_ns`: None while it is not settled (not handed over yet, or
-    /// waiting for its expiry), then its IRQ latency if it was matched (and is still remembered).
-    pub fn split_of(&self, due_ns: u64) -> Option<Option<u64>> {
+    /// waiting for its expiry), then what became of it (unmatched once no longer remembered).
+    pub fn split_of(&self, due_ns: u64) -> Option<Settled> {
         (self.settled_to >= due_ns)
-            .then(|| self.recent.iter().rev().find(|(due, _)| *due == due_ns).map(|(_, irq)| *irq))
+            .then(|| self.recent.iter().rev().find(|(due, _)| *due == due_ns).map_or(Settled::Unmatched, |(_, s)| *s))
     }
 
     /// Ends the pairing: what is still pending is unmatched.
@@ -161,14 +187,14 @@ mod tests {
         let (mut p, mut out, mut ex) = two_samples(&[expiry(1_000_000, 4_000)]);
         p.resolve(START, &mut ex, START + 2_000_000 + 7_000 + MARGIN_NS + 1, &mut out);
         assert!(ex.is_empty(), "the expiry is consumed by the pairing");
-        assert_eq!(p.split_of(START + 1_000_000), Some(Some(4_000)));
-        assert_eq!(p.split_of(START + 2_000_000), Some(None), "settled, unmatched");
+        assert_eq!(p.split_of(START + 1_000_000), Some(Settled::Matched(4_000)));
+        assert_eq!(p.split_of(START + 2_000_000), Some(Settled::Unmatched), "settled, unmatched");
         assert_eq!(p.split_of(START + 3_000_000), None, "not handed over yet: the breach waits");
         p.push(&[(3_000_000, 5_000)]);
         p.resolve(START, &mut ex, START + 3_000_000, &mut out);
         assert_eq!(p.split_of(START + 3_000_000), None, "waiting for its expiry");
         p.give_up(&mut out);
-        assert_eq!(p.split_of(START + 3_000_000), Some(None), "the end settles it");
+        assert_eq!(p.split_of(START + 3_000_000), Some(Settled::Unmatched), "the end settles it");
     }
 
     /// Once the kernel counts the expiries below its bound, a sample below it has no record
@@ -185,6 +211,11 @@ mod tests {
         p.resolve(START, &mut ex, START, &mut out);
         assert_eq!(out.irq, [None, Some(BOUND_NS), None]);
         assert_eq!((p.split.stats.count, p.aggregated, p.split.unmatched), (1, 2, 0));
+        // Past its bound with no record once the reader is past it: known to be below it.
+        p.push(&[(5_000_000, BOUND_NS + 7)]);
+        p.resolve(START, &mut VecDeque::new(), START + 6_000_000 + BOUND_NS + MARGIN_NS, &mut out);
+        assert_eq!(p.split_of(START + 5_000_000), Some(Settled::Below(BOUND_NS)));
+        assert_eq!(p.split_of(START + 3_000_000), Some(Settled::Matched(BOUND_NS)));
         // Due before the counting began: its record may still come.
         let mut early = Pairing { aggregate: true, counted_from_ns: START + 1_500_000, ..Pairing::default() };
         early.push(&[(1_000_000, 9_000)]);

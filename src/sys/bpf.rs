@@ -39,6 +39,62 @@ fn two(lo: u32, hi: u32) -> u64 {
     u64::from(lo) | u64::from(hi) << 32
 }
 
+/// A one-entry array of a 64-bit count that BPF programs add to, read from memory shared with
+/// the kernel (`BPF_F_MMAPABLE`, Linux 5.5) without a system call; on an older kernel, read
+/// with one.
+pub struct Counter {
+    map: OwnedFd,
+    shared: Option<super::ringbuf::Region>,
+}
+
+// SAFETY: the mapping belongs to this value alone, and the count is read through an atomic.
+unsafe impl Send for Counter {}
+
+const ARRAY: u32 = 2;
+const MMAPABLE: u32 = 1 << 10;
+
+impl Counter {
+    pub fn new() -> io::Result<Counter> {
+        let mut a: Attr = [0; 16];
+        a[0] = two(ARRAY, 4);
+        a[1] = two(8, 1);
+        a[2] = u64::from(MMAPABLE);
+        match bpf(MAP_CREATE, &mut a).map(fd) {
+            Ok(map) => {
+                let shared = super::ringbuf::Region::map(&map, super::page_size(), 0, false)?;
+                Ok(Counter { map, shared: Some(shared) })
+            }
+            // A kernel before 5.5 knows no such flag.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                Ok(Counter { map: bpf_map(ARRAY, 4, 8, 1)?, shared: None })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The map, for the programs that add to it.
+    pub fn map(&self) -> &OwnedFd {
+        &self.map
+    }
+
+    /// Whether it is read without a system call.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// The count now.
+    pub fn value(&self) -> io::Result<u64> {
+        match &self.shared {
+            Some(region) => Ok(region.position().load(std::sync::atomic::Ordering::Relaxed)),
+            None => {
+                let mut v = [0u8; 8];
+                bpf_lookup(&self.map, &0u32.to_ne_bytes(), &mut v)?;
+                Ok(u64::from_ne_bytes(v))
+            }
+        }
+    }
+}
+
 /// A map of `kind` (the kernel's BPF_MAP_TYPE_* number).
 pub fn bpf_map(kind: u32, key_size: u32, value_size: u32, entries: u32) -> io::Result<OwnedFd> {
     let mut a: Attr = [0; 16];
@@ -143,5 +199,26 @@ pub fn attached_or_skip<T>(attach: impl FnOnce() -> Result<T, String>) -> Option
             None
         }
         Err(why) => panic!("the programs load and attach: {why}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What is written into the map is what the shared page reads (Linux 5.5 and later; an
+    /// older kernel reads it with a system call, the same value).
+    #[test]
+    fn a_counter_reads_its_map_s_value() {
+        if !bpf_loads() {
+            return;
+        }
+        let counter = Counter::new().expect("a counter");
+        assert_eq!(counter.value().unwrap(), 0);
+        bpf_update(counter.map(), &0u32.to_ne_bytes(), &42u64.to_ne_bytes()).unwrap();
+        assert_eq!(counter.value().unwrap(), 42);
+        if !counter.is_shared() {
+            eprintln!("skipped the shared read: this kernel cannot map an array (before 5.5)");
+        }
     }
 }

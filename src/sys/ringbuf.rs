@@ -23,13 +23,13 @@ const DISCARD: u32 = 1 << 30;
 const HEADER: u64 = 8;
 
 /// A shared mapping of part of a map; unmapped on drop.
-struct Region {
+pub(super) struct Region {
     ptr: *mut libc::c_void,
     len: usize,
 }
 
 impl Region {
-    fn map(fd: &OwnedFd, len: usize, offset: usize, writable: bool) -> io::Result<Region> {
+    pub(super) fn map(fd: &OwnedFd, len: usize, offset: usize, writable: bool) -> io::Result<Region> {
         let prot = if writable { libc::PROT_READ | libc::PROT_WRITE } else { libc::PROT_READ };
         // SAFETY: a fresh mapping chosen by the kernel, of a map fd that outlives the call;
         // checked for MAP_FAILED.
@@ -43,7 +43,7 @@ impl Region {
     }
 
     /// The 8-byte word at the region's start, shared with the kernel.
-    fn position(&self) -> &AtomicU64 {
+    pub(super) fn position(&self) -> &AtomicU64 {
         // SAFETY: the region is page-aligned, at least 8 bytes long and lives as long as the
         // reference; the kernel reads and writes it only atomically.
         unsafe { AtomicU64::from_ptr(self.ptr.cast()) }

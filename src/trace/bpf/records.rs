@@ -2,7 +2,8 @@
 //! ring buffer read from shared memory, no system call per record (issue 38: at 128 CPUs ×
 //! 10 kHz a queue popped one `bpf()` call a record is 1.28 M calls a second), or, on a kernel
 //! without ring buffers (before 5.8), a queue map as before. Either way a full buffer is
-//! counted by the program in a one-entry array, what the run stores as lost.
+//! counted by the program in a one-entry array read from shared memory, what the run stores as
+//! lost.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -10,7 +11,6 @@ use std::os::fd::OwnedFd;
 use super::asm::Asm;
 use crate::sys::RingBuf;
 
-const ARRAY: u32 = 2;
 const QUEUE: u32 = 22;
 
 enum Transport {
@@ -21,14 +21,15 @@ enum Transport {
 /// The maps one instrument's programs write their records into; they go with the fds.
 pub struct Records {
     transport: Transport,
-    lost: OwnedFd,
+    lost: crate::sys::Counter,
     /// A record's size in bytes, a multiple of 8.
     size: usize,
     /// A queue's record, popped.
     popped: Vec<u8>,
     /// The lost count as last read, and whether records were read since: a program counts a
     /// record lost only when the buffer is full of others, so a reader that found nothing
-    /// has nothing new to count and skips the system call (a hundred a second per reader).
+    /// has nothing new to count. Where the count is not shared memory (kernels before 5.5) it
+    /// skips the system call (a hundred a second per reader).
     lost_read: u64,
     read_since: bool,
 }
@@ -52,7 +53,7 @@ impl Records {
     }
 
     fn with(transport: Transport, size: usize) -> Result<Records, String> {
-        let lost = crate::sys::bpf_map(ARRAY, 4, 8, 1).map_err(|e| format!("cannot make a map: {e}"))?;
+        let lost = crate::sys::Counter::new().map_err(|e| format!("cannot make a map: {e}"))?;
         Ok(Records { transport, lost, size, popped: vec![0; size], lost_read: 0, read_since: true })
     }
 
@@ -68,8 +69,8 @@ impl Records {
     /// bytes below it on the stack are used for the count's key).
     pub fn emit(&self, a: &mut Asm, at: i16) {
         match &self.transport {
-            Transport::Ring(ring) => a.output_or_count_lost(ring.map(), &self.lost, at, self.size as i32),
-            Transport::Queue(queue) => a.push_or_count_lost(queue, &self.lost, at),
+            Transport::Ring(ring) => a.output_or_count_lost(ring.map(), self.lost.map(), at, self.size as i32),
+            Transport::Queue(queue) => a.push_or_count_lost(queue, self.lost.map(), at),
         };
     }
 
@@ -95,10 +96,8 @@ impl Records {
     /// Read after [`Records::drain`]: a record lost while it ran is counted when the records
     /// that filled the buffer are read.
     pub fn lost(&mut self) -> io::Result<u64> {
-        if std::mem::take(&mut self.read_since) {
-            let mut lost = [0u8; 8];
-            crate::sys::bpf_lookup(&self.lost, &0u32.to_ne_bytes(), &mut lost)?;
-            self.lost_read = u64::from_ne_bytes(lost);
+        if std::mem::take(&mut self.read_since) || self.lost.is_shared() {
+            self.lost_read = self.lost.value()?;
         }
         Ok(self.lost_read)
     }

@@ -63,6 +63,8 @@ pub struct Programs {
     _links: Vec<OwnedFd>,
     /// When the last program was attached: records before it are dropped.
     since_ns: u64,
+    /// The records of one pass, kept from pass to pass: grown once, not at every poll.
+    batch: Vec<Record>,
 }
 
 impl Programs {
@@ -88,12 +90,14 @@ impl Programs {
         // Attaching patches the kernel's text, which interrupts every CPU: an entry program
         // attached before its exit's sees an interrupt whose end it never sees, and a CPU left
         // "in" that interrupt would have every gap put down to it. Only what follows counts.
-        Ok(Programs { records, _followed: followed, _links: links, since_ns: crate::sys::now_ns() })
+        let since_ns = crate::sys::now_ns();
+        Ok(Programs { records, _followed: followed, _links: links, since_ns, batch: Vec::new() })
     }
 
     /// Every record waiting, as the reader takes it.
-    fn read(&mut self) -> std::io::Result<Vec<Record>> {
-        let mut batch = Vec::new();
+    fn read(&mut self) -> std::io::Result<&mut Vec<Record>> {
+        let batch = &mut self.batch;
+        batch.clear();
         self.records.drain(|rec| batch.extend(<&[u8; RECORD]>::try_from(rec).ok().map(Record::from)))?;
         Ok(batch)
     }
@@ -101,15 +105,15 @@ impl Programs {
     /// Reads every record waiting into `timeline`, in time order; Err when a map cannot be read.
     fn drain(&mut self, timeline: &Mutex<Timeline>, irqs: &mut IrqNames) -> std::io::Result<()> {
         let since = self.since_ns;
-        let mut batch = self.read()?;
-        let read = batch.len() as u64;
+        let read = self.read()?.len() as u64;
+        let Programs { batch, records, .. } = self;
         batch.retain(|r| r.ts >= since);
         // A program interrupted between its clock read and its output puts its record after
         // the interrupt's own.
         batch.sort_by_key(|r| r.ts);
-        let lost = self.records.lost()?;
+        let lost = records.lost()?;
         let mut t = lock(timeline);
-        for r in &batch {
+        for r in batch.iter() {
             let name = TRACEPOINTS.get(r.kind as usize).copied().unwrap_or("?");
             t.effect(r.cpu, r.ts, r.pid, r.comm(), &r.effect(name, irqs));
         }

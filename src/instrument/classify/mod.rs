@@ -19,6 +19,7 @@ mod timeline;
 use std::sync::{Arc, Mutex};
 
 pub use gap::UNTRACED_EDGES_NS;
+pub(crate) use gap::Verdict;
 pub use timeline::Timeline;
 
 use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
@@ -86,8 +87,6 @@ impl ClassifyTracer {
         self.feed.transport()
     }
 }
-
-pub(crate) use gap::Verdict;
 
 /// A gap's class and what ran in it, in words: made once per task (or handler) seen, not per
 /// gap, when a total is first counted or a gap is kept among the longest.

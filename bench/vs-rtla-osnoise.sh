@@ -77,7 +77,7 @@ runs = interleaved(TOOLS, rounds, lambda t, x: f"{t} {x['noise_per_s']:.0f} µs/
 
 med = statistics.median
 STATS = [("noise µs/s", lambda x: x["noise_per_s"]), ("max single µs", lambda x: x["max_single"])] + [
-    (f"{c}/s", (lambda c: lambda x: x["per_s"][c])(c)) for c in CLASSES]
+    (f"{c}/s *", (lambda c: lambda x: x["per_s"][c])(c)) for c in CLASSES]
 
 print(f"\nOS noise on CPU {cpu}, threshold {thresh} µs, {dur} s a run, {rounds} rounds (median over rounds)")
 print(f"{'':18}{'rtla':>10}{'rtbench':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}")
@@ -86,6 +86,8 @@ for name, get in STATS:
     a, b = med(get(x) for x, _ in runs[rtla_name]), med(get(x) for x, _ in runs[ours_name])
     ratio = b / a if a else float("nan")
     print(f"{name:18}{a:10.1f}{b:10.1f}{ratio:8.2f}{judged(ratio, aa(runs[ours_name], get), aa(runs[rtla_name], get))}")
+print("* not one quantity: rtla counts interfering events (each IRQ, softirq and thread that ran; HW: a noise\n"
+      "  sample with none), rtbench counts gaps by what took most of each (HW/hypervisor: no event covers half)")
 print(f"{'% CPU available':18}{med(x['avail'] for x, _ in runs[rtla_name]):10.3f}{med(x['avail'] for x, _ in runs[ours_name]):10.3f}")
 print(f"{'NMI/s (rtla)':18}{med(x['nmi_per_s'] for x, _ in runs[rtla_name]):10.1f}")
 print("rtbench's share of the noise time: " + ", ".join(

@@ -93,7 +93,11 @@ pub struct Context {
     /// Tasks woken onto this CPU and not yet seen running on it.
     woken: Vec<Current>,
     irqs: Vec<Arc<str>>,
-    softirq: Option<Arc<str>>,
+    /// The softirq running and the task it runs in (the one current at its entry). On a
+    /// PREEMPT_RT kernel softirqs run in tasks and are preempted with them: the softirq is the
+    /// CPU's context only while that task is current (a busy loop that preempted ksoftirqd
+    /// mid-softirq was taken for the softirq, all 300 ms of it).
+    softirq: Option<(Arc<str>, Option<i32>)>,
     names: Names,
 }
 
@@ -149,7 +153,7 @@ impl Context {
         if let Some(irq) = self.irqs.last() {
             return key(CauseKind::Irq, irq);
         }
-        if let Some(s) = &self.softirq {
+        if let Some(s) = self.softirq_running() {
             return key(CauseKind::Softirq, s);
         }
         match &self.current {
@@ -179,7 +183,9 @@ impl Context {
         }
         match effect {
             Effect::IrqEntry(label) => self.irqs.push(self.names.get("", label)),
-            Effect::SoftirqEntry(action) => self.softirq = Some(self.names.get("softirq ", action)),
+            Effect::SoftirqEntry(action) => {
+                self.softirq = Some((self.names.get("softirq ", action), self.current_pid()));
+            }
             Effect::SoftirqExit => {
                 self.softirq = None;
                 self.leave_interrupt();
@@ -206,11 +212,16 @@ impl Context {
         }
     }
 
+    /// The softirq running now: none while the task it runs in is preempted.
+    fn softirq_running(&self) -> Option<&Arc<str>> {
+        self.softirq.as_ref().filter(|(_, task)| *task == self.current_pid()).map(|(name, _)| name)
+    }
+
     /// An idle CPU with a task woken onto it runs that task as soon as the last interrupt
     /// returns, whether or not the switch shows in the trace.
     fn leave_interrupt(&mut self) {
         let idle = self.current.as_ref().is_none_or(|c| c.pid == 0);
-        if !idle || !self.irqs.is_empty() || self.softirq.is_some() || self.woken.is_empty() {
+        if !idle || !self.irqs.is_empty() || self.softirq_running().is_some() || self.woken.is_empty() {
             return;
         }
         // The most urgent first: the lowest kernel priority number.
@@ -270,6 +281,23 @@ mod tests {
         c.apply(&parse::line(there).unwrap());
         assert_eq!(c.current_pid(), Some(900), "bash runs on CPU 0");
         assert_eq!(&*c.key(500).name, "cc1");
+    }
+
+    #[test]
+    fn a_softirq_preempted_with_its_task_is_not_what_the_preempting_task_does() {
+        let mut c = Context::new(1);
+        let lines = [
+            "ksoftirqd/1-20 [001] ..s1. 3.000000: softirq_entry: vec=7 [action=SCHED]",
+            "ksoftirqd/1-20 [001] d..2. 3.000010: sched_switch: prev_comm=ksoftirqd/1 prev_pid=20 prev_prio=120 prev_state=R+ ==> next_comm=python3 next_pid=176 next_prio=0",
+            "python3-176 [001] d..2. 3.300000: sched_switch: prev_comm=python3 prev_pid=176 prev_prio=0 prev_state=S ==> next_comm=ksoftirqd/1 next_pid=20 next_prio=120",
+            "ksoftirqd/1-20 [001] ..s1. 3.300010: softirq_exit: vec=7 [action=SCHED]",
+        ];
+        let mut keys = Vec::new();
+        for l in lines {
+            c.apply(&parse::line(l).unwrap());
+            keys.push(c.key(500).name.to_string());
+        }
+        assert_eq!(keys, ["softirq SCHED", "python3", "softirq SCHED", "ksoftirqd/1"]);
     }
 
     #[test]

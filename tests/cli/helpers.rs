@@ -106,6 +106,15 @@ pub fn assert_matches_schema(doc: &serde_json::Value, file: &str) {
     panic!("the document does not match {file}: {msgs:?}");
 }
 
+/// The tests that boot TCG guests (`kernels`, the timerlat guests): one at a time. Two guests
+/// on the host's CPUs each take twice as long (the RT guest's test ran past its limit so).
+pub static GUESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Waits until no other test here boots a guest; the guard keeps it so until the test ends.
+pub fn one_guest_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    GUESTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A test that cannot run here says why and passes, except on CI (`CI=true`): there a missing
 /// prerequisite fails the test, because `scripts/setup.sh` installs everything the tests need.
 pub fn skip(reason: &str) {

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::guests::{our_qemus, prerequisites, Killed};
-use crate::helpers::{assert_rejected, Lab};
+use crate::helpers::{assert_rejected, one_guest_at_a_time, Lab};
 
 const EMULATED: &str = "emulated CPU (TCG): these latencies are the emulator's, not the kernel's";
 
@@ -24,6 +24,7 @@ fn scratch_dirs() -> Vec<PathBuf> {
 #[test]
 fn debians_standard_and_rt_kernels_side_by_side_in_tcg_guests() {
     let Some((standard, rt)) = prerequisites() else { return };
+    let _one = one_guest_at_a_time();
     let release = |p: &str| p.trim_start_matches("linux-image-").to_string();
     let lab = Lab::new();
     let out = lab.path("report");

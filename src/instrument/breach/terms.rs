@@ -44,7 +44,9 @@ struct Walk {
     /// pid and name, as the last line or switch told it.
     current: Option<(i32, String)>,
     open: Vec<Open>,
-    softirq: Option<(String, u64)>,
+    /// The softirq running (action, vector) and the pid of the task it runs in: on PREEMPT_RT
+    /// it is preempted with that task, and is no part of the time another task then takes.
+    softirq: Option<(String, u64, i32)>,
 }
 
 impl Walk {
@@ -75,7 +77,7 @@ impl Walk {
                 self.open.push(Open { start: e.ts_ns, name: v.to_string(), id: num("vector"), over });
             }
             Effect::IrqExit => return self.open.pop(),
-            Effect::SoftirqEntry(action) => self.softirq = Some((action.to_string(), num("vec"))),
+            Effect::SoftirqEntry(action) => self.softirq = Some((action.to_string(), num("vec"), e.pid)),
             Effect::SoftirqExit => self.softirq = None,
             Effect::Switch { comm, pid, .. } => {
                 // No switch happens inside a hard interrupt: one still open lost its exit.
@@ -202,7 +204,7 @@ impl After {
         }
         let (class, name, id) = if let Some(o) = w.open.last() {
             ("irq", o.name.clone(), o.id)
-        } else if let Some((action, vec)) = &w.softirq {
+        } else if let Some((action, vec, _)) = w.softirq.as_ref().filter(|s| s.2 == w.current().0) {
             ("softirq", action.clone(), *vec)
         } else {
             match w.current() {
@@ -322,6 +324,29 @@ mod tests {
         assert_eq!(a.thread_interference_ns, Some(300_000_000));
         assert_eq!(a.interference[0].task, AnalysisTask { name: "python3".into(), id: 273, duration_ns: 300_000_000 });
         assert_eq!(a.unaccounted_ns(), Some(5_000));
+        assert_adds_up(&a);
+    }
+
+    #[test]
+    fn a_softirq_preempted_with_its_task_on_preempt_rt_is_not_the_preempting_thread_s_time() {
+        // PREEMPT_RT: ksoftirqd runs SCHED when the timer fires; the FIFO 99 hog woken with ours
+        // preempts it mid-softirq for 300 ms; ksoftirqd then ends the softirq.
+        let text = "\
+            ksoftirqd/1-20  [001] d..2. 40.000000: sched_switch: prev_comm=rtbench-0 prev_pid=500 prev_prio=4 prev_state=S ==> next_comm=ksoftirqd/1 next_pid=20 next_prio=120
+            ksoftirqd/1-20  [001] ..s1. 40.000050: softirq_entry: vec=7 [action=SCHED]
+            ksoftirqd/1-20  [001] d.h1. 40.000700: local_timer_entry: vector=236
+            ksoftirqd/1-20  [001] d.h1. 40.000710: hrtimer_expire_entry: hrtimer=0000bbbb function=hrtimer_wakeup now=1
+            ksoftirqd/1-20  [001] d.h2. 40.000712: sched_wakeup: comm=rtbench-0 pid=500 prio=4 target_cpu=001
+            ksoftirqd/1-20  [001] d.h1. 40.000714: hrtimer_expire_exit: hrtimer=0000bbbb
+            ksoftirqd/1-20  [001] d.h2. 40.000716: sched_wakeup: comm=python3 pid=273 prio=0 target_cpu=001
+            ksoftirqd/1-20  [001] d.h1. 40.000760: local_timer_exit: vector=236
+            ksoftirqd/1-20  [001] d..2. 40.000770: sched_switch: prev_comm=ksoftirqd/1 prev_pid=20 prev_prio=120 prev_state=R+ ==> next_comm=python3 next_pid=273 next_prio=0
+            python3-273     [001] d..2. 40.300770: sched_switch: prev_comm=python3 prev_pid=273 prev_prio=0 prev_state=S ==> next_comm=ksoftirqd/1 next_pid=20 next_prio=120
+            ksoftirqd/1-20  [001] ..s1. 40.300780: softirq_exit: vec=7 [action=SCHED]
+            ksoftirqd/1-20  [001] d..2. 40.300790: sched_switch: prev_comm=ksoftirqd/1 prev_pid=20 prev_prio=120 prev_state=R ==> next_comm=rtbench-0 next_pid=500 next_prio=4";
+        let a = breakdown(&events(text), 1, 40_000_100_000, 40_300_795_000, OURS).unwrap();
+        assert_eq!(a.thread_interference_ns, Some(300_000_000), "the hog's: {a:#?}");
+        assert_eq!(a.softirq_interference_ns, Some(20_000), "ksoftirqd's softirq, before and after: {a:#?}");
         assert_adds_up(&a);
     }
 

@@ -98,6 +98,29 @@ pub struct ThreadClasses {
     /// longest first. Runs made before they were kept have none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub longest: Vec<LongGap>,
+    /// The interfering events in the thread's gaps over the run, counted as rtla osnoise counts
+    /// its IRQ, softirq and thread columns: an event each, not a gap each (a gap may hold
+    /// several, or none). Runs made before they were counted have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<Interference>,
+}
+
+/// Interfering events in a thread's gaps, as rtla osnoise counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Interference {
+    /// Interrupt handlers and interrupt vectors (the local timer's included) that ran.
+    pub irq: u64,
+    /// Softirqs that ran.
+    pub softirq: u64,
+    /// Tasks other than the measuring thread and the idle task that ran.
+    pub thread: u64,
+}
+
+impl Interference {
+    pub fn add(&mut self, other: &Interference) {
+        (self.irq, self.softirq, self.thread) =
+            (self.irq + other.irq, self.softirq + other.softirq, self.thread + other.thread);
+    }
 }
 
 /// One gap and what ran in it, as osnoise's trace names the worst of its noise.
@@ -273,7 +296,7 @@ mod tests {
         ];
         let mut r = ClassifyRecord {
             budget_ns: Some(38_461),
-            threads: vec![ThreadClasses { thread: 0, totals, longest: Vec::new() }],
+            threads: vec![ThreadClasses { thread: 0, totals, longest: Vec::new(), interference: None }],
             ..Default::default()
         };
         let w = r.warning().unwrap();

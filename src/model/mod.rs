@@ -23,7 +23,9 @@ mod timerlat_aa;
 
 pub use audit::{Evidence, Finding, Severity};
 pub use breach::{unseen as breach_unseen, Breach, Cause, CauseKind, TraceEvent};
-pub use classes::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, NoiseClass, ThreadClasses, Unseen};
+pub use classes::{
+    ClassInterval, ClassTotal, ClassifyRecord, Interference, LongGap, NoiseClass, ThreadClasses, Unseen,
+};
 pub use collector::{CollectorChoice, CollectorRecord};
 pub use envelope::EnvPoint;
 pub use interference::{attribute, stolen, worst_intervals, CpuInterval, StealFinding, WorstInterval};

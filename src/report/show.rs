@@ -185,10 +185,26 @@ fn noise_classes(h: &RunHeader) -> String {
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
+    out.push_str(&interference(c, secs));
     out.push_str(&longest_gaps(c));
     out.push_str(&from);
     out.push('\n');
     out
+}
+
+/// The interfering events of the measured CPUs a second, as rtla osnoise top's IRQ, softirq
+/// and thread columns count them (an event each, where a gap may hold several or none of
+/// them); nothing for runs that did not count them.
+fn interference(c: &ClassifyRecord, secs: Option<f64>) -> String {
+    let counted: Vec<_> = c.threads.iter().filter_map(|t| t.interference).collect();
+    let Some(secs) = secs.filter(|_| !counted.is_empty()) else { return String::new() };
+    let sum = |f: fn(&crate::model::Interference) -> u64| counted.iter().map(f).sum::<u64>() as f64 / secs;
+    format!(
+        "interfering events/s, as rtla osnoise counts them: IRQ {:.1}  softirq {:.1}  thread {:.1}\n",
+        sum(|i| i.irq),
+        sum(|i| i.softirq),
+        sum(|i| i.thread)
+    )
 }
 
 /// The run's longest gaps (of every thread's kept ones, as many as `show` has room for) and

@@ -78,6 +78,11 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     assert!(burst_gaps.len() >= 3, "the bursts' gaps among the longest: {longest:?}");
     assert!(burst_gaps.iter().all(|g| g["class"] != "hardware"), "a burst's gap went to the hardware: {burst_gaps:?}");
     assert_intervals_add_up(&doc, &totals);
+    // Counted as rtla osnoise counts them: the busy loop switched in at least once a burst, and
+    // the tick interrupted the CPU.
+    let events = &doc["run"]["params"]["classify"]["threads"][0]["interference"];
+    assert!(events["thread"].as_u64().is_some_and(|n| n >= inside as u64), "{events}");
+    assert!(events["irq"].as_u64().is_some_and(|n| n > 0), "{events}");
     let shown = lab.ok(&["show", &lab.last_run().to_string()]);
     // The thread line names the thread with the most noise: the hog, unless a load of a test
     // running beside this one (a compiler on CPU 1) took more; the hog's gaps are listed anyway.
@@ -87,6 +92,7 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let kept_line = shown.lines().skip_while(|l| *l != "longest gaps").nth(2).expect("the longest gaps shown");
     assert!(kept_line.starts_with("0 "), "a line per gap, its thread first: {shown}");
     assert!(shown.lines().any(|l| l.starts_with("HW/hypervisor")), "{shown}");
+    assert!(shown.lines().any(|l| l.starts_with("interfering events/s, as rtla osnoise counts them: IRQ ")), "{shown}");
     // Where the events came from is said: BPF here, an ftrace instance where BPF cannot load.
     assert!(shown.lines().any(|l| l.starts_with("noise classified from BPF")), "{shown}");
     let out = lab.path("report");

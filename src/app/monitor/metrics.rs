@@ -309,7 +309,7 @@ mod tests {
             total(Hardware, "", "", 5, 3_000),
         ];
         let classify = ClassifyRecord {
-            threads: vec![ThreadClasses { thread: 0, totals, longest: Vec::new() }],
+            threads: vec![ThreadClasses { thread: 0, totals, longest: Vec::new(), interference: None }],
             ..Default::default()
         };
         let threads = [ThreadResult { thread: 0, cpu: Some(1), stats: Stats::default(), irq: None }];

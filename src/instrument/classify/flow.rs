@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use super::{classify, ClassifyTracer, Named, Timeline, Verdict};
 use crate::fasthash::FastMap;
 use crate::instrument::{Arming, Ending, Extra, Following, Instrument, InstrumentInfo, Resolved, ThreadAsk};
-use crate::model::{ClassInterval, ClassTotal, ClassifyRecord, LongGap, MeasuredParams, NoiseClass, ThreadClasses};
+use crate::model::{
+    ClassInterval, ClassTotal, ClassifyRecord, Interference, LongGap, MeasuredParams, NoiseClass, ThreadClasses,
+};
 use crate::trace::stream::lock;
 use crate::trace::Policies;
 
@@ -30,6 +32,8 @@ struct Thread {
     /// By what the trace showed: each task or handler put in words once, at its first gap.
     totals: FastMap<Verdict, ClassTotal>,
     longest: Vec<LongGap>,
+    /// The interfering events in its gaps, as rtla osnoise counts them.
+    events: Interference,
 }
 
 /// The armed classification: its tracer, and once the threads run, their gaps.
@@ -135,6 +139,7 @@ impl ClassifyFlow {
                 pending: VecDeque::new(),
                 totals: FastMap::default(),
                 longest: Vec::new(),
+                events: Interference::default(),
             })
             .collect();
         let (interval_ns, intervals, source, transport) =
@@ -167,7 +172,11 @@ impl ClassifyFlow {
         while let Some(&(at, gap)) = t.pending.front() {
             let (t0, t1) = (start_ns + at, start_ns + at + gap);
             let verdict = match (t.cpu, t.tid.get()) {
-                (Some(cpu), Some(&tid)) if caught_up > t1 + MARGIN_NS => classify(&timeline, cpu, tid, t0, t1),
+                (Some(cpu), Some(&tid)) if caught_up > t1 + MARGIN_NS => {
+                    let (verdict, events) = classify(&timeline, cpu, tid, t0, t1);
+                    t.events.add(&events);
+                    verdict
+                }
                 _ if end => Verdict { class: NoiseClass::Unknown, key: None },
                 _ => break,
             };
@@ -214,12 +223,14 @@ impl ClassifyFlow {
         ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None, source, transport, records }
     }
 
-    /// Every thread's gaps so far by class and name, the most noise first.
+    /// Every thread's gaps so far by class and name, the most noise first, and the events
+    /// that interfered in them.
     fn threads(&self) -> Vec<ThreadClasses> {
         let by_thread = self.threads.iter().map(|t| {
             let mut totals: Vec<ClassTotal> = t.totals.values().cloned().collect();
             totals.sort_by(|a, b| a.class.cmp(&b.class).then(b.ns.cmp(&a.ns)).then(a.name.cmp(&b.name)));
-            ThreadClasses { thread: t.index, totals, longest: t.longest.clone() }
+            let (longest, interference) = (t.longest.clone(), Some(t.events));
+            ThreadClasses { thread: t.index, totals, longest, interference }
         });
         by_thread.collect()
     }

@@ -3,7 +3,7 @@
 //! covers most of it.
 
 use super::timeline::Stretch;
-use crate::model::{CauseKind, NoiseClass};
+use crate::model::{CauseKind, Interference, NoiseClass};
 use crate::trace::context::Key;
 
 /// The time around a handler that its tracepoints do not cover, counted as the handler's: the
@@ -63,7 +63,15 @@ impl<'a> Tally<'a> {
 
 /// Classifies the gap `[t0, t1)` from its CPU's stretches (in time order); `ours` is the
 /// measuring thread, whose own time is what the kernel did not take from it.
-pub fn classify<'a>(stretches: impl IntoIterator<Item = &'a Stretch>, ours: i32, t0: u64, t1: u64) -> Verdict {
+///
+/// With it, the events in the gap as rtla osnoise counts its interference: each IRQ handler or
+/// vector, softirq and task (not the idle one) that ran in it, however little of it they took.
+pub fn classify<'a>(
+    stretches: impl IntoIterator<Item = &'a Stretch>,
+    ours: i32,
+    t0: u64,
+    t1: u64,
+) -> (Verdict, Interference) {
     let mut by = Tally { few: [(None, 0, 0); 4], more: Vec::new() };
     for s in stretches {
         if s.from >= t1 {
@@ -78,10 +86,20 @@ pub fn classify<'a>(stretches: impl IntoIterator<Item = &'a Stretch>, ours: i32,
     }
     let covered: u64 = by.each().map(|(_, ns, n)| ns + n * UNTRACED_EDGES_NS).sum();
     let most = by.each().max_by_key(|(_, ns, _)| *ns);
-    match most {
+    let verdict = match most {
         Some((key, _, _)) if covered * 2 >= t1 - t0 => Verdict { class: class_of(key.kind), key: Some(key.clone()) },
         _ => Verdict { class: NoiseClass::Hardware, key: None },
+    };
+    let mut events = Interference::default();
+    for (key, _, n) in by.each() {
+        match key.kind {
+            CauseKind::Irq => events.irq += n,
+            CauseKind::Softirq => events.softirq += n,
+            CauseKind::Task => events.thread += n,
+            _ => {}
+        }
     }
+    (verdict, events)
 }
 
 fn class_of(kind: CauseKind) -> NoiseClass {
@@ -111,7 +129,7 @@ mod tests {
     }
 
     fn verdict(t: &Timeline, t0: u64, t1: u64) -> (NoiseClass, Option<String>) {
-        let v = classify(t.stretches(1).unwrap(), OURS, t0, t1);
+        let (v, _) = classify(t.stretches(1).unwrap(), OURS, t0, t1);
         (v.class, v.key.map(|k| k.name.to_string()))
     }
 
@@ -159,7 +177,8 @@ mod tests {
                 Stretch { from: i * 30_000, to: i * 30_000 + len - STAMP_NS, key: k }
             })
             .collect();
-        let v = classify(&stretches, OURS, 0, 28 * 30_000);
+        let (v, events) = classify(&stretches, OURS, 0, 28 * 30_000);
+        assert_eq!(events, Interference { irq: 0, softirq: 0, thread: 28 }, "a task switched in 28 times");
         assert_eq!((v.class, v.key.and_then(|k| k.pid)), (NoiseClass::Thread, Some(6)));
     }
 
@@ -171,7 +190,7 @@ mod tests {
             rtbench-0-500 [001] d..2. 20.001000: sched_switch: prev_comm=rtbench-0 prev_pid=500 prev_prio=4 prev_state=R ==> next_comm=kworker/1:1 next_pid=88 next_prio=120
             kworker/1:1-88 [001] d..2. 20.001100: sched_switch: prev_comm=kworker/1:1 prev_pid=88 prev_prio=120 prev_state=S ==> next_comm=rtbench-0 next_pid=500 next_prio=4";
         let mut t = timeline(text, 20_002_000_000);
-        let v = classify(t.stretches(1).unwrap(), OURS, 20_000_999_000, 20_001_101_000);
+        let (v, _) = classify(t.stretches(1).unwrap(), OURS, 20_000_999_000, 20_001_101_000);
         let key = v.key.unwrap();
         assert_eq!((v.class, &*key.name, key.pid, key.prio), (NoiseClass::Thread, "kworker/1:1", Some(88), Some(120)));
         assert_eq!(verdict(&t, 20_000_400_000, 20_000_600_000), (NoiseClass::Hardware, None), "bash ran on CPU 0");

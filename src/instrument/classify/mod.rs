@@ -18,8 +18,8 @@ mod timeline;
 
 use std::sync::{Arc, Mutex};
 
-pub use gap::UNTRACED_EDGES_NS;
 pub(crate) use gap::Verdict;
+pub use gap::UNTRACED_EDGES_NS;
 pub use timeline::Timeline;
 
 use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
@@ -107,7 +107,14 @@ impl Named {
     }
 }
 
-/// Classifies the gap `[t0, t1)` of measuring thread `ours` on `cpu` from what has been read.
-pub(crate) fn classify(timeline: &Timeline, cpu: u32, ours: i32, t0: u64, t1: u64) -> Verdict {
+/// Classifies the gap `[t0, t1)` of measuring thread `ours` on `cpu` from what has been read;
+/// with it, the interfering events in it.
+pub(crate) fn classify(
+    timeline: &Timeline,
+    cpu: u32,
+    ours: i32,
+    t0: u64,
+    t1: u64,
+) -> (Verdict, crate::model::Interference) {
     gap::classify(timeline.stretches(cpu).into_iter().flatten(), ours, t0, t1)
 }

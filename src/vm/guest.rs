@@ -83,6 +83,8 @@ pub struct Machine {
     pub boot_timeout: Duration,
     /// Performance mode: the vCPUs pinned at FIFO, memory locked, the guest's idle polling.
     pub perf: Option<Perf>,
+    /// Words the user adds to the kernel command line, after rtbench's own.
+    pub kernel_params: Vec<String>,
 }
 
 /// What a guest did.
@@ -210,6 +212,7 @@ fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Comma
         cmd.arg(format!("--qemu-opts={}", perf::QEMU_OPTS));
         params.extend(perf.guest_params());
     }
+    params.extend(machine.kernel_params.iter().cloned());
     for param in params {
         cmd.args(["--append", &param]);
     }
@@ -293,7 +296,14 @@ mod tests {
     fn a_guest_is_booted_without_the_devices_and_drivers_a_measurement_does_not_use() {
         let kernel = Kernel { name: "k".into(), image: "/k/vmlinuz".into(), release: "6.1".into(), has_modules: true };
         let memory = "1G".to_string();
-        let machine = Machine { accel: Accel::Tcg, cpus: 73, memory, boot_timeout: Duration::from_secs(1), perf: None };
+        let machine = Machine {
+            accel: Accel::Tcg,
+            cpus: 73,
+            memory,
+            boot_timeout: Duration::from_secs(1),
+            perf: None,
+            kernel_params: vec!["nohz_full=0-71".into()],
+        };
         let cmd = vng(&kernel, &machine, Path::new("/s"), Path::new("/s/guest.sh"));
         let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(args.iter().any(|a| a == "--force-9p"), "{args:?}");
@@ -310,6 +320,7 @@ mod tests {
         let cpu = args.windows(2).find(|w| w[0] == "--qemu-opt=-cpu").map(|w| w[1].as_str());
         assert_eq!(cpu, Some("--qemu-opt=max,vendor=GenuineIntel"), "a TSC the guest keeps time on: {args:?}");
         assert!(appended.contains(&"tsc=nowatchdog"), "{appended:?}");
+        assert_eq!(appended.last(), Some(&"nohz_full=0-71"), "the user's words come last: {appended:?}");
         let kvm = Machine { accel: Accel::Kvm, ..machine };
         let args: Vec<String> = vng(&kernel, &kvm, Path::new("/s"), Path::new("/s/guest.sh"))
             .get_args()

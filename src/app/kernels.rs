@@ -52,6 +52,7 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
         memory: cfg.memory.clone(),
         boot_timeout: cfg.boot_timeout,
         perf: cfg.perf.clone(),
+        kernel_params: cfg.kernel_params.clone(),
     };
     let mut labels: Vec<String> = Vec::new();
     let mut failed = 0;

@@ -47,6 +47,10 @@ pub struct KernelsArgs {
     /// ordinary host task yet below the host's interrupt threads, which serve the guest too
     #[arg(long, value_parser = crate::parse::priority, default_value = "1", value_name = "N")]
     pub vcpu_priority: i32,
+    /// A word added to each guest's kernel command line, such as nohz_full=0-71 (repeatable).
+    /// A guest the command line changes is another machine: give its runs a --label of their own
+    #[arg(long = "kernel-param", value_name = "WORD")]
+    pub kernel_params: Vec<String>,
     /// Where to write the report of all kernels
     #[arg(short = 'o', long, default_value = "rtbench-report", value_name = "DIR")]
     pub output: PathBuf,
@@ -85,6 +89,7 @@ impl KernelsArgs {
             label: self.label,
             boot_timeout: self.timeout,
             perf,
+            kernel_params: self.kernel_params,
             commands: commands(&self.command)?,
             output: self.output,
             db: crate::store::default_path(self.db.db.as_deref()),

@@ -190,6 +190,8 @@ pub struct KernelsConfig {
     pub boot_timeout: Duration,
     /// Performance mode (`--host-cpus`).
     pub perf: Option<crate::vm::perf::Perf>,
+    /// Words added to each guest's kernel command line (`--kernel-param`).
+    pub kernel_params: Vec<String>,
     /// rtbench command lines run in each guest, in order.
     pub commands: Vec<GuestCommand>,
     pub output: PathBuf,

@@ -59,6 +59,21 @@ const UNUSED_MODULES: &[&str] = &[
     "qemu_fw_cfg",
 ];
 
+/// What an emulated (TCG) guest runs on: virtme-ng's `-cpu max` overridden (QEMU takes the last
+/// `-cpu`) by the same model with Intel's vendor string. TCG's `max` says AMD and cannot offer
+/// the invariant-TSC bit, so Linux takes the TSCs of a guest with several vCPUs for
+/// unsynchronized ("Marking TSC unstable due to TSCs unsynchronized") and keeps time on the
+/// emulated HPET: every clock read a device access under QEMU's one big lock. 72 vCPUs reading
+/// it in busy loops on 2 host CPUs stalled the guest (RCU stalls, soft lockups, vCPUs stuck in
+/// `read_hpet`). An Intel TSC Linux trusts unless a check fails, and TCG's TSC is the host's
+/// own, one clock for every vCPU: the same guest keeps time on the TSC, read without a lock.
+const TCG_CPU: [&str; 2] = ["--qemu-opt=-cpu", "--qemu-opt=max,vendor=GenuineIntel"];
+
+/// The kernel command line of an emulated guest: its clocksource watchdog no longer checks the
+/// TSC against the HPET, which under TCG lags behind real time once the guest is busy (a
+/// 4-vCPU guest had its TSC marked unstable that way after 74 s, and went back to the HPET).
+const TCG_PARAMS: [&str; 1] = ["tsc=nowatchdog"];
+
 /// How a guest is made.
 pub struct Machine {
     pub accel: Accel,
@@ -68,6 +83,8 @@ pub struct Machine {
     pub boot_timeout: Duration,
     /// Performance mode: the vCPUs pinned at FIFO, memory locked, the guest's idle polling.
     pub perf: Option<Perf>,
+    /// Words the user adds to the kernel command line, after rtbench's own.
+    pub kernel_params: Vec<String>,
 }
 
 /// What a guest did.
@@ -171,6 +188,7 @@ fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Comma
     cmd.arg("--verbose").arg("-r").arg(&kernel.image);
     if machine.accel == Accel::Tcg {
         cmd.arg("--disable-kvm");
+        cmd.args(TCG_CPU);
     }
     cmd.args(["--cpus", &machine.cpus.to_string(), "--memory", &machine.memory]);
     cmd.arg(format!("--rwdir={}", share.display()));
@@ -182,10 +200,14 @@ fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Comma
         format!("rtbench.vcpus={}", machine.cpus),
         format!("rtbench.host={host}"),
     ];
+    if machine.accel == Accel::Tcg {
+        params.extend(TCG_PARAMS.map(String::from));
+    }
     if let Some(perf) = &machine.perf {
         cmd.arg(format!("--qemu-opts={}", perf::QEMU_OPTS));
         params.extend(perf.guest_params());
     }
+    params.extend(machine.kernel_params.iter().cloned());
     for param in params {
         cmd.args(["--append", &param]);
     }
@@ -278,7 +300,14 @@ mod tests {
     fn a_guest_is_booted_without_the_devices_and_drivers_a_measurement_does_not_use() {
         let kernel = Kernel { name: "k".into(), image: "/k/vmlinuz".into(), release: "6.1".into(), has_modules: true };
         let memory = "1G".to_string();
-        let machine = Machine { accel: Accel::Tcg, cpus: 73, memory, boot_timeout: Duration::from_secs(1), perf: None };
+        let machine = Machine {
+            accel: Accel::Tcg,
+            cpus: 73,
+            memory,
+            boot_timeout: Duration::from_secs(1),
+            perf: None,
+            kernel_params: vec!["nohz_full=0-71".into()],
+        };
         let cmd = vng(&kernel, &machine, Path::new("/s"), Path::new("/s/guest.sh"));
         let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(args.iter().any(|a| a == "--force-9p"), "{args:?}");
@@ -292,6 +321,19 @@ mod tests {
             "the guest's root needs these: {names:?}"
         );
         assert!(appended.contains(&"rtbench.vcpus=73"), "{appended:?}");
+        let cpu = args.windows(2).find(|w| w[0] == "--qemu-opt=-cpu").map(|w| w[1].as_str());
+        assert_eq!(cpu, Some("--qemu-opt=max,vendor=GenuineIntel"), "a TSC the guest keeps time on: {args:?}");
+        assert!(appended.contains(&"tsc=nowatchdog"), "{appended:?}");
+        assert_eq!(appended.last(), Some(&"nohz_full=0-71"), "the user's words come last: {appended:?}");
+        let kvm = Machine { accel: Accel::Kvm, ..machine };
+        let args: Vec<String> = vng(&kernel, &kvm, Path::new("/s"), Path::new("/s/guest.sh"))
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !args.iter().any(|a| a == "--qemu-opt=-cpu" || a == "tsc=nowatchdog"),
+            "KVM's guest is left as is: {args:?}"
+        );
     }
 
     #[test]

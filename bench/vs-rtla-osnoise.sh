@@ -17,11 +17,13 @@
 # - noise per second of measured time (rtla: Noise / Runtime; rtbench: noise_ns / measured_ns,
 #   pauses excluded as rtla excludes the time its thread sleeps), the same as 100 - % CPU Aval;
 # - the longest single noise (rtla's Max Single; rtbench's largest gap);
-# - per class, occurrences per second: rtla counts interference events (each IRQ, softirq, thread
-#   or NMI that ran, and each noise no kernel context explains: HW), rtbench counts gaps by what
-#   ran in them (a gap with two IRQs is one IRQ gap). Close, not the same: a ratio past the A/A
-#   spread there says how much more often one event shares a gap with another;
+# - IRQ, softirq and thread events per second: both count each interfering event that ran in
+#   the noise (rtbench: the `interference` of its classification, the same events tallied per
+#   gap);
+# - HW per second, marked *: rtla counts a noise sample no event explains, rtbench a gap no event
+#   covers half of (HW/hypervisor) — close, not the same;
 # - rtbench's share of the noise time per class, which rtla's top does not give.
+# Both tools' A/A spreads are printed; the ratio is judged against the wider.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RTBENCH=${RTBENCH:-$here/target/release/rtbench}
@@ -60,6 +62,7 @@ def ours():
                                     text=True, check=True).stdout)
     noise = doc["run"]["params"]["noise"][0]
     per_s = noise["measured_ns"] / 1e9
+    events = doc["run"]["params"]["classify"]["threads"][0]["interference"]
     counts, share = {}, {}
     for line in out.splitlines():
         # The class table: class, gaps, gaps/s, noise µs, share, max µs[, most noise].
@@ -67,6 +70,7 @@ def ours():
         if len(f) >= 6 and f[0] in CLASSES and f[4].endswith("%"):
             counts[f[0]], share[f[0]] = int(f[1]), float(f[4][:-1])
     assert set(counts) == set(CLASSES), f"no class table in:\n{out}"
+    counts.update({"IRQ": events["irq"], "softirq": events["softirq"], "thread": events["thread"]})
     return {"noise_per_s": noise["noise_ns"] / 1e3 / per_s, "avail": noise["available_percent"],
             "max_single": doc["threads"][0]["max_ns"] / 1e3, "per_s": {c: n / per_s for c, n in counts.items()},
             "share": share}
@@ -77,17 +81,19 @@ runs = interleaved(TOOLS, rounds, lambda t, x: f"{t} {x['noise_per_s']:.0f} µs/
 
 med = statistics.median
 STATS = [("noise µs/s", lambda x: x["noise_per_s"]), ("max single µs", lambda x: x["max_single"])] + [
-    (f"{c}/s *", (lambda c: lambda x: x["per_s"][c])(c)) for c in CLASSES]
+    (f"{c}/s{' *' if c == 'HW' else ''}", (lambda c: lambda x: x["per_s"][c])(c)) for c in CLASSES]
 
 print(f"\nOS noise on CPU {cpu}, threshold {thresh} µs, {dur} s a run, {rounds} rounds (median over rounds)")
-print(f"{'':18}{'rtla':>10}{'rtbench':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}")
+print(f"{'':18}{'rtla':>10}{'rtbench':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}{'rtla A/A':>13}{'rtbench A/A':>13}")
 ours_name, rtla_name = "rtbench noise --classify", "rtla osnoise"
 for name, get in STATS:
     a, b = med(get(x) for x, _ in runs[rtla_name]), med(get(x) for x, _ in runs[ours_name])
     ratio = b / a if a else float("nan")
-    print(f"{name:18}{a:10.1f}{b:10.1f}{ratio:8.2f}{judged(ratio, aa(runs[ours_name], get), aa(runs[rtla_name], get))}")
-print("* not one quantity: rtla counts interfering events (each IRQ, softirq and thread that ran; HW: a noise\n"
-      "  sample with none), rtbench counts gaps by what took most of each (HW/hypervisor: no event covers half)")
+    spread = lambda v: f"{min(v):.2f}-{max(v):.2f}" if v else "-"
+    mine, theirs = aa(runs[ours_name], get), aa(runs[rtla_name], get)
+    print(f"{name:18}{a:10.1f}{b:10.1f}{ratio:8.2f}{judged(ratio, mine, theirs)}{spread(theirs):>13}{spread(mine):>13}")
+print("* close, not one quantity: rtla counts a noise sample no event explains, rtbench a gap no event\n"
+      "  covers half of (HW/hypervisor)")
 print(f"{'% CPU available':18}{med(x['avail'] for x, _ in runs[rtla_name]):10.3f}{med(x['avail'] for x, _ in runs[ours_name]):10.3f}")
 print(f"{'NMI/s (rtla)':18}{med(x['nmi_per_s'] for x, _ in runs[rtla_name]):10.1f}")
 print("rtbench's share of the noise time: " + ", ".join(

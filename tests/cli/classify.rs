@@ -78,11 +78,10 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     assert!(burst_gaps.len() >= 3, "the bursts' gaps among the longest: {longest:?}");
     assert!(burst_gaps.iter().all(|g| g["class"] != "hardware"), "a burst's gap went to the hardware: {burst_gaps:?}");
     assert_intervals_add_up(&doc, &totals);
-    // Counted as rtla osnoise counts them: the busy loop switched in at least once a burst, and
-    // the tick interrupted the CPU.
+    // Counted as rtla osnoise counts them: each gap put down to the busy loop holds at least one
+    // time it was switched in (an IRQ in a gap over 500 µs is likely, not certain).
     let events = &doc["run"]["params"]["classify"]["threads"][0]["interference"];
-    assert!(events["thread"].as_u64().is_some_and(|n| n >= inside as u64), "{events}");
-    assert!(events["irq"].as_u64().is_some_and(|n| n > 0), "{events}");
+    assert!(events["thread"].as_u64().is_some_and(|n| n >= named), "{named} gaps named the loop: {events}");
     let shown = lab.ok(&["show", &lab.last_run().to_string()]);
     // The thread line names the thread with the most noise: the hog, unless a load of a test
     // running beside this one (a compiler on CPU 1) took more; the hog's gaps are listed anyway.

@@ -88,6 +88,9 @@ print(f"{'':18}{'rtla':>10}{'rtbench':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}{'
 ours_name, rtla_name = "rtbench noise --classify", "rtla osnoise"
 for name, get in STATS:
     a, b = med(get(x) for x, _ in runs[rtla_name]), med(get(x) for x, _ in runs[ours_name])
+    if a == 0 and b == 0:
+        print(f"{name:18}{a:10.1f}{b:10.1f}{'-':>8}  (none in either)")
+        continue
     ratio = b / a if a else float("nan")
     spread = lambda v: f"{min(v):.2f}-{max(v):.2f}" if v else "-"
     mine, theirs = aa(runs[ours_name], get), aa(runs[rtla_name], get)

@@ -201,7 +201,7 @@ impl SplitFlow {
                 Some(Ok(())) => {
                     let from = crate::sys::now_ns();
                     for (_, p) in &mut self.threads {
-                        (p.aggregate, p.counted_from_ns, p.counted_below_ns) = (true, from, below);
+                        (p.counted_from_ns, p.counted_below_ns) = (from, below);
                     }
                     if below < BOUND_NS {
                         let us = crate::units::fmt_ns_as_us(below as f64);
@@ -220,7 +220,7 @@ impl SplitFlow {
     /// Thread `i`'s histogram in the kernel as it is now, when aggregated.
     fn snapshot(&self, i: usize) -> Option<Snapshot> {
         let (tid, pairing) = &self.threads[i];
-        self.hist.as_ref().filter(|_| pairing.aggregate).and_then(|h| h.read(*tid.get()?))
+        self.hist.as_ref().filter(|_| pairing.aggregate()).and_then(|h| h.read(*tid.get()?))
     }
 
     /// Samples counted in the kernel's histograms over the whole run.

@@ -34,16 +34,14 @@ pub enum Settled {
 pub struct Pairing {
     pending: VecDeque<(u64, u64)>,
     pub split: IrqSplit,
-    /// The last matched samples: (due, IRQ latency), oldest first.
+    /// What became of the last samples matched or known below the threshold: (due, what),
+    /// oldest first.
     recent: VecDeque<(u64, Settled)>,
     /// The due time of the last sample settled, matched or not; every one after `give_up`.
     settled_to: u64,
-    /// The kernel aggregates the expiries below its bound: a sample with no record of its own
-    /// was counted there (or lost: the histogram's count tells), not unmatched.
-    pub aggregate: bool,
-    /// When the kernel began to count this thread's expiries (CLOCK_MONOTONIC ns; never
-    /// before): a sample due since then and below the bound can have no record, and is settled
-    /// as it comes instead of waiting for the reader to read past it.
+    /// When the kernel began to count this thread's expiries (CLOCK_MONOTONIC ns; `u64::MAX`
+    /// while it does not): a sample due since then and below the threshold can have no record,
+    /// and is settled as it comes instead of waiting for the reader to read past it.
     pub counted_from_ns: u64,
     /// Below which IRQ latency the kernel counts an expiry rather than hand it on: the bound,
     /// or a breach threshold below it (a breach's own sample keeps its record).
@@ -55,8 +53,8 @@ pub struct Pairing {
 impl Default for Pairing {
     fn default() -> Pairing {
         let (pending, split, recent) = (VecDeque::new(), IrqSplit::default(), VecDeque::new());
-        let (aggregate, counted_from_ns, counted_below_ns) = (false, u64::MAX, BOUND_NS);
-        Pairing { pending, split, recent, settled_to: 0, aggregate, counted_from_ns, counted_below_ns, aggregated: 0 }
+        let (counted_from_ns, counted_below_ns) = (u64::MAX, BOUND_NS);
+        Pairing { pending, split, recent, settled_to: 0, counted_from_ns, counted_below_ns, aggregated: 0 }
     }
 }
 
@@ -75,6 +73,12 @@ impl Resolved {
 }
 
 impl Pairing {
+    /// Whether the kernel aggregates the expiries below its threshold: a sample with no record
+    /// of its own was counted there (or lost: the histogram's count tells), not unmatched.
+    pub fn aggregate(&self) -> bool {
+        self.counted_from_ns != u64::MAX
+    }
+
     /// Samples (time offset, latency) as the thread handed them over.
     pub fn push(&mut self, chunk: &[(u64, u64)]) {
         self.pending.extend(chunk);
@@ -117,7 +121,7 @@ impl Pairing {
     /// with no record to wait for. They are most samples in the aggregate mode, and one by one
     /// they cost the collector more than the rest of the split.
     fn settle_counted(&mut self, start_ns: u64, out: &mut Resolved) {
-        if !self.aggregate {
+        if !self.aggregate() {
             return;
         }
         let (from, below) = (self.counted_from_ns, self.counted_below_ns);
@@ -162,7 +166,7 @@ impl Pairing {
     fn settle(&mut self, t: u64, latency: u64, irq: Option<u64>, out: &mut Resolved) {
         match irq {
             Some(ns) => self.split.stats.record(ns),
-            None if self.aggregate => self.aggregated += 1,
+            None if self.aggregate() => self.aggregated += 1,
             None => self.split.unmatched += 1,
         }
         out.samples.push((t, latency));
@@ -225,7 +229,7 @@ mod tests {
     /// to wait for; one above it, or due before the counting began, still waits for its own.
     #[test]
     fn an_aggregated_sample_below_the_bound_is_settled_at_once_the_others_wait() {
-        let mut p = Pairing { aggregate: true, counted_from_ns: START + 1_500_000, ..Pairing::default() };
+        let mut p = Pairing { counted_from_ns: START + 1_500_000, ..Pairing::default() };
         let mut out = Resolved::default();
         p.push(&[(2_000_000, 9_000), (3_000_000, BOUND_NS + 5), (4_000_000, 8_000)]);
         p.resolve(START, &mut VecDeque::new(), START, &mut out);
@@ -241,7 +245,7 @@ mod tests {
         assert_eq!(p.split_of(START + 5_000_000), Some(Settled::Below(BOUND_NS)));
         assert_eq!(p.split_of(START + 3_000_000), Some(Settled::Matched(BOUND_NS)));
         // Due before the counting began: its record may still come.
-        let mut early = Pairing { aggregate: true, counted_from_ns: START + 1_500_000, ..Pairing::default() };
+        let mut early = Pairing { counted_from_ns: START + 1_500_000, ..Pairing::default() };
         early.push(&[(1_000_000, 9_000)]);
         early.resolve(START, &mut VecDeque::new(), START + 1_100_000, &mut out);
         assert_eq!(early.aggregated, 0, "waits for the reader");
@@ -251,7 +255,7 @@ mod tests {
     /// holding them has wrapped around its buffer.
     #[test]
     fn counted_samples_settle_in_order_across_the_queue_s_wrap() {
-        let mut p = Pairing { aggregate: true, counted_from_ns: START, ..Pairing::default() };
+        let mut p = Pairing { counted_from_ns: START, ..Pairing::default() };
         let (mut out, mut ex) = (Resolved::default(), VecDeque::new());
         let sample = |k: u64| (k * 1_000, if k % 50 == 49 { BOUND_NS + k } else { k });
         let mut want = Vec::new();

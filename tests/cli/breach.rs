@@ -14,13 +14,15 @@ pub static TRACING: Mutex<()> = Mutex::new(());
 
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
-/// A busy loop of our own at FIFO 99 on one CPU: once a line comes on its input, every second
-/// it spins for `busy_s` and prints when it did (CLOCK_MONOTONIC ns). Bounded by its count.
+/// A busy loop of our own at FIFO 99 on one CPU: it says "ready" once pinned at its priority;
+/// once a line comes on its input, every second it spins for `busy_s` and prints when it did
+/// (CLOCK_MONOTONIC ns). Bounded by its count.
 pub const HOG: &str = r#"
 import os, sys, time
 os.sched_setaffinity(0, {int(sys.argv[1])})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(99))
 n, busy = int(sys.argv[2]), float(sys.argv[3])
+print("ready", flush=True)
 sys.stdin.readline()
 t = time.monotonic() + 0.5
 for i in range(n):
@@ -42,13 +44,25 @@ pub fn start_hog(lab: &Lab, cpu: &str, n: &str, busy_s: &str) -> std::process::C
 
 /// [`start_hog`], but the bursts wait for [`release`]: Python takes its time to start on a
 /// loaded machine (seconds, with a guest booting beside the test), and a test that releases
-/// the bursts once its run has begun must not have that time move them out of the run.
+/// the bursts once its run has begun must not have that time move them out of the run. Returns
+/// once the loop is pinned at FIFO 99, so a release starts its bursts on time.
 pub fn held_hog(lab: &Lab, cpu: &str, n: &str, busy_s: &str) -> std::process::Child {
     let script = lab.path("hog.py");
     std::fs::write(&script, HOG).unwrap();
     let mut cmd = Command::new("python3");
     cmd.args([script.to_str().unwrap(), cpu, n, busy_s]).stdin(Stdio::piped()).stdout(Stdio::piped());
-    cmd.spawn().unwrap()
+    let mut hog = cmd.spawn().unwrap();
+    // Byte by byte: what follows the line is the bursts', read by `hog_bursts`.
+    let mut line = Vec::new();
+    let mut byte = [0u8];
+    let out = hog.stdout.as_mut().unwrap();
+    while line.last() != Some(&b'\n') {
+        let n = std::io::Read::read(out, &mut byte).unwrap();
+        assert!(n == 1, "the busy loop ended before it was ready: {}", String::from_utf8_lossy(&line));
+        line.push(byte[0]);
+    }
+    assert_eq!(line, b"ready\n", "the busy loop's first line");
+    hog
 }
 
 /// Lets a [`held_hog`]'s bursts begin, half a second from now.

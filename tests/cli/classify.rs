@@ -47,7 +47,10 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     // then there is nothing to hold the classification to.
     let inside = bursts.iter().filter(|&&(a, end)| a >= start && end <= start + 7_000_000_000).count();
     if inside < 3 {
-        skip(&format!("only {inside} of the busy loop's 5 bursts fell inside the run (a loaded machine)"));
+        let run = (start, start + 7_000_000_000);
+        skip(&format!(
+            "only {inside} of the busy loop's bursts {bursts:?} fell inside the run {run:?} (a loaded machine)"
+        ));
         return;
     }
     // The gaps that overlap a burst, each as long as the CPU was taken.

@@ -149,37 +149,49 @@ impl Context {
     /// What the CPU is doing now; `ours` (the measuring thread) is time the trace does not
     /// explain.
     pub fn key(&self, ours: i32) -> Key {
-        let key = |kind, name: &Arc<str>| Key { kind, name: Arc::clone(name), pid: None, prio: None };
+        let (kind, name, pid, prio) = self.parts(ours);
+        Key { kind, name: Arc::clone(name), pid, prio }
+    }
+
+    /// Whether `k` is what the CPU is doing now ([`Context::key`], with nothing cloned: the
+    /// reader asks at every event).
+    pub fn is(&self, k: &Key, ours: i32) -> bool {
+        let (kind, name, pid, prio) = self.parts(ours);
+        k.kind == kind && k.pid == pid && k.prio == prio && (Arc::ptr_eq(&k.name, name) || k.name == *name)
+    }
+
+    /// [`Context::key`]'s fields, borrowed.
+    fn parts(&self, ours: i32) -> (CauseKind, &Arc<str>, Option<i32>, Option<i32>) {
         if let Some(irq) = self.irqs.last() {
-            return key(CauseKind::Irq, irq);
+            return (CauseKind::Irq, irq, None, None);
         }
         if let Some(s) = self.softirq_running() {
-            return key(CauseKind::Softirq, s);
+            return (CauseKind::Softirq, s, None, None);
         }
         match &self.current {
-            None => key(CauseKind::Untraced, &UNKNOWN),
-            Some(c) if c.pid == 0 => key(CauseKind::Idle, &IDLE),
+            None => (CauseKind::Untraced, &UNKNOWN, None, None),
+            Some(c) if c.pid == 0 => (CauseKind::Idle, &IDLE, None, None),
             // Our thread had the CPU, yet the sample came late: its own code takes a few µs.
-            Some(c) if c.pid == ours => key(CauseKind::Untraced, &OURS),
-            Some(c) => Key { kind: CauseKind::Task, name: Arc::clone(&c.comm), pid: Some(c.pid), prio: c.prio },
+            Some(c) if c.pid == ours => (CauseKind::Untraced, &OURS, None, None),
+            Some(c) => (CauseKind::Task, &c.comm, Some(c.pid), c.prio),
         }
     }
 
     /// Takes in one event of this CPU (or a wake-up onto it from elsewhere).
     pub fn apply(&mut self, e: &Event) {
-        self.apply_effect(e.cpu, e.pid, e.comm, &Effect::of(e));
+        self.apply_effect(e.cpu, e.pid, || e.comm, &Effect::of(e));
     }
 
-    /// Takes in one event, its fields already typed: fired on `cpu` while `pid` (`comm`) was
-    /// current there.
-    pub fn apply_effect(&mut self, cpu: u32, pid: i32, comm: &str, effect: &Effect) {
+    /// Takes in one event, its fields already typed: fired on `cpu` while `pid` (`comm`, read
+    /// only when the trace had another task current there) was current there.
+    pub fn apply_effect<'c>(&mut self, cpu: u32, pid: i32, comm: impl Fn() -> &'c str, effect: &Effect) {
         // Every line names the task current when it fired, before the event's own effect. A
         // switch may go untraced (here the switches out of the idle task do not show): the
         // line corrects what was assumed.
         if cpu == self.cpu && self.current.as_ref().map(|c| c.pid) != Some(pid) {
             let prio = self.woken.iter().find(|w| w.pid == pid).and_then(|w| w.prio);
             self.woken.retain(|w| w.pid != pid);
-            self.current = Some(Current { comm: self.names.get("", comm), pid, prio });
+            self.current = Some(Current { comm: self.names.get("", comm()), pid, prio });
         }
         match effect {
             Effect::IrqEntry(label) => self.irqs.push(self.names.get("", label)),

@@ -7,8 +7,12 @@
 //! the machine can have says which are, so any CPU number is followed); on a measured one it
 //! puts a record (time, CPU, event, the task current, the tracepoint's first argument, and at a
 //! switch the next task's pid, priority and name) into a ring buffer ([`Records`]) for the
-//! reader, which reads it off the measured CPUs every few milliseconds and turns each record
-//! into the event the ftrace path would have read, into the same [`Timeline`]. The next task
+//! reader. A hard interrupt's entry and exit (an IRQ handler's, a vector's) travel as one
+//! record, its exit's: the entry's program keeps its time in its CPU's entry of that map, and
+//! the exit's hands it on (nothing else runs on a CPU inside a hard interrupt). That halves
+//! the interrupts' records for the reader and spares the measured CPU a ring buffer write. The
+//! reader takes them off the measured CPUs every few milliseconds and turns each record into
+//! the events the ftrace path would have read, into the same [`Timeline`]. The next task
 //! is read in the program, at offsets the kernel's BTF gives ([`crate::trace::bpf::btf`]):
 //! reading it from /proc afterwards would miss the short-lived tasks (a burst that ended before
 //! the reader looked) and cost a file per pid.
@@ -50,6 +54,16 @@ const NEXT_ARG: i16 = 16;
 /// reader takes them every 10 ms.
 const QUEUED: u32 = 65_536;
 const ARRAY: u32 = 2;
+
+/// Per CPU number in the map of CPUs followed: (followed, kind of the interrupt entered, its
+/// time), padded to a cache line so that two measured CPUs do not write to one.
+const SLOT: u32 = 64;
+
+/// Whether event `kind` is a hard interrupt's entry (an IRQ handler's or a vector's): its time
+/// is kept for its exit's record, not handed on.
+fn entry(kind: usize) -> bool {
+    kind == 0 || (kind >= 5 && kind % 2 == 1)
+}
 
 /// The record on the program's stack.
 const AT: i16 = -64;
@@ -107,19 +121,29 @@ impl Programs {
         let since = self.since_ns;
         let read = self.read()?.len() as u64;
         let Programs { batch, records, .. } = self;
-        batch.retain(|r| r.ts >= since);
-        // A program interrupted between its clock read and its output puts its record after
-        // the interrupt's own.
-        batch.sort_by_key(|r| r.ts);
         let lost = records.lost()?;
         let mut t = lock(timeline);
-        for r in batch.iter() {
-            let name = TRACEPOINTS.get(r.kind as usize).copied().unwrap_or("?");
-            t.effect(r.cpu, r.ts, r.pid, r.comm(), &r.effect(name, irqs));
-        }
+        take(batch, since, &mut t, irqs);
         t.lost_events = lost;
         t.records += read;
         Ok(())
+    }
+}
+
+/// Takes the records of `batch` stamped from `since` on into `timeline`, in time order.
+pub(super) fn take(batch: &mut Vec<Record>, since: u64, timeline: &mut Timeline, irqs: &mut IrqNames) {
+    batch.retain(|r| r.ts >= since);
+    // A program interrupted between its clock read and its output puts its record after the
+    // interrupt's own.
+    batch.sort_by_key(|r| r.ts);
+    let name = |kind: u32| TRACEPOINTS.get(kind as usize).copied().unwrap_or("?");
+    for r in batch.iter() {
+        // An interrupt's entry, from its exit's record; one entered before the programs were
+        // all attached is not (as its own record would not be).
+        if let Some(e) = r.entry().filter(|e| e.ts >= since) {
+            timeline.effect(e.cpu, e.ts, e.pid, || r.comm(), &e.effect(name(e.kind), irqs));
+        }
+        timeline.effect(r.cpu, r.ts, r.pid, || r.comm(), &r.effect(name(r.kind), irqs));
     }
 }
 
@@ -143,26 +167,33 @@ struct Maps<'a> {
 /// The array of the CPUs to follow: an entry for each of the `ids` CPU numbers the machine can
 /// have (no limit but the kernel's), 1 for each of `cpus`.
 fn followed(cpus: &[usize], ids: usize) -> Result<OwnedFd, String> {
-    let map = crate::sys::bpf_map(ARRAY, 4, 4, ids as u32).map_err(|e| format!("cannot make a map: {e}"))?;
+    let map = crate::sys::bpf_map(ARRAY, 4, SLOT, ids as u32).map_err(|e| format!("cannot make a map: {e}"))?;
+    let mut one = [0u8; SLOT as usize];
+    one[..4].copy_from_slice(&1u32.to_ne_bytes());
     for &c in cpus {
         if c >= ids {
             return Err(format!("CPU {c} is not one of the machine's {ids}"));
         }
-        crate::sys::bpf_update(&map, &(c as u32).to_ne_bytes(), &1u32.to_ne_bytes())
+        crate::sys::bpf_update(&map, &(c as u32).to_ne_bytes(), &one)
             .map_err(|e| format!("cannot follow CPU {c}: {e}"))?;
     }
     Ok(map)
 }
 
 /// The program of event `kind`: on a followed CPU, the record put into `records` (or counted
-/// lost). `task`: at a switch, `task_struct`'s (pid, prio, comm) offsets to read `next` at.
+/// lost); at an interrupt's entry, its time kept for the exit's record instead. `task`: at a
+/// switch, `task_struct`'s (pid, prio, comm) offsets to read `next` at.
 fn program(kind: usize, task: Option<[u32; 3]>, maps: &Maps) -> Vec<u64> {
     let at = |off: i16| AT + off;
     let mut a = Asm::default();
-    // r6: the arguments; r7: this CPU, if it is followed (its entry in the map is not 0).
+    // r6: the arguments; r7: this CPU; r9: its slot, if it is followed (first word not 0).
     a.mov(6, 1).call(SMP_PROCESSOR_ID).mov(7, 0).op(STX_W, FP, 0, KEY, 0);
     a.map(1, maps.followed).stack(2, i32::from(KEY)).call(MAP_LOOKUP).exit_if(0, true, 0);
-    a.op(LDX_W, 1, 0, 0, 0).exit_if(1, true, 0);
+    a.op(LDX_W, 1, 0, 0, 0).exit_if(1, true, 0).mov(9, 0);
+    if entry(kind) {
+        a.call(KTIME_GET_NS).op(STX_DW, 9, 0, 8, 0).op(ST_W, 9, 0, 4, kind as i32);
+        return a.finish();
+    }
     for off in (0..RECORD as i16).step_by(8) {
         a.op(ST_DW, FP, 0, at(off), 0);
     }
@@ -171,6 +202,13 @@ fn program(kind: usize, task: Option<[u32; 3]>, maps: &Maps) -> Vec<u64> {
     a.call(CURRENT_PID_TGID).op(STX_W, FP, 0, at(16), 0);
     a.op(LDX_DW, 1, 6, 0, 0).op(STX_W, FP, 1, at(20), 0);
     a.stack(1, i32::from(at(32))).mov_k(2, 16).call(CURRENT_COMM);
+    if kind > 0 && entry(kind - 1) {
+        // The entry's time where a switch has its next task's pid and priority, if the last
+        // entry kept is this exit's own (an exit attached before its entry's program sees none).
+        let other = a.op(LDX_W, 1, 9, 4, 0).jump(JNE_K, 1, 0, kind as i32 - 1);
+        a.op(LDX_DW, 1, 9, 8, 0).op(STX_DW, FP, 1, at(24), 0).land(other);
+        a.op(ST_DW, 9, 0, 8, 0);
+    }
     if let Some([pid, prio, comm]) = task {
         a.op(LDX_DW, 8, 6, NEXT_ARG, 0);
         a.read_kernel_n(i32::from(at(24)), 4, 8, pid as i32);
@@ -203,6 +241,40 @@ mod tests {
         programs.drain(&timeline, &mut IrqNames::default()).unwrap();
     }
 
+    /// A hard interrupt comes as one record, its exit's with its entry's time: no entry of an
+    /// IRQ handler or a vector is handed on by itself, and the reader makes both events of it.
+    #[test]
+    fn an_interrupt_s_entry_travels_in_its_exit_s_record() {
+        let cpus = crate::sysinfo::online_cpus();
+        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(&cpus)) else {
+            return;
+        };
+        // A busy CPU takes the tick (an idle one may not): spin, bounded, on the last CPU.
+        let busy = *cpus.last().unwrap();
+        std::thread::spawn(move || {
+            let _ = crate::sys::set_affinity(&[busy]);
+            let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        })
+        .join()
+        .unwrap();
+        let mut seen = programs.read().unwrap().clone();
+        let entries: Vec<&Record> = seen.iter().filter(|r| entry(r.kind as usize)).collect();
+        assert!(entries.is_empty(), "entries handed on by themselves: {entries:?}");
+        let pairs: Vec<(u64, u64)> = seen.iter().filter_map(|r| r.entered().map(|e| (e, r.ts))).collect();
+        assert!(!pairs.is_empty(), "interrupts in 100 ms of a busy CPU: {seen:?}");
+        assert!(pairs.iter().all(|(e, x)| e <= x && x - e < 10_000_000), "entry before exit: {pairs:?}");
+        let mut timeline = Timeline::new(&cpus);
+        let since = programs.since_ns;
+        take(&mut seen, since, &mut timeline, &mut IrqNames::default());
+        crate::trace::stream::Lines::caught_up(&mut timeline, crate::sys::now_ns());
+        let irq = crate::model::CauseKind::Irq;
+        let stretches = cpus.iter().flat_map(|c| timeline.stretches(*c as u32).unwrap());
+        assert!(stretches.filter(|s| s.key.kind == irq).count() > 0, "the interrupts' stretches");
+    }
+
     /// Built for a 256-CPU machine (issue 38): every followed CPU's entry is there, CPUs past
     /// 64 included, and each program passes the kernel's verifier with that map.
     #[test]
@@ -213,9 +285,10 @@ mod tests {
         let cpus = [0, 1, 63, 64, 130, 200, 255];
         let map = followed(&cpus, 256).expect("a map of 256 CPUs");
         for c in [0u32, 1, 2, 63, 64, 65, 130, 199, 200, 255] {
-            let mut v = [0u8; 4];
+            let mut v = [0u8; SLOT as usize];
             crate::sys::bpf_lookup(&map, &c.to_ne_bytes(), &mut v).unwrap();
-            assert_eq!(u32::from_ne_bytes(v) == 1, cpus.contains(&(c as usize)), "CPU {c}");
+            let first = u32::from_ne_bytes(v[..4].try_into().unwrap());
+            assert_eq!(first == 1, cpus.contains(&(c as usize)), "CPU {c}");
         }
         assert!(followed(&[256], 256).is_err(), "a CPU past the machine's is refused");
         let task = match crate::trace::bpf::btf::task_offsets() {

@@ -61,7 +61,8 @@ impl Instrument for Classify {
     /// Every thread's gaps looked up in the trace of its CPU.
     fn follow(&mut self, run: &Following) {
         let threads = run.threads.iter().map(|t| (t.index, t.cpu, Arc::clone(&t.tid))).collect();
-        self.flow = Some(ClassifyFlow::new(&self.tracer, threads, (run.budget_ns, run.envelope_ns)));
+        let read = (self.tracer.timeline(), self.tracer.source(), self.tracer.transport());
+        self.flow = Some(ClassifyFlow::new(read, threads, (run.budget_ns, run.envelope_ns)));
     }
 
     fn samples(&mut self, i: usize, chunk: &[(u64, u64)]) {
@@ -103,7 +104,7 @@ impl Instrument for Classify {
     }
 }
 
-struct ClassifyFlow {
+pub(super) struct ClassifyFlow {
     timeline: Arc<Mutex<Timeline>>,
     threads: Vec<Thread>,
     /// The rule-of-thumb budget, when the CPU clock is known.
@@ -119,10 +120,11 @@ struct ClassifyFlow {
 }
 
 impl ClassifyFlow {
-    /// `threads`: per thread in the runner's order, its number, CPU and id once it has one;
+    /// `read`: what the reader reads into, where from and how its records travel; `threads`:
+    /// per thread in the runner's order, its number, CPU and id once it has one;
     /// `(budget_ns, interval_ns)`: the rule-of-thumb budget and the run's envelope interval.
-    fn new(
-        tracer: &ClassifyTracer,
+    pub(super) fn new(
+        (timeline, source, transport): (Arc<Mutex<Timeline>>, String, Option<String>),
         threads: Vec<(u32, Option<u32>, Arc<OnceLock<i32>>)>,
         (budget_ns, interval_ns): (Option<u64>, u64),
     ) -> ClassifyFlow {
@@ -142,29 +144,18 @@ impl ClassifyFlow {
                 events: Interference::default(),
             })
             .collect();
-        let (interval_ns, intervals, source, transport) =
-            (interval_ns.max(1), BTreeMap::new(), tracer.source(), tracer.transport());
-        let policies = Policies::default();
-        ClassifyFlow {
-            timeline: tracer.timeline(),
-            threads,
-            budget_ns,
-            interval_ns,
-            intervals,
-            source,
-            transport,
-            policies,
-        }
+        let (interval_ns, intervals, policies) = (interval_ns.max(1), BTreeMap::new(), Policies::default());
+        ClassifyFlow { timeline, threads, budget_ns, interval_ns, intervals, source, transport, policies }
     }
 
     /// Gaps (time offset, length) as the thread handed them over.
-    fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
+    pub(super) fn push(&mut self, i: usize, chunk: &[(u64, u64)]) {
         self.threads[i].pending.extend(chunk);
     }
 
     /// Classifies thread `i`'s gaps the reader has read past; `end`: the run is over and the
     /// reader has read all it will, so what is left is unknown.
-    fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
+    pub(super) fn resolve(&mut self, i: usize, start_ns: u64, end: bool) {
         let budget = self.budget_ns;
         let t = &mut self.threads[i];
         let mut timeline = lock(&self.timeline);
@@ -194,6 +185,12 @@ impl ClassifyFlow {
                 timeline.forget(cpu, t0);
             }
         }
+    }
+
+    /// How many of the gaps classified so far went to task `pid`.
+    pub(super) fn to(&self, pid: i32) -> u64 {
+        let totals = self.threads.iter().flat_map(|t| t.totals.iter());
+        totals.filter(|(v, _)| v.key.as_ref().and_then(|k| k.pid) == Some(pid)).map(|(_, t)| t.count).sum()
     }
 
     /// The gaps classified since the last call, per thread, interval and class.

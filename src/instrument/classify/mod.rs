@@ -10,6 +10,8 @@
 //! ([`timeline`]); as the run goes, each gap is looked up once the reader has read past it
 //! ([`flow`], [`gap`]).
 
+#[doc(hidden)]
+pub mod bench;
 mod bpf;
 mod flow;
 mod gap;

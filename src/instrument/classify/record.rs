@@ -6,13 +6,14 @@ use std::collections::HashMap;
 
 use crate::trace::context::Effect;
 
-/// A record: ts, cpu, event, pid, arg, next pid, next prio (u64 + six u32), comm, next comm.
+/// A record: ts, cpu, event, pid, arg, next pid, next prio (u64 + six u32), comm, next comm. At
+/// a hard interrupt's exit the two words of the next task hold the entry's time instead.
 pub const RECORD: usize = 64;
 
 const SOFTIRQS: [&str; 10] =
     ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 /// A record as the reader takes it.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Record {
     pub ts: u64,
     pub cpu: u32,
@@ -51,6 +52,21 @@ fn text(name: &[u8; 16]) -> &str {
 }
 
 impl Record {
+    /// At a hard interrupt's exit (an IRQ handler's, a vector's), the time of its entry, when
+    /// the program saw it: the entry's record travels in the exit's.
+    pub fn entered(&self) -> Option<u64> {
+        let exit = self.kind == 1 || (self.kind >= 6 && self.kind.is_multiple_of(2));
+        let mut word = [0u8; 8];
+        word[..4].copy_from_slice(&self.next_pid.to_ne_bytes());
+        word[4..].copy_from_slice(&self.next_prio.to_ne_bytes());
+        Some(u64::from_ne_bytes(word)).filter(|ts| exit && *ts != 0)
+    }
+
+    /// The entry whose time [`Record::entered`] gives, as its own record would have been.
+    pub fn entry(&self) -> Option<Record> {
+        self.entered().map(|ts| Record { ts, kind: self.kind - 1, next_pid: 0, next_prio: 0, ..*self })
+    }
+
     /// The task current when the event fired.
     pub fn comm(&self) -> &str {
         text(&self.comm)
@@ -177,6 +193,27 @@ mod tests {
                 assert_eq!(r.effect(name, &mut irqs), printed, "{name} {arg}");
             }
         }
+    }
+
+    /// Only an exit's record carries an entry, and only when its words are set.
+    #[test]
+    fn an_exit_s_record_gives_its_entry_back() {
+        let mut b = [0u8; RECORD];
+        b[0..8].copy_from_slice(&2_000u64.to_ne_bytes());
+        b[24..32].copy_from_slice(&1_500u64.to_ne_bytes());
+        let exits = [1u32, 6, 8, 14];
+        for kind in 0..15u32 {
+            b[12..16].copy_from_slice(&kind.to_ne_bytes());
+            let r = Record::from(&b);
+            let want = exits.contains(&kind) || (kind >= 6 && kind.is_multiple_of(2));
+            assert_eq!(r.entered(), want.then_some(1_500), "kind {kind}");
+            if let Some(e) = r.entry() {
+                assert_eq!((e.ts, e.kind, e.entered(), e.comm()), (1_500, kind - 1, None, r.comm()));
+            }
+        }
+        b[24..32].fill(0);
+        b[12..16].copy_from_slice(&1u32.to_ne_bytes());
+        assert_eq!(Record::from(&b).entered(), None, "an exit whose entry the program did not see");
     }
 
     #[test]

@@ -34,10 +34,9 @@ impl Cpu {
         let Some(from) = self.last_ns.filter(|l| *l < to) else { return false };
         // The measuring thread's pid is not known here: its stretches are kept as any task's,
         // and the lookup sets them apart.
-        let key = self.context.key(-1);
         match self.stretches.back_mut() {
-            Some(s) if s.key == key && s.to == from => s.to = to,
-            _ => self.stretches.push_back(Stretch { from, to, key }),
+            Some(s) if s.to == from && self.context.is(&s.key, -1) => s.to = to,
+            _ => self.stretches.push_back(Stretch { from, to, key: self.context.key(-1) }),
         }
         true
     }
@@ -89,18 +88,19 @@ impl Timeline {
 
     /// Takes in one event read from the trace.
     pub(super) fn event(&mut self, e: &parse::Event) {
-        self.effect(e.cpu, e.ts_ns, e.pid, e.comm, &Effect::of(e));
+        self.effect(e.cpu, e.ts_ns, e.pid, || e.comm, &Effect::of(e));
     }
 
     /// Takes in one event, its fields typed (from the trace's text or straight from a BPF
-    /// record): fired at `ts_ns` on `cpu` while `pid` (`comm`) was current there.
-    pub(super) fn effect(&mut self, cpu: u32, ts_ns: u64, pid: i32, comm: &str, effect: &Effect) {
+    /// record): fired at `ts_ns` on `cpu` while `pid` (`comm`, read only when needed: most
+    /// events come while the task the trace last showed is still current) was current there.
+    pub(super) fn effect<'c>(&mut self, cpu: u32, ts_ns: u64, pid: i32, comm: impl Fn() -> &'c str, effect: &Effect) {
         let target = match effect {
             Effect::Wakeup { target, .. } => *target,
             _ => None,
         };
         if let Some(c) = target.filter(|t| *t != cpu).and_then(|t| self.cpu(t)) {
-            c.context.apply_effect(cpu, pid, comm, effect);
+            c.context.apply_effect(cpu, pid, &comm, effect);
         }
         let Some(c) = self.cpu(cpu) else { return };
         c.spend(ts_ns);

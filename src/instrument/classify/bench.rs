@@ -81,18 +81,24 @@ pub fn read(b: &Busy) -> Timeline {
 /// The runner's part: every gap of `b` classified in `timeline` and counted, as a run's flow
 /// does; returns how many gaps went to the hog (all of them, when it works).
 pub fn settle(b: &Busy, timeline: Timeline) -> u64 {
+    settled(b, timeline).to(HOG)
+}
+
+/// The flow after [`settle`]'s work, its intervals 10 ms long.
+fn settled(b: &Busy, timeline: Timeline) -> ClassifyFlow {
     let tid = Arc::new(OnceLock::new());
     tid.set(OURS).expect("set once");
     let read = (Arc::new(Mutex::new(timeline)), "made".to_string(), Some("ringbuf".to_string()));
-    let mut flow = ClassifyFlow::new(read, vec![(0, Some(CPU), tid)], (Some(20_000), 1_000_000_000));
+    let mut flow = ClassifyFlow::new(read, vec![(0, Some(CPU), tid)], (Some(20_000), 10_000_000));
     flow.push(0, &b.gaps);
     flow.resolve(0, START_NS, false);
-    flow.to(HOG)
+    flow
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::NoiseClass;
 
     /// The made trace reads as the real one would: each gap is the hog's, none left waiting.
     #[test]
@@ -100,5 +106,14 @@ mod tests {
         let b = busy(400);
         assert_eq!(b.records.len(), 400 * 3 + 5 * 2);
         assert_eq!(settle(&b, read(&b)), 400);
+    }
+
+    /// Per interval, the gaps add up to the run's: 200 periods of 50 µs in each 10 ms.
+    #[test]
+    fn the_gaps_per_interval_add_up() {
+        let b = busy(400);
+        let intervals = settled(&b, read(&b)).take_intervals();
+        let by: Vec<(u64, NoiseClass, u64)> = intervals.iter().map(|c| (c.index, c.class, c.count)).collect();
+        assert_eq!(by, [(0, NoiseClass::Thread, 200), (1, NoiseClass::Thread, 200)]);
     }
 }

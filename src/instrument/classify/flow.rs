@@ -34,6 +34,26 @@ struct Thread {
     longest: Vec<LongGap>,
     /// The interfering events in its gaps, as rtla osnoise counts them.
     events: Interference,
+    /// The interval its last gap fell in, with its gaps per class (count, ns) so far: counted
+    /// here, and into the run's map once the next interval begins (most gaps fall in the same
+    /// interval as the one before).
+    interval: Option<(u64, [(u64, u64); CLASSES])>,
+}
+
+/// How many classes there are: [`NoiseClass::Unknown`] is the last.
+const CLASSES: usize = NoiseClass::Unknown as usize + 1;
+const ALL: [NoiseClass; CLASSES] =
+    [NoiseClass::Irq, NoiseClass::Softirq, NoiseClass::Thread, NoiseClass::Hardware, NoiseClass::Unknown];
+
+impl Thread {
+    /// Its gaps of the interval counted so far, into the run's map.
+    fn fold(&mut self, into: &mut BTreeMap<(u32, u64, NoiseClass), (u64, u64)>) {
+        let Some((index, counts)) = self.interval.take() else { return };
+        for (class, (count, ns)) in ALL.into_iter().zip(counts).filter(|(_, (count, _))| *count > 0) {
+            let slot = into.entry((self.index, index, class)).or_default();
+            *slot = (slot.0 + count, slot.1 + ns);
+        }
+    }
 }
 
 /// The armed classification: its tracer, and once the threads run, their gaps.
@@ -142,6 +162,7 @@ impl ClassifyFlow {
                 totals: FastMap::default(),
                 longest: Vec::new(),
                 events: Interference::default(),
+                interval: None,
             })
             .collect();
         let (interval_ns, intervals, policies) = (interval_ns.max(1), BTreeMap::new(), Policies::default());
@@ -172,8 +193,11 @@ impl ClassifyFlow {
                 _ => break,
             };
             t.pending.pop_front();
-            let class = verdict.class;
-            let slot = self.intervals.entry((t.index, at / self.interval_ns, class)).or_default();
+            let (class, index) = (verdict.class, at / self.interval_ns);
+            if t.interval.is_some_and(|(i, _)| i != index) {
+                t.fold(&mut self.intervals);
+            }
+            let slot = &mut t.interval.get_or_insert((index, Default::default())).1[class as usize];
             *slot = (slot.0 + 1, slot.1 + gap);
             // Put in words only when kept: most gaps are not among the longest.
             if t.longest.len() < LongGap::KEPT || t.longest.last().is_some_and(|l| l.ns < gap) {
@@ -194,7 +218,10 @@ impl ClassifyFlow {
     }
 
     /// The gaps classified since the last call, per thread, interval and class.
-    fn take_intervals(&mut self) -> Vec<ClassInterval> {
+    pub(super) fn take_intervals(&mut self) -> Vec<ClassInterval> {
+        for t in &mut self.threads {
+            t.fold(&mut self.intervals);
+        }
         let taken = std::mem::take(&mut self.intervals).into_iter();
         taken.map(|((thread, index, class), (count, ns))| ClassInterval { thread, index, class, count, ns }).collect()
     }

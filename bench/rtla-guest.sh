@@ -2,7 +2,8 @@
 #
 #   rtla_where NAME TRACER ENV [no-rtla]
 #                                 with GUEST=VMLINUZ, boots VMLINUZ with virtme-ng (2 vCPUs, TCG:
-#                                 no usable KVM here) on this root file system and runs the
+#                                 no usable KVM here, the clock on the TSC; KEEP=DIR writable
+#                                 there) on this root file system and runs the
 #                                 calling script inside with ENV; else checks that rtla and the
 #                                 kernel's TRACER are here (rtla not, with no-rtla: the script
 #                                 drives the tracer itself) and mounts tracefs
@@ -12,7 +13,12 @@ rtla_where() {
     if [ -n "${GUEST:-}" ]; then
         [ -r "$GUEST" ] || { echo "$name: GUEST=$GUEST is not a readable kernel image" >&2; exit 2; }
         command -v vng >/dev/null || { echo "$name: virtme-ng (vng) is not installed; scripts/setup.sh installs it" >&2; exit 2; }
-        exec vng -r "$GUEST" --disable-kvm --cpus 2 --exec "env $env RTBENCH=$RTBENCH $(realpath "$0")"
+        # As rtbench's own emulated guests (src/vm/guest.rs): TCG's `max` CPU with Intel's vendor
+        # string and no TSC watchdog, or Linux keeps time on the emulated HPET and every clock
+        # read of rtbench's is a system call and a device access under QEMU's one lock, while
+        # the kernel's tracers read the TSC.
+        exec vng -r "$GUEST" --disable-kvm --cpus 2 --qemu-opt=-cpu --qemu-opt=max,vendor=GenuineIntel \
+            --append tsc=nowatchdog ${KEEP:+--rwdir "$KEEP"} --exec "env $env RTBENCH=$RTBENCH $(realpath "$0")"
     fi
     [ "$rtla" = no-rtla ] || command -v rtla >/dev/null || { echo "$name: rtla is not installed (apt-get install rtla)" >&2; exit 2; }
     mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing

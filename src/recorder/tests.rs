@@ -219,6 +219,22 @@ fn a_checkpoint_hands_over_the_partial_chunk_of_raw_samples() {
     assert_eq!(drained(&mut c), (0..11).map(|i| (i, latency(i))).collect::<Vec<_>>());
 }
 
+/// The first hand-over, at the first checkpoint, takes a chunk made with the pair: none is
+/// allocated between two samples, where faulting in a locked megabyte would be a gap of its own.
+#[test]
+fn the_first_hand_over_takes_a_chunk_made_before_recording() {
+    for raw in [Raw::All, Raw::First(100)] {
+        let (mut rec, mut c) = pair(1000, raw);
+        let spare = pooled(&rec, &c);
+        assert_eq!(spare.len(), 1, "{raw:?}: one empty chunk waits in the pool before the first sample");
+        rec.record(0, latency(0));
+        c.request();
+        rec.record(1, latency(1));
+        assert_eq!(drained(&mut c), [(0, latency(0)), (1, latency(1))]);
+        assert_eq!(rec.chunk.as_ref().map(|ch| ch.as_ptr()), Some(spare[0]), "{raw:?}: the thread took it");
+    }
+}
+
 #[test]
 fn raw_all_hands_over_every_sample_once_in_order_and_reuses_the_drained_chunks() {
     let n = 3 * CHUNK as u64 + 123;

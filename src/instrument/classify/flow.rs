@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::gap::STAMP_NS;
 use super::{classify, ClassifyTracer, Named, Timeline, Verdict};
 use crate::fasthash::FastMap;
 use crate::instrument::{Arming, Ending, Extra, Following, Instrument, InstrumentInfo, Resolved, ThreadAsk};
@@ -205,8 +206,11 @@ impl ClassifyFlow {
                 LongGap::keep(&mut t.longest, LongGap { t_ns: at, ns: gap, class, name, detail });
             }
             count(&mut t.totals, verdict, gap, (budget, &self.policies));
+            // The thread's next gap begins where this one ended or later: a stretch that ended
+            // a stamp's length before this gap's end cannot overlap it (and the next lookup
+            // would walk past it again).
             if let Some(cpu) = t.cpu.filter(|_| t.alone) {
-                timeline.forget(cpu, t0);
+                timeline.forget(cpu, t1.saturating_sub(STAMP_NS));
             }
         }
     }

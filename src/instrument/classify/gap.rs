@@ -11,7 +11,7 @@ use crate::trace::context::Key;
 /// the timer). A 3 µs tick handler explains a 12 µs gap; it does not explain a 3 ms one.
 pub const UNTRACED_EDGES_NS: u64 = 10_000;
 /// The trace prints time to the µs: an event stamped `ts` happened in `[ts, ts + 1 µs)`.
-const STAMP_NS: u64 = 1_000;
+pub(super) const STAMP_NS: u64 = 1_000;
 
 /// What a gap was.
 #[derive(Clone, Debug, PartialEq, Eq)]

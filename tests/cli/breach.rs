@@ -261,6 +261,26 @@ pub fn begun(lab: &Lab, mut cmd: Command) -> Child {
     child
 }
 
+/// [`begun`], then until the run's first checkpoint has stored samples: its threads measure.
+/// On a loaded machine (a guest booting beside the test) the run's threads may start seconds
+/// after its row, and a burst released before would fall before the first sample.
+pub fn measuring(lab: &Lab, cmd: Command) -> Child {
+    let child = begun(lab, cmd);
+    let until = Instant::now() + Duration::from_secs(30);
+    while stored_samples(lab) == 0 {
+        assert!(Instant::now() < until, "the run stored no sample within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+/// How many samples the threads of `lab`'s runs have stored at their checkpoints so far.
+fn stored_samples(lab: &Lab) -> u64 {
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let sum = |c: rusqlite::Connection| c.query_row("SELECT COALESCE(SUM(count), 0) FROM threads", [], |r| r.get(0));
+    rusqlite::Connection::open_with_flags(lab.db(), flags).and_then(sum).unwrap_or(0)
+}
+
 /// How many runs `lab`'s store holds, read from the file itself: a command run to ask would
 /// take seconds to start on a loaded machine, and [`begun`] would learn late. 0 while the file
 /// or its schema is not there yet.

@@ -2,8 +2,8 @@
 //! busy loop of known times, and the instance never left behind.
 
 use crate::breach::{
-    begun, held_hog, hog_bursts, only_the_breach_tracer_was_left, probe_ended_by, release, succeeded, traced,
-    tracing_state,
+    begun, held_hog, hog_bursts, measuring, only_the_breach_tracer_was_left, probe_ended_by, release, succeeded,
+    traced, tracing_state,
 };
 use crate::helpers::*;
 
@@ -30,9 +30,9 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
         "1",
     ];
     let mut hog = held_hog(&lab, "1", "5", "0.002");
-    let running = begun(&lab, lab.cmd(&[&run[..], &["--json", json.to_str().unwrap()]].concat()));
-    // Once the run has begun (a busy machine may take seconds to set it up), a FIFO-99 burst
-    // of 2 ms once a second on CPU 1, five times: the last 4.5 s into the 7 s run.
+    let running = measuring(&lab, lab.cmd(&[&run[..], &["--json", json.to_str().unwrap()]].concat()));
+    // Once the run measures (a busy machine may take seconds to set it up), a FIFO-99 burst
+    // of 2 ms once a second on CPU 1, five times: the last 4.5 s after its first checkpoint.
     release(&mut hog);
     let bursts = hog_bursts(&mut hog);
     succeeded(running);

@@ -21,7 +21,7 @@
 use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 
-use super::record::{IrqNames, Record, RECORD};
+use super::record::{interrupt_entry, IrqNames, Record, RECORD};
 use super::timeline::Timeline;
 use crate::trace::bpf::asm::*;
 use crate::trace::bpf::records::Records;
@@ -58,12 +58,6 @@ const ARRAY: u32 = 2;
 /// Per CPU number in the map of CPUs followed: (followed, kind of the interrupt entered, its
 /// time), padded to a cache line so that two measured CPUs do not write to one.
 const SLOT: u32 = 64;
-
-/// Whether event `kind` is a hard interrupt's entry (an IRQ handler's or a vector's): its time
-/// is kept for its exit's record, not handed on.
-fn entry(kind: usize) -> bool {
-    kind == 0 || (kind >= 5 && kind % 2 == 1)
-}
 
 /// The record on the program's stack.
 const AT: i16 = -64;
@@ -190,7 +184,7 @@ fn program(kind: usize, task: Option<[u32; 3]>, maps: &Maps) -> Vec<u64> {
     a.mov(6, 1).call(SMP_PROCESSOR_ID).mov(7, 0).op(STX_W, FP, 0, KEY, 0);
     a.map(1, maps.followed).stack(2, i32::from(KEY)).call(MAP_LOOKUP).exit_if(0, true, 0);
     a.op(LDX_W, 1, 0, 0, 0).exit_if(1, true, 0).mov(9, 0);
-    if entry(kind) {
+    if interrupt_entry(kind as u32) {
         a.call(KTIME_GET_NS).op(STX_DW, 9, 0, 8, 0).op(ST_W, 9, 0, 4, kind as i32);
         return a.finish();
     }
@@ -202,7 +196,7 @@ fn program(kind: usize, task: Option<[u32; 3]>, maps: &Maps) -> Vec<u64> {
     a.call(CURRENT_PID_TGID).op(STX_W, FP, 0, at(16), 0);
     a.op(LDX_DW, 1, 6, 0, 0).op(STX_W, FP, 1, at(20), 0);
     a.stack(1, i32::from(at(32))).mov_k(2, 16).call(CURRENT_COMM);
-    if kind > 0 && entry(kind - 1) {
+    if kind > 0 && interrupt_entry(kind as u32 - 1) {
         // The entry's time where a switch has its next task's pid and priority, if the last
         // entry kept is this exit's own (an exit attached before its entry's program sees none).
         let other = a.op(LDX_W, 1, 9, 4, 0).jump(JNE_K, 1, 0, kind as i32 - 1);
@@ -261,7 +255,7 @@ mod tests {
         .join()
         .unwrap();
         let mut seen = programs.read().unwrap().clone();
-        let entries: Vec<&Record> = seen.iter().filter(|r| entry(r.kind as usize)).collect();
+        let entries: Vec<&Record> = seen.iter().filter(|r| interrupt_entry(r.kind)).collect();
         assert!(entries.is_empty(), "entries handed on by themselves: {entries:?}");
         let pairs: Vec<(u64, u64)> = seen.iter().filter_map(|r| r.entered().map(|e| (e, r.ts))).collect();
         assert!(!pairs.is_empty(), "interrupts in 100 ms of a busy CPU: {seen:?}");

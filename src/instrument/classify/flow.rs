@@ -41,16 +41,14 @@ struct Thread {
     interval: Option<(u64, [(u64, u64); CLASSES])>,
 }
 
-/// How many classes there are: [`NoiseClass::Unknown`] is the last.
-const CLASSES: usize = NoiseClass::Unknown as usize + 1;
-const ALL: [NoiseClass; CLASSES] =
-    [NoiseClass::Irq, NoiseClass::Softirq, NoiseClass::Thread, NoiseClass::Hardware, NoiseClass::Unknown];
+/// How many classes there are, counted by their order in [`NoiseClass::ALL`].
+const CLASSES: usize = NoiseClass::ALL.len();
 
 impl Thread {
     /// Its gaps of the interval counted so far, into the run's map.
     fn fold(&mut self, into: &mut BTreeMap<(u32, u64, NoiseClass), (u64, u64)>) {
         let Some((index, counts)) = self.interval.take() else { return };
-        for (class, (count, ns)) in ALL.into_iter().zip(counts).filter(|(_, (count, _))| *count > 0) {
+        for (class, (count, ns)) in NoiseClass::ALL.into_iter().zip(counts).filter(|(_, (count, _))| *count > 0) {
             let slot = into.entry((self.index, index, class)).or_default();
             *slot = (slot.0 + count, slot.1 + ns);
         }

@@ -12,6 +12,12 @@ pub const RECORD: usize = 64;
 
 const SOFTIRQS: [&str; 10] =
     ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
+/// Whether event `kind` is a hard interrupt's entry (an IRQ handler's or a vector's): the
+/// programs keep its time for its exit's record (the next kind) instead of handing it on.
+pub fn interrupt_entry(kind: u32) -> bool {
+    kind == 0 || (kind >= 5 && kind % 2 == 1)
+}
+
 /// A record as the reader takes it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Record {
@@ -55,7 +61,7 @@ impl Record {
     /// At a hard interrupt's exit (an IRQ handler's, a vector's), the time of its entry, when
     /// the program saw it: the entry's record travels in the exit's.
     pub fn entered(&self) -> Option<u64> {
-        let exit = self.kind == 1 || (self.kind >= 6 && self.kind.is_multiple_of(2));
+        let exit = self.kind > 0 && interrupt_entry(self.kind - 1);
         let mut word = [0u8; 8];
         word[..4].copy_from_slice(&self.next_pid.to_ne_bytes());
         word[4..].copy_from_slice(&self.next_prio.to_ne_bytes());

@@ -261,32 +261,37 @@ pub fn begun(lab: &Lab, mut cmd: Command) -> Child {
     child
 }
 
-/// [`begun`], then until the run's first checkpoint has stored samples: its threads measure.
-/// On a loaded machine (a guest booting beside the test) the run's threads may start seconds
-/// after its row, and a burst released before would fall before the first sample.
+/// [`begun`], then until the run's first checkpoint: its threads have been measuring for a
+/// checkpoint's interval. On a loaded machine (a guest booting beside the test) the run's
+/// threads may start seconds after its row, and a burst released before would fall before the
+/// first sample. (Not its first stored sample: a noise run over a high threshold may have none
+/// for seconds.)
 pub fn measuring(lab: &Lab, cmd: Command) -> Child {
-    let child = begun(lab, cmd);
+    let mut child = begun(lab, cmd);
     let until = Instant::now() + Duration::from_secs(30);
-    while stored_samples(lab) == 0 {
-        assert!(Instant::now() < until, "the run stored no sample within 30 s");
+    while stored(lab, "SELECT COUNT(*) FROM runs WHERE checkpoint IS NOT NULL") == 0 {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            panic!("rtbench ended ({status}) before its first checkpoint: {err}");
+        }
+        assert!(Instant::now() < until, "the run made no checkpoint within 30 s");
         std::thread::sleep(Duration::from_millis(50));
     }
     child
 }
 
-/// How many samples the threads of `lab`'s runs have stored at their checkpoints so far.
-fn stored_samples(lab: &Lab) -> u64 {
-    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
-    let sum = |c: rusqlite::Connection| c.query_row("SELECT COALESCE(SUM(count), 0) FROM threads", [], |r| r.get(0));
-    rusqlite::Connection::open_with_flags(lab.db(), flags).and_then(sum).unwrap_or(0)
+/// How many runs `lab`'s store holds.
+fn stored_runs(lab: &Lab) -> u64 {
+    stored(lab, "SELECT COUNT(*) FROM runs")
 }
 
-/// How many runs `lab`'s store holds, read from the file itself: a command run to ask would
-/// take seconds to start on a loaded machine, and [`begun`] would learn late. 0 while the file
-/// or its schema is not there yet.
-fn stored_runs(lab: &Lab) -> u64 {
+/// A count read from `lab`'s store file itself with `sql`: a command run to ask would take
+/// seconds to start on a loaded machine, and [`begun`] would learn late. 0 while the file or
+/// its schema is not there yet.
+fn stored(lab: &Lab, sql: &str) -> u64 {
     let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
-    let count = |c: rusqlite::Connection| c.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get::<_, u64>(0));
+    let count = |c: rusqlite::Connection| c.query_row(sql, [], |r| r.get::<_, u64>(0));
     let db = lab.db();
     db.exists().then(|| rusqlite::Connection::open_with_flags(&db, flags).and_then(count).ok()).flatten().unwrap_or(0)
 }

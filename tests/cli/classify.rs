@@ -32,7 +32,7 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let mut hog = held_hog(&lab, "1", "5", "0.002");
     let running = measuring(&lab, lab.cmd(&[&run[..], &["--json", json.to_str().unwrap()]].concat()));
     // Once the run measures (a busy machine may take seconds to set it up), a FIFO-99 burst
-    // of 2 ms once a second on CPU 1, five times: the last 4.5 s after its first checkpoint.
+    // of 2 ms once a second on CPU 1, five times: the last 4.5 s after its first checkpoint (1 s in).
     release(&mut hog);
     let bursts = hog_bursts(&mut hog);
     succeeded(running);

@@ -248,16 +248,7 @@ pub fn run_ended_by(lab: &Lab, state_dir: &Path, sig: &str, tracing: &[&str]) ->
 pub fn begun(lab: &Lab, mut cmd: Command) -> Child {
     let runs = stored_runs(lab);
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let until = Instant::now() + Duration::from_secs(30);
-    while stored_runs(lab) <= runs {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-            panic!("rtbench ended ({status}) before its run began: {err}");
-        }
-        assert!(Instant::now() < until, "the run did not begin within 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for(&mut child, "its run began", || stored_runs(lab) > runs);
     child
 }
 
@@ -268,17 +259,23 @@ pub fn begun(lab: &Lab, mut cmd: Command) -> Child {
 /// for seconds.)
 pub fn measuring(lab: &Lab, cmd: Command) -> Child {
     let mut child = begun(lab, cmd);
+    let checkpointed = || stored(lab, "SELECT COUNT(*) FROM runs WHERE checkpoint IS NOT NULL") > 0;
+    wait_for(&mut child, "its first checkpoint", checkpointed);
+    child
+}
+
+/// Waits up to 30 s until `done`; a `child` that ends first fails the test with its stderr.
+fn wait_for(child: &mut Child, what: &str, done: impl Fn() -> bool) {
     let until = Instant::now() + Duration::from_secs(30);
-    while stored(lab, "SELECT COUNT(*) FROM runs WHERE checkpoint IS NOT NULL") == 0 {
+    while !done() {
         if let Some(status) = child.try_wait().unwrap() {
             let mut err = String::new();
             std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-            panic!("rtbench ended ({status}) before its first checkpoint: {err}");
+            panic!("rtbench ended ({status}) before {what}: {err}");
         }
-        assert!(Instant::now() < until, "the run made no checkpoint within 30 s");
+        assert!(Instant::now() < until, "not {what} within 30 s");
         std::thread::sleep(Duration::from_millis(50));
     }
-    child
 }
 
 /// How many runs `lab`'s store holds.

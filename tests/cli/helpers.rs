@@ -35,8 +35,12 @@ impl Lab {
     /// Runs and insists on exit 0.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert_eq!(out.status.code(), Some(0), "rtbench {args:?} failed: {}", text(&out.stderr));
-        text(&out.stdout)
+        // What it printed goes with the failure: `kernels` says why a guest failed on stdout.
+        let (said, err) = (text(&out.stdout), text(&out.stderr));
+        let lines: Vec<&str> = said.lines().collect();
+        let tail = lines[lines.len().saturating_sub(60)..].join("\n");
+        assert_eq!(out.status.code(), Some(0), "rtbench {args:?} failed: {err}\nits output ended:\n{tail}");
+        said
     }
 
     /// The id of the newest stored run.

@@ -82,16 +82,20 @@ fn a_study_on_a_kernel_without_the_tracer_says_why_it_has_no_timerlat_cell() {
 /// CPU 1; one `timer --split --breach` run, which is both the split run (its IRQ latencies) and
 /// the breach run (the busy loop spins until a breach window is stored, which ends it); then
 /// rtla's timerlat with auto-analysis while the loop spins again (started once rtla's kernel
-/// thread exists: rtla takes seconds to set up under TCG). The store lives in the guest's /tmp
-/// (no SQLite locks over 9p) and is copied back. Each step's end is logged in `steps` (uptime).
+/// thread exists: rtla takes seconds to set up under TCG). rtla runs `--aa-only`: it reads no
+/// trace until the breach stops tracing. Its `top` reads every sample through tracefs, and under
+/// TCG on a busy host that reading fell behind the samples and never returned (rtla 6.12 does not
+/// end it on `-d`): one CI run's guest spent 260 s there. The store lives in the guest's /tmp (no
+/// SQLite locks over 9p) and is copied back. Each step's end is logged in `steps` (its exit
+/// status, the guest's uptime).
 const GUEST: &str = r#"
 cd "$LAB" || exit 1
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 db=/tmp/guest.db
-t() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> steps; }
+t() { echo "$1 ${2:+(exit $2) }$(cut -d' ' -f1 /proc/uptime)" >> steps; }
 t start
 "$RTBENCH" timerlat -D 3s -q --db $db > timerlat.out 2>&1
-t timerlat
+t timerlat $?
 "$RTBENCH" timer --split -a 1 -t 1 --breach 100000 --breach-stop -D 30s -q --db $db > breach.out 2>&1 &
 run=$!
 python3 hog.py 1 120 0.3 > hog-breach.txt &
@@ -102,8 +106,8 @@ wait
 t split-breach
 (until pgrep -x timerlat/1 > /dev/null; do sleep 0.2; done; sleep 2; exec python3 hog.py 1 120 0.3 > hog-rtla.txt) &
 echo $! > hog-rtla.pid
-"$RTLA" timerlat top -a 100000 -c 1 -d 40s > rtla.out 2>&1
-t rtla
+timeout -k 10s 90s "$RTLA" timerlat top --aa-only 100000 -c 1 -d 40s > rtla.out 2>&1
+t rtla $?
 kill $(cat hog-rtla.pid) 2> /dev/null
 wait
 cp $db rtbench.db && echo done > finished
@@ -259,7 +263,7 @@ fn in_the_rt_guest_rtbench_and_rtla_timerlat_both_blame_the_hog_for_the_breach_i
     // IRQ itself came late (seen here: 99.8 % IRQ handler delay, the split agreeing to the µs).
     hog_part(ours, &hog).unwrap_or_else(|| panic!("in timerlat's terms too (pid {hog}): {ours:#}"));
     // rtla: its analysis of the activation that stopped it, read as the import reads it (`top`
-    // sets up in half the time `hist` takes under TCG, but the import wants a histogram).
+    // sets up in half the time `hist` takes under TCG).
     let rtla_hog = read("hog-rtla.pid").trim().to_string();
     let analysis = rtbench::import::rtla_timerlat_analysis(&read("rtla.out"));
     let analysis = analysis.unwrap_or_else(|| panic!("rtla stopped on a breach: {}", read("rtla.out")));

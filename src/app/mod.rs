@@ -139,6 +139,8 @@ fn report(a: ReportConfig) -> Result<i32> {
     // The fits the findings and the figures share, on every CPU before either needs one.
     crate::report::select::fit_all(&latency);
     found.extend(findings::compute(&latency, &costs, None));
+    let labels = crate::report::select::labels(latency.iter().chain(&costs));
+    findings::add_absent(&mut found, &store.absent(&labels)?, &latency);
     match a.findings {
         Some(Output::Json) => {
             println!("{}", serde_json::to_string_pretty(&findings::Document { findings: &found })?);

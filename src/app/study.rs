@@ -117,7 +117,7 @@ pub fn run(a: StudyConfig) -> Result<i32> {
         (None, Some(server)) => server.local.clone(),
         (None, None) => unreachable!("a local server exists without --peer"),
     };
-    let mut cells_run = || run_cells(&a, &mut session, &cells, &passes, &peer);
+    let mut cells_run = || run_cells(&a, &mut session, &cells, &passes, &skipped, &peer);
     let (code, errored) = match local {
         // Stopped however the cells end, a panic included (issue 29).
         Some(server) => server.serve_during(&enter_server, cells_run),
@@ -174,6 +174,7 @@ fn run_cells(
     session: &mut Session,
     pass_cells: &[Cell],
     passes: &[(String, Option<String>)],
+    skipped: &[(&str, String)],
     peer: &str,
 ) -> Result<(i32, Vec<Errored>)> {
     let planned = plan(a, pass_cells, passes, peer)?;
@@ -182,6 +183,10 @@ fn run_cells(
     }
     try_load(session, &planned)?;
     let mut store = super::writable_store(&a.db)?;
+    // Kept with the runs, so every report of these labels says which cells are missing and why.
+    for ((label, _), (probe, why)) in passes.iter().flat_map(|p| skipped.iter().map(move |s| (p, s))) {
+        store.note_absent(label, probe, why)?;
+    }
     let ran = run_planned(session, &mut store, &planned, a.settle)?;
     let mut done = ran.done;
     let stopped = ran.signal.or(session.signal());
@@ -386,7 +391,9 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
     // The answer in words, after the tables and before the report's path (issue 24).
     let baseline = a.gate.as_ref().map(|g| g.baseline.as_str());
     crate::report::select::fit_all(&latency);
-    let findings = crate::report::findings::compute(&latency, &costs, baseline);
+    let mut findings = crate::report::findings::compute(&latency, &costs, baseline);
+    let labels: Vec<String> = passes.iter().map(|(label, _)| label.clone()).collect();
+    crate::report::findings::add_absent(&mut findings, &store.absent(&labels)?, &latency);
     print!("\n{}", crate::report::findings::text(&findings));
     // A study asked to stop still draws what it measured, within the 2 s a stop may take:
     // without the PNG copies (issue 29: 15 s of them after a SIGTERM).

@@ -31,6 +31,11 @@ pub fn split(runs: Vec<RunView>) -> (Vec<RunView>, Vec<RunView>) {
     runs.into_iter().partition(|r| !r.kind().is_sysbench())
 }
 
+/// The labels of `runs` in the order they first appear.
+pub fn labels<'a>(runs: impl Iterator<Item = &'a RunView>) -> Vec<String> {
+    super::build::distinct(runs.map(|r| r.label().to_string()))
+}
+
 /// Fits every run's worst-case estimate, one run per CPU at a time: the fits are most of a
 /// report's time (78 % at twenty labels).
 pub fn fit_all(runs: &[RunView]) {

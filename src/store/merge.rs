@@ -84,6 +84,13 @@ impl Store {
                 )?;
             }
         }
+        // What a study there could not run: the later reason wins, as in one store.
+        tx.execute(
+            "INSERT INTO main.absent SELECT * FROM other.absent WHERE true
+             ON CONFLICT (label, probe) DO UPDATE SET reason = excluded.reason, at = excluded.at
+             WHERE excluded.at > absent.at",
+            [],
+        )?;
         tx.commit()?;
         Ok((ids.len(), total as usize - ids.len()))
     }

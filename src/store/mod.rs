@@ -1,6 +1,7 @@
 //! The run store: one SQLite file (WAL), written at checkpoints by the runner and read by
 //! everything else.
 
+mod absent;
 mod merge;
 mod place;
 mod resume;
@@ -16,6 +17,7 @@ use anyhow::{Context, Result};
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use rusqlite::{params, Connection, OptionalExtension};
 
+pub use absent::Absent;
 pub use place::default_path;
 pub use schema::SCHEMA_VERSION;
 pub use windows::WINDOW_PARAM;

@@ -150,6 +150,18 @@ CREATE TABLE noise_classes (
     PRIMARY KEY (run_id, thread, idx, class)
 ) WITHOUT ROWID;
 "#,
+    r#"
+-- v10: the probes a study could not run under a label, and why (the kernel has no timerlat
+-- tracer, say); the latest reason per label and probe. A report says so where the label has
+-- no run of that probe.
+CREATE TABLE absent (
+    label  TEXT NOT NULL,
+    probe  TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    at     TEXT NOT NULL,                    -- RFC 3339 UTC, when the study said so
+    PRIMARY KEY (label, probe)
+) WITHOUT ROWID;
+"#,
 ];
 
 /// The schema version this binary writes.

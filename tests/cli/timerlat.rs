@@ -76,6 +76,17 @@ fn a_study_on_a_kernel_without_the_tracer_says_why_it_has_no_timerlat_cell() {
     let runs = lab.runs();
     let probes: Vec<&str> = runs.as_array().unwrap().iter().map(|r| r["probe"].as_str().unwrap()).collect();
     assert_eq!(probes, ["timer", "gtod", "pingpong", "response", "noise"], "the other cells ran and were stored");
+    // The reason is kept with the runs: the study's findings, its page and a report made later
+    // from the store all say which cell is missing and why.
+    let label = lab.runs()[0]["label"].as_str().unwrap().to_string();
+    let absent = format!(
+        "timerlat was not measured under '{label}': the kernel has no timerlat tracer (CONFIG_TIMERLAT_TRACER)."
+    );
+    assert!(said.lines().any(|l| l.trim_start().ends_with(&absent)), "in the study's findings: {said}");
+    let page = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(page.contains(&absent), "on the study's page");
+    let later = lab.ok(&["report", "--label", &label, "--findings"]);
+    assert!(later.contains(&absent), "in a later report: {later}");
 }
 
 /// What runs in the RT guest, in the lab's directory (shared writable): the timerlat source on

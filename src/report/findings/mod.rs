@@ -3,6 +3,7 @@
 //! its caveats, the ones that matter most first. No sentence the data do not support: one label
 //! has no comparison, a run without a CPU clock no rule of thumb.
 
+mod absent;
 mod emulated;
 mod machine;
 mod pairs;
@@ -75,6 +76,8 @@ pub enum Topic {
     /// What the runs cannot tell, given with `report --caveat` (a lab's host that was
     /// unreachable).
     Given,
+    /// A probe a study could not run under a label, and why.
+    Absent,
 }
 
 /// One sentence of the answer.
@@ -116,6 +119,14 @@ pub fn given(caveats: &[String]) -> Vec<Finding> {
         caveats: Vec::new(),
     };
     caveats.iter().map(finding).collect()
+}
+
+/// Adds to `found`, in weight order, the probes the store notes as not run under the report's
+/// labels, with why (a study's `skipping` lines, kept), each linked to its probe's section
+/// where others measured it.
+pub fn add_absent(found: &mut Vec<Finding>, absent: &[crate::store::Absent], runs: &[RunView]) {
+    found.extend(absent::sentences(absent, runs));
+    found.sort_by_key(|f| std::cmp::Reverse(f.weight));
 }
 
 /// The findings of one label against another only (`compare`).

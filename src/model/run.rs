@@ -88,6 +88,9 @@ pub struct WindowMax {
     /// The hypervisor's steal on the CPU, in the interval of the window's largest latency, was
     /// at least that latency: the window's max may be the hypervisor's, not the kernel's.
     pub stolen: bool,
+    /// `--split`: the largest IRQ latency among the window's samples (the part to the timer's
+    /// interrupt, as rtla timerlat's IRQ column), when the window's samples were split.
+    pub irq_max_ns: Option<u64>,
 }
 
 /// One thread's raw samples: thread number, then (time offset, latency) in order.

@@ -230,6 +230,14 @@ fn with_split_the_metrics_hold_the_irq_latency_beside_the_wake_up_latency() {
     // next rtbench command, another test's.
     m.signal("-TERM");
     assert_eq!(m.wait(Duration::from_secs(20)), Some(143));
+    // The long-term plot draws each window's largest IRQ latency beside its largest latency.
+    let out = lab.path("report");
+    lab.ok(&["report", "-o", out.to_str().unwrap()]);
+    let svg = std::fs::read_to_string(out.join("figures/monitor-mon.svg")).unwrap();
+    let (windows, irq) =
+        (svg.matches(r#"class="window-max""#).count(), svg.matches(r#"class="window-irq-max""#).count());
+    assert!(irq >= 1 && irq <= windows, "the split windows' IRQ maxima ({irq} of {windows} windows): {svg}");
+    assert!(svg.contains("CPU 0: largest IRQ latency per window (--split)"), "{svg}");
 }
 
 #[test]

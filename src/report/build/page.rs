@@ -209,7 +209,7 @@ fn watch_section(drawn: Drawn) -> Option<Section> {
         return None;
     }
     let mut b = String::new();
-    b.push_str(r#"<p class="note">Every stored window of a monitor; retention (<code>--keep</code>) decides how far back.</p>"#);
+    b.push_str(r#"<p class="note">Every stored window of a monitor, its largest latency per CPU and, with <code>--split</code>, its largest IRQ latency (dashed, as rtla timerlat's IRQ maximum beside its thread maximum); retention (<code>--keep</code>) decides how far back.</p>"#);
     for f in watched {
         b.push_str(&figure_html(f));
     }

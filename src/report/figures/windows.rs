@@ -21,7 +21,9 @@ pub fn render(title: &str, windows: &[WindowMax]) -> String {
         _ => (1.0, "s"),
     };
     let us = |w: &WindowMax| (w.max_ns as f64 / 1000.0).max(1e-3);
-    let lo = points.iter().map(|p| us(p.1)).fold(f64::INFINITY, f64::min);
+    let irq_us = |w: &WindowMax| w.irq_max_ns.filter(|_| w.count > 0).map(|ns| (ns as f64 / 1000.0).max(1e-3));
+    let lowest = |w: &WindowMax| irq_us(w).map_or(us(w), |i| i.min(us(w)));
+    let lo = points.iter().map(|p| lowest(p.1)).fold(f64::INFINITY, f64::min);
     let hi = points.iter().map(|p| us(p.1)).fold(0.0, f64::max);
     let y = Scale::log_around(if lo.is_finite() { lo } else { 1.0 }, hi.max(1e-3), 0.001);
     let x = Scale::Linear { min: 0.0, max: (span / div).max(1e-9) };
@@ -52,6 +54,25 @@ pub fn render(title: &str, windows: &[WindowMax]) -> String {
         }
         let name = cpu.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
         legend.push((color.to_string(), String::new(), format!("{name}: {} windows", mine.len())));
+        // `--split`: the largest IRQ latency of each window beside it, as timerlat's IRQ max
+        // beside its thread max: how much of the worst the interrupt side can account for.
+        let irq: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|p| p.1.cpu == *cpu)
+            .filter_map(|p| Some((plot.px((p.0 - t0) / div), plot.py(irq_us(p.1)?))))
+            .collect();
+        if !irq.is_empty() {
+            let dashed = format!(r#"stroke="{color}" stroke-width="1" stroke-opacity="0.5" stroke-dasharray="4 3""#);
+            svg.polyline(&irq, &dashed);
+            for (x, y) in &irq {
+                let (x, y) = (x - 2.5, y - 2.5);
+                svg.raw(&format!(
+                    r#"<rect class="window-irq-max" x="{x:.1}" y="{y:.1}" width="5" height="5" fill="none" stroke="{color}"/>"#
+                ));
+            }
+            let what = format!("{name}: largest IRQ latency per window (--split)");
+            legend.push((color.to_string(), r#"stroke-dasharray="4 3""#.into(), what));
+        }
     }
     let stolen = points.iter().filter(|p| p.1.stolen && p.1.count > 0).count();
     if stolen > 0 {
@@ -70,7 +91,8 @@ mod tests {
 
     fn window(run: i64, start: &str, cpu: u32, max_ns: u64) -> WindowMax {
         let start = start.into();
-        WindowMax { run, probe: "timer".into(), start, thread: cpu, cpu: Some(cpu), max_ns, count: 10, stolen: false }
+        let (probe, stolen, irq_max_ns) = ("timer".into(), false, None);
+        WindowMax { run, probe, start, thread: cpu, cpu: Some(cpu), max_ns, count: 10, stolen, irq_max_ns }
     }
 
     #[test]
@@ -87,6 +109,27 @@ mod tests {
         assert!(svg.contains("CPU 0: 2 windows") && svg.contains("CPU 1: 2 windows"), "{svg}");
         assert!(svg.contains("time since the first window (min; 2026-11-22T00:00 UTC)"), "{svg}");
         assert!(!svg.contains("window-stolen") && !svg.contains("ringed"), "no steal, no ring");
+        assert!(!svg.contains("window-irq-max") && !svg.contains("IRQ latency"), "not split, no IRQ part");
+    }
+
+    #[test]
+    fn a_split_window_draws_its_irq_part_beside_its_max_on_the_same_scale() {
+        let mut split = window(2, "2026-11-22T00:10:00.000Z", 0, 90_000_000);
+        // Below every window's max: the scale must reach down to it.
+        split.irq_max_ns = Some(3_000);
+        let plain = window(1, "2026-11-22T00:00:00.000Z", 1, 20_000);
+        let svg = render("t", &[window(1, "2026-11-22T00:00:00.000Z", 0, 20_000), split, plain]);
+        assert_eq!(svg.matches(r#"class="window-irq-max""#).count(), 1, "one split window");
+        assert!(svg.contains("CPU 0: largest IRQ latency per window (--split)"), "{svg}");
+        assert!(!svg.contains("CPU 1: largest IRQ"), "CPU 1 was not split: {svg}");
+        let y = |class: &str, attr: &str| -> f64 {
+            let at = svg.find(&format!(r#"class="{class}""#)).unwrap();
+            let rest = &svg[at..];
+            let v = &rest[rest.find(&format!(r#"{attr}=""#)).unwrap() + attr.len() + 2..];
+            v[..v.find('"').unwrap()].parse().unwrap()
+        };
+        assert!(y("window-irq-max", "y") > y("window-max", "cy"), "3 µs is drawn below 20 µs, inside the plot");
+        assert!(y("window-irq-max", "y") < 36.0 + 260.0, "inside the plot");
     }
 
     #[test]

@@ -196,8 +196,14 @@ fn compare_breakdowns(ours: &serde_json::Value, rtla: &serde_json::Value) {
         eprintln!("{name:<26} {a_us:>13.1} ({a_pct:5.1}) {b_us:>13.1} ({b_pct:5.1})");
     }
     eprintln!("{:<26} {:>22.1} {:>22.1}", "thread latency", my_total as f64 / 1e3, their_total as f64 / 1e3);
-    for (who, parts, total) in [("rtbench", &mine, my_total), ("rtla", &theirs, their_total)] {
-        assert!(parts.iter().map(|p| p.1).sum::<u64>() <= total + 10_000, "{who}'s parts fit in its latency");
+    // rtbench's parts are cut from one timeline and add up to its latency, to the µs of its
+    // trace. rtla's need not: in one CI run they summed to 73 µs more than its 300 280 µs
+    // latency. They are held to 1 %.
+    for (who, parts, total, slack) in
+        [("rtbench", &mine, my_total, 10_000), ("rtla", &theirs, their_total, their_total / 100)]
+    {
+        let sum: u64 = parts.iter().map(|p| p.1).sum();
+        assert!(sum <= total + slack, "{who}'s parts ({sum} ns) fit in its latency ({total} ns)");
     }
 }
 

@@ -184,8 +184,10 @@ fn run_cells(
     try_load(session, &planned)?;
     let mut store = super::writable_store(&a.db)?;
     // Kept with the runs, so every report of these labels says which cells are missing and why.
-    for ((label, _), (probe, why)) in passes.iter().flat_map(|p| skipped.iter().map(move |s| (p, s))) {
-        store.note_absent(label, probe, why)?;
+    for (label, _) in passes {
+        for (probe, why) in skipped {
+            store.note_absent(label, probe, why)?;
+        }
     }
     let ran = run_planned(session, &mut store, &planned, a.settle)?;
     let mut done = ran.done;
@@ -392,7 +394,7 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
     let baseline = a.gate.as_ref().map(|g| g.baseline.as_str());
     crate::report::select::fit_all(&latency);
     let mut findings = crate::report::findings::compute(&latency, &costs, baseline);
-    let labels: Vec<String> = passes.iter().map(|(label, _)| label.clone()).collect();
+    let labels: Vec<&str> = passes.iter().map(|(label, _)| label.as_str()).collect();
     crate::report::findings::add_absent(&mut findings, &store.absent(&labels)?, &latency);
     print!("\n{}", crate::report::findings::text(&findings));
     // A study asked to stop still draws what it measured, within the 2 s a stop may take:

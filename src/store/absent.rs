@@ -29,7 +29,7 @@ impl Store {
 
     /// The probes noted absent under `labels` that those labels still have no run of, in the
     /// labels' order, then by probe.
-    pub fn absent(&self, labels: &[String]) -> Result<Vec<Absent>> {
+    pub fn absent(&self, labels: &[&str]) -> Result<Vec<Absent>> {
         let mut stmt = self.conn.prepare(
             "SELECT probe, reason FROM absent a WHERE label = ?1
              AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.label = a.label AND r.probe = a.probe)
@@ -37,8 +37,8 @@ impl Store {
         )?;
         let mut out = Vec::new();
         for label in labels {
-            let rows =
-                stmt.query_map([label], |r| Ok(Absent { label: label.clone(), probe: r.get(0)?, reason: r.get(1)? }))?;
+            let rows = stmt
+                .query_map([label], |r| Ok(Absent { label: label.to_string(), probe: r.get(0)?, reason: r.get(1)? }))?;
             out.extend(rows.collect::<Result<Vec<_>, _>>()?);
         }
         Ok(out)
@@ -57,7 +57,7 @@ mod tests {
         store.note_absent("std", "timerlat", "no tracer").unwrap();
         store.note_absent("std", "timerlat", "the kernel has no timerlat tracer").unwrap();
         store.note_absent("rt", "timerlat", "tracefs is not mounted").unwrap();
-        let labels = ["std".to_string(), "rt".to_string()];
+        let labels = ["std", "rt"];
         let said: Vec<(String, String)> =
             store.absent(&labels).unwrap().into_iter().map(|a| (a.label, a.reason)).collect();
         assert_eq!(
@@ -71,7 +71,7 @@ mod tests {
         store.begin(&RunHead { label: "rt".into(), ..RunHead::for_test("timerlat") }).unwrap();
         let left: Vec<String> = store.absent(&labels).unwrap().into_iter().map(|a| a.label).collect();
         assert_eq!(left, ["std"]);
-        assert!(store.absent(&["other".to_string()]).unwrap().is_empty(), "only the labels asked for");
+        assert!(store.absent(&["other"]).unwrap().is_empty(), "only the labels asked for");
     }
 
     #[test]
@@ -90,7 +90,7 @@ mod tests {
         here.note_absent("guest", "timerlat", "newer reason").unwrap();
         here.merge(&there).unwrap();
         let said: Vec<(String, String)> =
-            here.absent(&["guest".to_string()]).unwrap().into_iter().map(|a| (a.probe, a.reason)).collect();
+            here.absent(&["guest"]).unwrap().into_iter().map(|a| (a.probe, a.reason)).collect();
         assert_eq!(said, [("noise".into(), "no CPU to spare".into()), ("timerlat".into(), "newer reason".into())]);
     }
 }

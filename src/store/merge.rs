@@ -86,7 +86,7 @@ impl Store {
         }
         // What a study there could not run: the later reason wins, as in one store.
         tx.execute(
-            "INSERT INTO main.absent SELECT * FROM other.absent WHERE true
+            "INSERT INTO main.absent (label, probe, reason, at) SELECT label, probe, reason, at FROM other.absent WHERE true
              ON CONFLICT (label, probe) DO UPDATE SET reason = excluded.reason, at = excluded.at
              WHERE excluded.at > absent.at",
             [],

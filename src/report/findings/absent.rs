@@ -52,8 +52,7 @@ mod tests {
 
     fn said(store: &Store, labels: &[&str]) -> Vec<(String, String)> {
         let runs = crate::report::select::runs(store, &[], &[], &[]).unwrap();
-        let labels: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
-        let found = sentences(&store.absent(&labels).unwrap(), &runs);
+        let found = sentences(&store.absent(labels).unwrap(), &runs);
         assert!(found.iter().all(|f| f.topic == Topic::Absent));
         found.into_iter().map(|f| (f.sentence, f.link)).collect()
     }

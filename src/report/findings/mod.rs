@@ -18,7 +18,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::select::RunView;
+use super::select::{labels, RunView};
 use super::svg::esc;
 
 /// How many findings the page shows before folding the rest: the answer must fit the first
@@ -232,17 +232,6 @@ pub fn factor(r: f64) -> String {
 /// A latency in ns as the sentences print it (as the tables do).
 fn us(ns: f64) -> String {
     crate::units::fmt_ns_as_us(ns)
-}
-
-/// The labels of `runs` in the order they first appear.
-fn labels<'a>(runs: impl Iterator<Item = &'a RunView>) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
-    for r in runs {
-        if !out.contains(&r.label()) {
-            out.push(r.label());
-        }
-    }
-    out
 }
 
 /// "timer loaded", "gtod idle".

@@ -161,9 +161,12 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
     let mut named = 0;
     for b in &breaches {
         let (at, late) = (b["mono_ns"].as_u64().unwrap(), b["latency_ns"].as_u64().unwrap());
+        let causes = b["causes"].as_array().cloned().unwrap_or_default();
+        let is_hog = |c: &serde_json::Value| {
+            c["kind"] == "task" && c["detail"].as_str().unwrap_or("").contains(&format!("pid {hog_pid},"))
+        };
         let main = &b["causes"][0];
-        let blames_hog =
-            main["kind"] == "task" && main["detail"].as_str().unwrap_or("").contains(&format!("pid {hog_pid},"));
+        let blames_hog = is_hog(main);
         // A window whose start the buffer lost (a stall of many ms on a loaded machine) cannot
         // see the busy loop; it must say so rather than blame anything.
         let truncated = b["verdict"].as_str().unwrap().contains("no longer held the start");
@@ -173,10 +176,18 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
                 "a truncated window blames nothing it did not see: {b:#}"
             );
         } else if bursts.iter().any(|&(start, end)| at < end && at + late > start) {
-            assert!(blames_hog, "a breach during the busy loop names it (pid {hog_pid}): {b:#}");
-            assert!(b["verdict"].as_str().unwrap().starts_with("task python3"), "{}", b["verdict"]);
+            // The loop is among the causes of a breach it overlaps; first, unless something
+            // else of the machine's (a stolen vCPU, a task the kernel did not preempt) took
+            // longer still.
+            let hog = causes.iter().find(|c| is_hog(c));
+            assert!(hog.is_some(), "a breach during the busy loop names it (pid {hog_pid}): {b:#}");
+            let hog_ns = hog.unwrap()["ns"].as_u64().unwrap();
+            assert!(blames_hog || main["ns"].as_u64().unwrap() >= hog_ns, "the largest cause is first: {b:#}");
+            if blames_hog {
+                assert!(b["verdict"].as_str().unwrap().starts_with("task python3"), "{}", b["verdict"]);
+                named += 1;
+            }
             in_timerlat_terms_names(b, hog_pid);
-            named += 1;
         } else {
             assert!(!blames_hog, "a breach outside the busy loop does not blame it: {b:#}");
         }

@@ -20,6 +20,10 @@ pub enum CauseKind {
     /// Nothing in the trace: the CPU did not run anything the kernel recorded (the hypervisor
     /// took it, an SMI, or code with interrupts off and no event).
     Untraced,
+    /// The timer's interrupt had not come while a task ran (rtla's IRQ handler delay): no task
+    /// holds back an interrupt but with interrupts off in its kernel code, and the hypervisor
+    /// does the same from outside. Which one, the trace does not say.
+    IrqDelay,
 }
 
 /// One contributor to a breach's delay.

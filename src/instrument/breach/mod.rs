@@ -261,7 +261,10 @@ fn window(text: &str, s: &Around, (from, to): (u64, u64)) -> Breach {
     let cpu = marker.map(|m| m.cpu).or(cpu.map(|c| c as u32));
     let ours = marker.map_or(-1, |m| m.pid);
     let on_cpu = |e: &&parse::Event| Some(e.cpu) == cpu;
-    let mut a = attribute::attribute(&events, cpu.unwrap_or(u32::MAX), t0, t1, ours, &policy_of);
+    let timerlat_analysis = cpu.and_then(|c| terms::breakdown(&events, c, t0, t1, ours));
+    // Where the timer's interrupt began: a task's time before it is the interrupt's delay.
+    let irq_at = timerlat_analysis.as_ref().map(|a| t0 + a.irq_handler_delay_ns);
+    let mut a = attribute::attribute(&events, (cpu.unwrap_or(u32::MAX), ours), (t0, t1), irq_at, &policy_of);
     if events.iter().find(on_cpu).is_none_or(|e| e.ts_ns > t0) {
         a.verdict = format!("{} (the trace buffer no longer held the start of the delay)", a.verdict);
     }
@@ -278,7 +281,6 @@ fn window(text: &str, s: &Around, (from, to): (u64, u64)) -> Breach {
             detail: e.detail.to_string(),
         })
         .collect();
-    let timerlat_analysis = cpu.and_then(|c| terms::breakdown(&events, c, t0, t1, ours));
     let (latency_ns, verdict, causes) = (t1 - t0, a.verdict, a.causes);
     Breach { seq, thread, cpu, t_ns, mono_ns: t0, latency_ns, irq_ns: None, verdict, causes, window, timerlat_analysis }
 }

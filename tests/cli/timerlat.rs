@@ -269,10 +269,7 @@ fn in_the_rt_guest_rtbench_and_rtla_timerlat_both_blame_the_hog_for_the_breach_i
     // rtbench: the breach during the busy loop names it, in its verdict and in timerlat's terms.
     let hog = read("hog-breach.pid").trim().to_string();
     let breaches = docs[1]["breaches"].as_array().cloned().unwrap_or_default();
-    let blamed = breaches.iter().find(|b| {
-        b["causes"][0]["kind"] == "task"
-            && b["causes"][0]["detail"].as_str().unwrap_or("").contains(&format!("pid {hog},"))
-    });
+    let blamed = breaches.iter().find(|b| crate::breach::names_task(&b["causes"][0], &hog));
     let blamed =
         blamed.unwrap_or_else(|| panic!("rtbench names the loop (pid {hog}): {breaches:#?}\n{}", read("breach.out")));
     let ours = &blamed["timerlat_analysis"];

@@ -3,7 +3,8 @@
 #   rtla_where NAME TRACER ENV [no-rtla]
 #                                 with GUEST=VMLINUZ, boots VMLINUZ with virtme-ng (2 vCPUs, TCG:
 #                                 no usable KVM here, the clock on the TSC; KEEP=DIR writable
-#                                 there) on this root file system and runs the
+#                                 there; APPEND=PARAMS more kernel parameters, e.g.
+#                                 pti=off) on this root file system and runs the
 #                                 calling script inside with ENV; else checks that rtla and the
 #                                 kernel's TRACER are here (rtla not, with no-rtla: the script
 #                                 drives the tracer itself) and mounts tracefs
@@ -18,9 +19,12 @@ rtla_where() {
         # read of rtbench's is a system call and a device access under QEMU's one lock, while
         # the kernel's tracers read the TSC.
         exec vng -r "$GUEST" --disable-kvm --cpus 2 --qemu-opt=-cpu --qemu-opt=max,vendor=GenuineIntel \
-            --append tsc=nowatchdog ${KEEP:+--rwdir "$KEEP"} --exec "env $env RTBENCH=$RTBENCH $(realpath "$0")"
+            --append "tsc=nowatchdog${APPEND:+ $APPEND}" ${KEEP:+--rwdir "$KEEP"} --exec "env $env RTBENCH=$RTBENCH $(realpath "$0")"
     fi
     [ "$rtla" = no-rtla ] || command -v rtla >/dev/null || { echo "$name: rtla is not installed (apt-get install rtla)" >&2; exit 2; }
     mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+    # Under TCG a user-space loop pays for every kernel exit that changes the page tables (the
+    # emulator flushes its TLB), a kernel thread does not: say whether the kernel isolates them.
+    echo "$name in $(uname -r): Meltdown $(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null || echo unknown)"
     grep -qw "$tracer" /sys/kernel/tracing/available_tracers || { echo "$name: this kernel ($(uname -r)) has no $tracer tracer" >&2; exit 2; }
 }

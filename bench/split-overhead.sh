@@ -9,6 +9,8 @@
 #                                                     so the ratios show this machine's noise
 #   CPU=0 PRIO=99 bench/split-overhead.sh ...         another CPU or priority, for a shared machine
 #                                                     whose CPU 1 others hold with FIFO 95 loads
+#   SPLIT_MODE=aggregate bench/split-overhead.sh ...  the split in that mode (auto, per-sample,
+#                                                     aggregate; default auto, per-sample here)
 #
 # Needs root (tracing, FIFO priority), python3 and a release build (`cargo build --release`; set
 # RTBENCH for another binary). Each round runs both variants, alternating which goes first, one
@@ -35,14 +37,14 @@ db=$tmp/rtbench.db
 
 run() { # variant round
     local extra=()
-    [ "$1" = split ] && [ "${AA:-0}" != 1 ] && extra=(--split)
+    [ "$1" = split ] && [ "${AA:-0}" != 1 ] && extra=(--split --split-mode "${SPLIT_MODE:-auto}")
     "$RTBENCH" timer -t 1 -a "$CPU" -p "$PRIO" -i 1000 -D "${SECS}s" -q --db "$db" "${extra[@]}" >"$tmp/$1.$2.out" 2>&1
     "$RTBENCH" export "$("$RTBENCH" runs --db "$db" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')" \
         --db "$db" --format json >"$tmp/$1.$2.json"
 }
 
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "settings: timer -t 1 -a $CPU -p $PRIO -i 1000, ${SECS} s per run, ${ROUNDS} rounds; with and without --split"
+echo "settings: timer -t 1 -a $CPU -p $PRIO -i 1000, ${SECS} s per run, ${ROUNDS} rounds; with and without --split (--split-mode ${SPLIT_MODE:-auto})"
 for r in $(seq 1 "$ROUNDS"); do
     echo "round $r/$ROUNDS ..."
     if [ $((r % 2)) -eq 1 ]; then run plain "$r"; run split "$r"; else run split "$r"; run plain "$r"; fi

@@ -224,9 +224,6 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
     assert_eq!(tracing_state(), before, "tracing is as it was");
 }
 
-/// A breach during the busy loop, cut as rtla timerlat's auto-analysis cuts it, names the loop
-/// (as the blocking thread, or as thread interference when the timer fired into idle and the
-/// loop woke with it), and its parts with what they leave out add up to the latency.
 /// Whether `cause` names task `pid`: the task ran, or the timer's interrupt came late while it
 /// ran (under a hypervisor a busy loop is often current when the interrupt is held back).
 pub fn names_task(cause: &serde_json::Value, pid: impl std::fmt::Display) -> bool {
@@ -234,6 +231,9 @@ pub fn names_task(cause: &serde_json::Value, pid: impl std::fmt::Display) -> boo
     (cause["kind"] == "task" || cause["kind"] == "irq_delay") && detail.contains(&format!("pid {pid},"))
 }
 
+/// A breach during the busy loop, cut as rtla timerlat's auto-analysis cuts it, names the loop
+/// (as the blocking thread, or as thread interference when the timer fired into idle and the
+/// loop woke with it), and its parts with what they leave out add up to the latency.
 fn in_timerlat_terms_names(b: &serde_json::Value, hog_pid: u32) {
     let a = &b["timerlat_analysis"];
     assert!(a.is_object(), "the breakdown in timerlat's terms: {b:#}");

@@ -22,17 +22,17 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
         "500",
         "--classify",
         "-D",
-        "7s",
+        "9s",
         "-q",
         "--breach",
         "1500",
         "--breach-max",
         "1",
     ];
-    let mut hog = held_hog(&lab, "1", "5", "0.002");
+    let mut hog = held_hog(&lab, "1", "7", "0.002");
     let running = measuring(&lab, lab.cmd(&[&run[..], &["--json", json.to_str().unwrap()]].concat()));
     // Once the run measures (a busy machine may take seconds to set it up), a FIFO-99 burst
-    // of 2 ms once a second on CPU 1, five times: the last 4.5 s after its first checkpoint (1 s in).
+    // of 2 ms once a second on CPU 1, seven times: the last 6.5 s after its first checkpoint (1 s in).
     release(&mut hog);
     let bursts = hog_bursts(&mut hog);
     succeeded(running);
@@ -45,9 +45,9 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let in_burst = |at: u64, ns: u64| bursts.iter().any(|&(a, end)| start + at < end && start + at + ns > a);
     // On a loaded machine the busy loop may start too late for its bursts to fall in the run:
     // then there is nothing to hold the classification to.
-    let inside = bursts.iter().filter(|&&(a, end)| a >= start && end <= start + 7_000_000_000).count();
-    if inside < 3 {
-        let run = (start, start + 7_000_000_000);
+    let inside = bursts.iter().filter(|&&(a, end)| a >= start && end <= start + 9_000_000_000).count();
+    if inside < 4 {
+        let run = (start, start + 9_000_000_000);
         skip(&format!(
             "only {inside} of the busy loop's bursts {bursts:?} fell inside the run {run:?} (a loaded machine)"
         ));
@@ -62,7 +62,11 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
             in_burst(f[1], f[2]).then_some(f[2])
         })
         .collect();
-    assert!(overlapping.len() >= 3, "gaps during the bursts: {overlapping:?}");
+    // A burst that begins while the loop pauses under RT throttling (1.45 ms of every 10 ms
+    // here) leaves no gap: the loop measures again from when it runs, and a pause is not noise.
+    // That hides about one burst in seven, each on its own (the pauses drift against
+    // the bursts); two of four or more inside the run hidden at once are 1 % or less.
+    assert!(overlapping.len() >= 2, "gaps during the bursts: {overlapping:?} ({inside} bursts inside the run)");
     let totals = doc["run"]["params"]["classify"]["threads"][0]["totals"].as_array().expect("classified").clone();
     let hog_pid = format!("pid {},", hog.id());
     let named: u64 = totals
@@ -78,7 +82,7 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
         doc["run"]["params"]["classify"]["threads"][0]["longest"].as_array().expect("the longest gaps").clone();
     let kept = |g: &serde_json::Value| in_burst(g["t_ns"].as_u64().unwrap(), g["ns"].as_u64().unwrap());
     let burst_gaps: Vec<_> = longest.iter().filter(|g| kept(g)).collect();
-    assert!(burst_gaps.len() >= 3, "the bursts' gaps among the longest: {longest:?}");
+    assert!(burst_gaps.len() >= 2, "the bursts' gaps among the longest: {longest:?}");
     assert!(burst_gaps.iter().all(|g| g["class"] != "hardware"), "a burst's gap went to the hardware: {burst_gaps:?}");
     assert_intervals_add_up(&doc, &totals);
     // Counted as rtla osnoise counts them: each gap put down to the busy loop holds at least one

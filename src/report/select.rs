@@ -33,13 +33,7 @@ pub fn split(runs: Vec<RunView>) -> (Vec<RunView>, Vec<RunView>) {
 
 /// The labels of `runs` in the order they first appear.
 pub fn labels<'a>(runs: impl Iterator<Item = &'a RunView>) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
-    for r in runs {
-        if !out.contains(&r.label()) {
-            out.push(r.label());
-        }
-    }
-    out
+    super::build::distinct(runs.map(|r| r.label()))
 }
 
 /// Fits every run's worst-case estimate, one run per CPU at a time: the fits are most of a

@@ -111,8 +111,9 @@ fn render_files(dir: &Path, figs: &[Figure], skip_pngs: SkipPngs) -> Result<usiz
     })
 }
 
-pub(super) fn distinct(it: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+/// The items of `it` in the order they first appear, each once.
+pub(super) fn distinct<T: PartialEq>(it: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
     for s in it {
         if !out.contains(&s) {
             out.push(s);

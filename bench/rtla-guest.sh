@@ -23,8 +23,9 @@ rtla_where() {
     fi
     [ "$rtla" = no-rtla ] || command -v rtla >/dev/null || { echo "$name: rtla is not installed (apt-get install rtla)" >&2; exit 2; }
     mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
-    # Under TCG a user-space loop pays for every kernel exit that changes the page tables (the
-    # emulator flushes its TLB), a kernel thread does not: say whether the kernel isolates them.
+    # Whether the kernel isolates page tables: a user-space loop pays for each kernel exit that
+    # switches them (under TCG the emulator flushes its TLB), a kernel thread does not. With
+    # APPEND=pti=off rtbench's noise came within rtla's A/A once; one boot each, not settled.
     echo "$name in $(uname -r): Meltdown $(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null || echo unknown)"
     grep -qw "$tracer" /sys/kernel/tracing/available_tracers || { echo "$name: this kernel ($(uname -r)) has no $tracer tracer" >&2; exit 2; }
 }

@@ -14,6 +14,8 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     // Gaps over 500 µs only, so the store keeps every one; the breach tracer beside it: its
     // window gives the run's start on CLOCK_MONOTONIC.
     let json = lab.path("run.json");
+    const SECONDS: u64 = 9;
+    let duration = format!("{SECONDS}s");
     let run = [
         "noise",
         "-a",
@@ -22,7 +24,7 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
         "500",
         "--classify",
         "-D",
-        "9s",
+        &duration,
         "-q",
         "--breach",
         "1500",
@@ -45,9 +47,9 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let in_burst = |at: u64, ns: u64| bursts.iter().any(|&(a, end)| start + at < end && start + at + ns > a);
     // On a loaded machine the busy loop may start too late for its bursts to fall in the run:
     // then there is nothing to hold the classification to.
-    let inside = bursts.iter().filter(|&&(a, end)| a >= start && end <= start + 9_000_000_000).count();
+    let inside = bursts.iter().filter(|&&(a, end)| a >= start && end <= start + SECONDS * 1_000_000_000).count();
     if inside < 4 {
-        let run = (start, start + 9_000_000_000);
+        let run = (start, start + SECONDS * 1_000_000_000);
         skip(&format!(
             "only {inside} of the busy loop's bursts {bursts:?} fell inside the run {run:?} (a loaded machine)"
         ));
@@ -84,7 +86,7 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let burst_gaps: Vec<_> = longest.iter().filter(|g| kept(g)).collect();
     assert!(burst_gaps.len() >= 2, "the bursts' gaps among the longest: {longest:?}");
     assert!(burst_gaps.iter().all(|g| g["class"] != "hardware"), "a burst's gap went to the hardware: {burst_gaps:?}");
-    assert_intervals_add_up(&doc, &totals);
+    assert_intervals_add_up(&doc, &totals, SECONDS);
     // Counted as rtla osnoise counts them: each gap put down to the busy loop holds at least one
     // time it was switched in (an IRQ in a gap over 500 µs is likely, not certain).
     let events = &doc["run"]["params"]["classify"]["threads"][0]["interference"];
@@ -114,8 +116,8 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
 }
 
 /// The export's per-interval counts ("per class per second") add up to the run's totals of
-/// each class, and every interval lies within the run.
-fn assert_intervals_add_up(doc: &serde_json::Value, totals: &[serde_json::Value]) {
+/// each class, and every interval lies within the run of `seconds` (1 s intervals, the first 0).
+fn assert_intervals_add_up(doc: &serde_json::Value, totals: &[serde_json::Value], seconds: u64) {
     let intervals = doc["noise_intervals"].as_array().expect("the gaps per interval");
     for class in ["irq", "softirq", "thread", "hardware", "unknown"] {
         let sum = |rows: &[serde_json::Value], field: &str| -> u64 {
@@ -124,7 +126,8 @@ fn assert_intervals_add_up(doc: &serde_json::Value, totals: &[serde_json::Value]
         let want = (sum(totals, "count"), sum(totals, "ns"));
         assert_eq!((sum(intervals, "count"), sum(intervals, "ns")), want, "{class}: {intervals:?}");
     }
-    assert!(intervals.iter().all(|r| r["index"].as_u64().unwrap() < 8), "a 7 s run: {intervals:?}");
+    let within = |r: &serde_json::Value| r["index"].as_u64().unwrap() < seconds;
+    assert!(intervals.iter().all(within), "a {seconds} s run: {intervals:?}");
     assert!(intervals.iter().any(|r| r["class"] == "thread"), "the bursts' intervals: {intervals:?}");
 }
 

@@ -12,7 +12,7 @@ mod synthetic;
 pub mod timer;
 mod timerlat;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,11 +36,26 @@ pub struct ThreadCtx<'a> {
     /// Samples to take before stopping (u64::MAX: until told to stop).
     pub loops: u64,
     stop: &'a AtomicBool,
+    /// When the runner set `stop` (CLOCK_MONOTONIC ns; 0: not yet, or a failure set it).
+    stop_ns: &'a AtomicU64,
 }
 
 impl<'a> ThreadCtx<'a> {
-    pub fn new(rec: &'a mut Recorder, index: usize, start_ns: u64, loops: u64, stop: &'a AtomicBool) -> Self {
-        ThreadCtx { rec, index, start_ns, loops, stop }
+    pub fn new(
+        rec: &'a mut Recorder,
+        index: usize,
+        start_ns: u64,
+        loops: u64,
+        stop: (&'a AtomicBool, &'a AtomicU64),
+    ) -> Self {
+        ThreadCtx { rec, index, start_ns, loops, stop: stop.0, stop_ns: stop.1 }
+    }
+
+    /// When the runner asked the threads to stop, once it has: for a thread that notices the
+    /// stop late (it sleeps long between reads), the end of the run's time.
+    pub fn stopped_at_ns(&self) -> Option<u64> {
+        let asked = self.stop.load(Ordering::SeqCst);
+        asked.then(|| self.stop_ns.load(Ordering::SeqCst)).filter(|&ns| ns > 0)
     }
 
     /// True once the runner asked every thread to stop.

@@ -9,7 +9,7 @@
 //! by the restore layer and put back, by the next command after a kill.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{ErrorKind, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -23,8 +23,7 @@ use crate::restore::{Guard, Held};
 use crate::stats::Stats;
 use crate::trace::ftrace::instance::{self, Instance};
 use crate::trace::ftrace::owned::Owned;
-use crate::trace::ftrace::raw::PageLayout;
-use crate::trace::timerlat::{self, Options, Record};
+use crate::trace::timerlat::{self, Options};
 use crate::trace::TimerlatTraced;
 
 pub const INFO: ProbeInfo = ProbeInfo {
@@ -55,11 +54,11 @@ pub const INFO: ProbeInfo = ProbeInfo {
 /// every 50 ms gave a thread p99 of 1212-1681 µs against rtla's 221-317 µs on the same tracer,
 /// and reads every 500 ms with a look at the stop flag every 50 ms between them 1.2-1.6x
 /// rtla's p99; with no wake-up but the reads, 0.95x (IRQ) and 0.98x (thread) over 6 rounds
-/// (rtla reads once a second). Under an emulator every wake-up of the reader's CPU takes host
-/// time from the measured one.
+/// (an experimental reader of the binary pages; rtla reads once a second). Under an emulator
+/// every wake-up of the reader's CPU takes host time from the measured one.
 const READ_EVERY_NS: u64 = 500_000_000;
-/// Per-CPU buffer: two records of about 32 bytes per activation (with their headers), some
-/// six seconds of them at 10 kHz (a dozen reads' worth).
+/// Per-CPU buffer: two lines of ~100 bytes per activation, two seconds of them at 10 kHz (four
+/// reads' worth).
 const BUFFER_KB: u64 = 4096;
 
 fn supported() -> Result<(), String> {
@@ -84,9 +83,6 @@ struct Timerlat {
 
 struct Armed {
     instance: PathBuf,
-    /// How the buffer's pages and the tracer's records are laid out.
-    layout: PageLayout,
-    record: Record,
     cpus: Vec<usize>,
     /// The collector's CPUs, the housekeeping ones (empty: every one is measured, and each
     /// reader stays on its CPU at SCHED_OTHER). rtla reads from none of the measured either.
@@ -121,8 +117,6 @@ impl Probe for Timerlat {
         sorted.sort_unstable();
         sorted.dedup();
         let root = instance::tracefs().map_err(|e| crate::invalid!("timerlat: {e}"))?.root;
-        let layout = PageLayout::read(&root).map_err(|e| anyhow::anyhow!("timerlat: {e}"))?;
-        let record = Record::read(&root).map_err(|e| anyhow::anyhow!("timerlat: {e}"))?;
         let options = Options::read(&root).map_err(|e| anyhow::anyhow!("cannot read the timerlat options: {e}"))?;
         let options =
             Held::journalled(options).map_err(|e| anyhow::anyhow!("cannot hold the timerlat options: {e}"))?;
@@ -133,8 +127,7 @@ impl Probe for Timerlat {
         })
         .map_err(|e| anyhow::anyhow!("timerlat: {e}"))?;
         let readers_on = collector.to_vec();
-        let instance = made.instance.dir.clone();
-        let _ = self.armed.set(Armed { instance, layout, record, cpus: cpus.clone(), readers_on });
+        let _ = self.armed.set(Armed { instance: made.instance.dir.clone(), cpus: cpus.clone(), readers_on });
         *self.irq.lock().unwrap_or_else(|e| e.into_inner()) = vec![Stats::default(); cpus.len()];
         Ok(Some(Box::new(Tracing { _instance: made, _options: options })))
     }
@@ -147,12 +140,11 @@ impl Probe for Timerlat {
 
     fn run(&self, ctx: &mut ThreadCtx) {
         let Some(armed) = self.armed.get() else { return };
-        let cpu = armed.cpus[ctx.index];
-        let Ok(mut pipe) = open_pipe(&armed.instance, cpu) else { return };
+        let Ok(mut pipe) = open_pipe(&armed.instance, armed.cpus[ctx.index]) else { return };
         if !armed.readers_on.is_empty() {
             let _ = crate::sys::set_affinity(&armed.readers_on);
         }
-        let (mut page, mut filled) = (vec![0u8; armed.layout.page_size()], 0);
+        let (mut buf, mut carry) = (vec![0u8; 1 << 16], String::new());
         let mut irq = Stats::default();
         let mut taken = 0u64;
         // The run's own activations: the tracer ran before the run began (armed first), and
@@ -165,18 +157,16 @@ impl Probe for Timerlat {
             if ctx.stopped() {
                 until = ctx.stopped_at_ns().unwrap_or_else(crate::sys::now_ns);
             }
-            // A read gives a whole page; one cut short is completed by the next.
-            while let Ok(n) = pipe.read(&mut page[filled..]) {
-                filled += n;
-                if n == 0 || filled < page.len() {
+            while let Ok(n) =
+                pipe.read(&mut buf).or_else(|e| if e.kind() == ErrorKind::WouldBlock { Ok(0) } else { Err(e) })
+            {
+                if n == 0 {
                     break;
                 }
-                filled = 0;
-                // A page the parser cannot follow is left; the samples it held count as the
-                // IRQ split's unmatched.
-                let Ok(read) = armed.layout.records(&page) else { continue };
-                let samples = read.records.iter().filter_map(|&(ts, data)| armed.record.sample(cpu as u32, ts, data));
-                for s in samples.filter(|s| (from..=until).contains(&s.ts_ns)) {
+                carry.push_str(&String::from_utf8_lossy(&buf[..n]));
+                let whole = carry.rfind('\n').map_or(0, |i| i + 1);
+                let lines = carry[..whole].lines().filter_map(timerlat::sample);
+                for s in lines.filter(|s| (from..=until).contains(&s.ts_ns)) {
                     if s.irq {
                         irq.record(s.latency_ns);
                     } else if taken < ctx.loops {
@@ -184,6 +174,7 @@ impl Probe for Timerlat {
                         taken += 1;
                     }
                 }
+                carry.drain(..whole);
             }
             let mut all = self.irq.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(t) = all.get_mut(ctx.index) {
@@ -202,8 +193,8 @@ impl Probe for Timerlat {
     }
 }
 
-/// CPU `cpu`'s buffer of the instance in binary pages, read without waiting.
+/// CPU `cpu`'s buffer of the instance, read without waiting.
 fn open_pipe(dir: &Path, cpu: usize) -> std::io::Result<File> {
-    let at = dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+    let at = dir.join(format!("per_cpu/cpu{cpu}/trace_pipe"));
     std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(at)
 }

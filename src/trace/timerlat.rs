@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::ftrace::raw::{uint, Field, Format};
 use crate::restore::Change;
 
 /// Why a kernel cannot give the timerlat source, for the refusal and the study's skip.
@@ -25,7 +24,7 @@ pub const ABSENT: &str = "the kernel has no timerlat tracer (CONFIG_TIMERLAT_TRA
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
     pub cpu: u32,
-    /// CLOCK_MONOTONIC ns (the instance runs on the `mono` clock); to the microsecond from text.
+    /// CLOCK_MONOTONIC ns (the instance runs on the `mono` clock), microsecond resolution.
     pub ts_ns: u64,
     /// The activation's number, the same in its `irq` and `thread` lines.
     pub activation: u64,
@@ -52,49 +51,6 @@ pub fn sample(line: &str) -> Option<Sample> {
         return None;
     }
     Some(Sample { cpu: e.cpu, ts_ns: e.ts_ns, activation, irq, latency_ns: value.parse().ok()? })
-}
-
-/// Where the tracer's record keeps what a text line says, from its `format`
-/// (`events/ftrace/timerlat/format`: `seqnum`, `context`, `timer_latency`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Record {
-    id: u16,
-    kind: Field,
-    activation: Field,
-    context: Field,
-    latency: Field,
-}
-
-impl Record {
-    pub fn read(root: &Path) -> Result<Record, String> {
-        let path = root.join("events/ftrace/timerlat/format");
-        Record::of(&Format::read(&path)?).ok_or_else(|| format!("{} is not timerlat's record as known", path.display()))
-    }
-
-    pub fn of(f: &Format) -> Option<Record> {
-        Some(Record {
-            id: f.id?,
-            kind: f.field("common_type")?,
-            activation: f.field("seqnum")?,
-            context: f.field("context")?,
-            latency: f.field("timer_latency")?,
-        })
-    }
-
-    /// The sample in a record of CPU `cpu`'s buffer stamped `ts_ns`, or `None` for a record of
-    /// another event or another context (a newer kernel's return to user space).
-    pub fn sample(&self, cpu: u32, ts_ns: u64, data: &[u8]) -> Option<Sample> {
-        if uint(data, self.kind)? != self.id as u64 {
-            return None;
-        }
-        let irq = match uint(data, self.context)? {
-            0 => true,
-            1 => false,
-            _ => return None,
-        };
-        let (activation, latency_ns) = (uint(data, self.activation)?, uint(data, self.latency)?);
-        Some(Sample { cpu, ts_ns, activation, irq, latency_ns })
-    }
 }
 
 /// Whether the kernel at tracefs `root` has the tracer; `Err` when tracefs cannot be read.
@@ -170,37 +126,6 @@ mod tests {
 
     /// The tracer's output as the RT guest printed it (tests/fixtures/README.md).
     const CAPTURED: &str = include_str!("../../tests/fixtures/timerlat-trace.txt");
-
-    /// A binary capture of the tracer's pages on CPU 1 and the same events as text, with the
-    /// kernel's descriptions of the page and the record (tests/fixtures/README.md).
-    #[test]
-    fn a_binary_page_gives_the_samples_its_text_gives() {
-        use crate::trace::ftrace::raw::PageLayout;
-        let page = Format::parse(include_str!("../../tests/fixtures/header_page")).unwrap();
-        let layout = PageLayout::of(&page).unwrap();
-        let record = Record::of(&Format::parse(include_str!("../../tests/fixtures/timerlat-format")).unwrap()).unwrap();
-        let pages: &[u8] = include_bytes!("../../tests/fixtures/timerlat-pages.bin");
-        let mut raw = Vec::new();
-        for page in pages.chunks(layout.page_size()) {
-            let read = layout.records(page).unwrap();
-            assert!(!read.lost, "nothing was lost in the capture");
-            raw.extend(read.records.iter().filter_map(|&(ts, data)| record.sample(1, ts, data)));
-        }
-        let text: Vec<Sample> =
-            include_str!("../../tests/fixtures/timerlat-binary.txt").lines().filter_map(sample).collect();
-        assert!(raw.len() >= 100 && raw.iter().any(|s| s.irq) && raw.iter().any(|s| !s.irq), "{raw:?}");
-        assert_eq!(raw.len(), text.len(), "every record is a sample, as every line");
-        for (r, t) in raw.iter().zip(&text) {
-            assert_eq!((r.cpu, r.activation, r.irq, r.latency_ns), (t.cpu, t.activation, t.irq, t.latency_ns));
-            // The text shows the stamp rounded to the microsecond.
-            assert!(r.ts_ns.abs_diff(t.ts_ns) <= 500, "{r:?} against {t:?}");
-        }
-        // Another event's record, or another context's, is no sample.
-        let read = layout.records(&pages[..layout.page_size()]).unwrap();
-        let mut other = read.records[0].1.to_vec();
-        other[0] ^= 1;
-        assert_eq!(record.sample(1, 0, &other), None);
-    }
 
     #[test]
     fn a_tracer_line_is_one_activation_in_one_context() {

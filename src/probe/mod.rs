@@ -12,7 +12,7 @@ mod synthetic;
 pub mod timer;
 mod timerlat;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,33 +35,25 @@ pub struct ThreadCtx<'a> {
     pub start_ns: u64,
     /// Samples to take before stopping (u64::MAX: until told to stop).
     pub loops: u64,
-    stop: &'a AtomicBool,
-    /// When the runner set `stop` (CLOCK_MONOTONIC ns; 0: not yet, or a failure set it).
-    stop_ns: &'a AtomicU64,
+    /// When the runner told the threads to stop (CLOCK_MONOTONIC ns), 0 until it has.
+    stop: &'a AtomicU64,
 }
 
 impl<'a> ThreadCtx<'a> {
-    pub fn new(
-        rec: &'a mut Recorder,
-        index: usize,
-        start_ns: u64,
-        loops: u64,
-        stop: (&'a AtomicBool, &'a AtomicU64),
-    ) -> Self {
-        ThreadCtx { rec, index, start_ns, loops, stop: stop.0, stop_ns: stop.1 }
+    pub fn new(rec: &'a mut Recorder, index: usize, start_ns: u64, loops: u64, stop: &'a AtomicU64) -> Self {
+        ThreadCtx { rec, index, start_ns, loops, stop }
     }
 
-    /// When the runner asked the threads to stop, once it has: for a thread that notices the
-    /// stop late (it sleeps long between reads), the end of the run's time.
+    /// When the runner told the threads to stop, once it has: for a thread that notices the
+    /// stop late (it sleeps long between reads), where the run's time ended.
     pub fn stopped_at_ns(&self) -> Option<u64> {
-        let asked = self.stop.load(Ordering::SeqCst);
-        asked.then(|| self.stop_ns.load(Ordering::SeqCst)).filter(|&ns| ns > 0)
+        Some(self.stop.load(Ordering::SeqCst)).filter(|&ns| ns > 0)
     }
 
     /// True once the runner asked every thread to stop.
     #[inline(always)]
     pub fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop.load(Ordering::Relaxed) != 0
     }
 }
 

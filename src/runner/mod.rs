@@ -14,7 +14,7 @@ pub mod sink;
 mod threads;
 mod watchdog;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -123,7 +123,8 @@ fn drive(
 ) -> Result<(i64, Outcome)> {
     let budget_ns = setup.system.budget_ns();
     let Setup { grant, mut warnings, mut params, samples, admit, instruments, collector, .. } = setup;
-    let (stop, stop_ns) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+    // When the threads were told to stop (CLOCK_MONOTONIC ns), 0 while they measure.
+    let stop = Arc::new(AtomicU64::new(0));
     let _stop_on_error = StopOnDrop(Arc::clone(&stop));
     let start_ns = sys::now_ns();
     let started = Instant::now();
@@ -132,17 +133,7 @@ fn drive(
     // instance it writes to).
     let (threads, totals) = {
         let ask = instruments.threads();
-        threads::spawn(
-            cfg,
-            &threads::Start {
-                grant: &grant,
-                admit: admit.as_ref(),
-                stop: &stop,
-                stop_ns: &stop_ns,
-                start_ns,
-                ask: &ask,
-            },
-        )?
+        threads::spawn(cfg, &threads::Start { grant: &grant, admit: admit.as_ref(), stop: &stop, start_ns, ask: &ask })?
     };
     // The runner's own work (checkpoints, the store's fsync, reading /proc) happens on the
     // collector's CPUs; the measuring threads (which inherit nothing of it) were started before.
@@ -152,8 +143,7 @@ fn drive(
     run.instruments = instruments;
     run.follow((budget_ns, cfg.storage.envelope_ns));
     let outcome = measure(cfg, session, &mut run, &threads, Rolls { every, current })?;
-    stop_ns.store(sys::now_ns(), Ordering::SeqCst);
-    stop.store(true, Ordering::SeqCst);
+    stop_now(&stop);
     let load = end_load(session, &mut warnings);
     let bound = STOP_GRACE + Duration::from_nanos(cfg.probe.step_ns());
     join(&mut run, threads, bound, &mut warnings)?;
@@ -480,11 +470,16 @@ fn load_header(cfg: &RunConfig) -> LoadRecord {
     }
 }
 
+/// Tells the measuring threads to stop, now, unless they were told before.
+fn stop_now(stop: &AtomicU64) {
+    let _ = stop.compare_exchange(0, sys::now_ns().max(1), Ordering::SeqCst, Ordering::SeqCst);
+}
+
 /// Tells the measuring threads to stop however `drive` is left, an error included.
-struct StopOnDrop(Arc<AtomicBool>);
+struct StopOnDrop(Arc<AtomicU64>);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        stop_now(&self.0);
     }
 }

@@ -3,7 +3,7 @@
 //! count; the runner collects from each through its collector, never stopping it.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
@@ -59,9 +59,8 @@ impl Threads {
 pub(super) struct Start<'a> {
     pub(super) grant: &'a rt::Grant,
     pub(super) admit: Option<&'a Admit>,
-    pub(super) stop: &'a Arc<AtomicBool>,
-    /// When `stop` was set (CLOCK_MONOTONIC ns; 0 until then).
-    pub(super) stop_ns: &'a Arc<AtomicU64>,
+    /// When the threads were told to stop (CLOCK_MONOTONIC ns), 0 until then.
+    pub(super) stop: &'a Arc<AtomicU64>,
     /// CLOCK_MONOTONIC ns the threads' time offsets count from.
     pub(super) start_ns: u64,
     /// What the instruments ask of the threads.
@@ -97,7 +96,7 @@ pub(super) fn spawn(cfg: &RunConfig, how: &Start) -> Result<(Threads, Vec<Thread
         });
         // A thread on a shielded CPU enters the shield's cpuset first: only there may it pin.
         let admit = how.admit.filter(|a| plan.cpu.is_some_and(|c| a.cpus.contains(&c))).map(|a| a.tasks.clone());
-        let (plan, stop, stop_ns, ended) = (*plan, Arc::clone(how.stop), Arc::clone(how.stop_ns), Arc::clone(&ended));
+        let (plan, stop, ended) = (*plan, Arc::clone(how.stop), Arc::clone(&ended));
         let (probe, loops) = (Arc::clone(&cfg.probe), cfg.loops.unwrap_or(u64::MAX));
         let (policy, priority) =
             if probe.measures_itself() { (how.grant.policy, how.grant.priority) } else { (Policy::Other, 0) };
@@ -111,7 +110,7 @@ pub(super) fn spawn(cfg: &RunConfig, how: &Start) -> Result<(Threads, Vec<Thread
                         let (thread, timer_slack_ns) = (plan.index as u32, entered.timer_slack_ns);
                         let _ = ran_here.set(ThreadRan { thread, policy, priority, timer_slack_ns });
                     }
-                    let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, (&stop, &stop_ns));
+                    let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
                     probe.run(&mut ctx);
                     entered.problem
                 }

@@ -43,8 +43,11 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let b = &doc["breaches"][0];
     let start = b["mono_ns"].as_u64().expect("a breach during a burst") - b["t_ns"].as_u64().unwrap();
     let csv = lab.ok(&["export", &lab.last_run().to_string(), "--format", "samples"]);
-    // Whether a gap (offset into the run, length) overlaps a burst.
-    let in_burst = |at: u64, ns: u64| bursts.iter().any(|&(a, end)| start + at < end && start + at + ns > a);
+    // How much of a gap (offset into the run, length) the bursts took, and whether they took any.
+    let of_bursts = |at: u64, ns: u64| -> u64 {
+        bursts.iter().map(|&(a, end)| (start + at + ns).min(end).saturating_sub((start + at).max(a))).sum()
+    };
+    let in_burst = |at: u64, ns: u64| of_bursts(at, ns) > 0;
     // On a loaded machine the busy loop may start too late for its bursts to fall in the run:
     // then there is nothing to hold the classification to.
     let inside = bursts.iter().filter(|&&(a, end)| a >= start && end <= start + SECONDS * 1_000_000_000).count();
@@ -55,13 +58,15 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
         ));
         return;
     }
-    // The gaps that overlap a burst, each as long as the CPU was taken.
+    // The bursts' gaps, each as long as the CPU was taken: those a burst took at least half of.
+    // A gap mostly another task's is that task's, rightly (in CI a compiler of a test running
+    // beside this one held CPU 1 for 53 ms around a 2 ms burst).
     let overlapping: Vec<u64> = csv
         .lines()
         .skip(1)
         .filter_map(|l| {
             let f: Vec<u64> = l.split(',').map(|v| v.parse().unwrap()).collect();
-            in_burst(f[1], f[2]).then_some(f[2])
+            (of_bursts(f[1], f[2]) * 2 >= f[2]).then_some(f[2])
         })
         .collect();
     // A burst that begins while the loop pauses under RT throttling (1.45 ms of every 10 ms

@@ -4,6 +4,11 @@
 //! interference the run measures. Each line goes to the reader's parser, which keeps what it learns in a state the runner shares; after each pass,
 //! the state learns how far the kernel's events have been read. The split and the noise
 //! classification each hold one.
+//!
+//! A reader sleeps between passes as long as its buffer allows, from 10 ms up to 500 ms: where
+//! CPUs share a host (an emulator, a VM's vCPUs on fewer cores), each wake-up of a housekeeping
+//! CPU takes time from the measured ones (the timerlat source's readers, waking every 50 ms,
+//! made its p99 1.2-1.6 x rtla's under TCG).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -15,8 +20,40 @@ use std::time::Duration;
 
 use super::ftrace::owned::Owned;
 
-/// How often the reader empties the buffer.
-const POLL: Duration = Duration::from_millis(10);
+/// The shortest and longest sleep of a reader between passes.
+const FASTEST: Duration = Duration::from_millis(10);
+const SLOWEST: Duration = Duration::from_millis(500);
+/// How long the end of a run waits for a reader to read the last events: a reader that stopped
+/// must not hold it.
+const LAST_READ: Duration = Duration::from_secs(1);
+/// How often [`Reader::catch_up`] looks whether the reader has read far enough.
+const CATCH_UP_LOOK: Duration = Duration::from_millis(5);
+
+/// What one pass read, against what the buffer holds (in the same unit: records, or bytes of
+/// text against the buffer's bytes, which errs towards reading more often).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fill {
+    pub read: usize,
+    pub room: usize,
+}
+
+/// How long a reader sleeps before its next pass: twice as long after a pass that found its
+/// buffer less than a sixteenth full, half as long after one that found it more than a quarter
+/// full, from [`FASTEST`] (where it starts, not knowing the rate) to [`SLOWEST`]. A rate that
+/// jumps sixteenfold between two passes can fill it; the programs count what they lose.
+#[derive(Debug)]
+struct Pace(Duration);
+
+impl Pace {
+    fn after(&mut self, fill: Fill) -> Duration {
+        if fill.read.saturating_mul(4) > fill.room {
+            self.0 = (self.0 / 2).max(FASTEST);
+        } else if fill.read.saturating_mul(16) < fill.room {
+            self.0 = (self.0 * 2).min(SLOWEST);
+        }
+        self.0
+    }
+}
 
 /// What a reader keeps of the lines it reads.
 pub trait Lines: Send + 'static {
@@ -24,10 +61,12 @@ pub trait Lines: Send + 'static {
     fn line(&mut self, l: &str);
     /// Every event the kernel committed before this CLOCK_MONOTONIC time has been read.
     fn caught_up(&mut self, ns: u64);
+    /// How far, as last told by [`Lines::caught_up`].
+    fn read_to(&self) -> u64;
 }
 
-/// A thread on the collector's CPUs that fills a state every [`POLL`]; dropped, it makes a last
-/// pass and ends. The split's BPF reader is one; [`Stream`] is one reading a trace pipe.
+/// A thread on the collector's CPUs that fills a state at its [`Pace`]; dropped, it makes a
+/// last pass and ends. The split's BPF reader is one; [`Stream`] is one reading a trace pipe.
 pub struct Reader<S> {
     state: Arc<Mutex<S>>,
     stop: Arc<AtomicBool>,
@@ -36,13 +75,13 @@ pub struct Reader<S> {
 
 impl<S: Lines> Reader<S> {
     /// Runs `pass` from a thread named `name`, on the collector's CPUs `on` (empty: where the
-    /// scheduler puts it): each pass reads what there is into the state (false: it cannot read
-    /// any more), then the state learns how far.
+    /// scheduler puts it): each pass reads what there is into the state and says how full the
+    /// buffer was (None: it cannot read any more), then the state learns how far.
     pub fn spawn(
         name: &str,
         state: S,
         on: &[usize],
-        mut pass: impl FnMut(&Mutex<S>) -> bool + Send + 'static,
+        mut pass: impl FnMut(&Mutex<S>) -> Option<Fill> + Send + 'static,
     ) -> Result<Reader<S>, String> {
         let state = Arc::new(Mutex::new(state));
         let stop = Arc::new(AtomicBool::new(false));
@@ -53,17 +92,17 @@ impl<S: Lines> Reader<S> {
                 // collector was allowed, and its main thread was pinned the same way.
                 let _ = crate::sys::set_affinity(&on);
             }
+            let mut pace = Pace(FASTEST);
             loop {
                 let last = st.load(Ordering::Relaxed);
                 let from = crate::sys::now_ns();
-                if !pass(&s) {
-                    return;
-                }
+                let Some(fill) = pass(&s) else { return };
                 lock(&s).caught_up(from);
                 if last {
                     return;
                 }
-                std::thread::sleep(POLL);
+                // Woken early by `catch_up` and by the drop.
+                std::thread::park_timeout(pace.after(fill));
             }
         };
         let thread = std::thread::Builder::new()
@@ -77,12 +116,25 @@ impl<S: Lines> Reader<S> {
     pub fn state(&self) -> Arc<Mutex<S>> {
         Arc::clone(&self.state)
     }
+
+    /// Wakes the reader until it has read every event committed before `ns` (CLOCK_MONOTONIC),
+    /// or [`LAST_READ`] has passed.
+    pub fn catch_up(&self, ns: u64) {
+        let since = std::time::Instant::now();
+        while lock(&self.state).read_to() < ns && since.elapsed() < LAST_READ {
+            if let Some(r) = &self.thread {
+                r.thread().unpark();
+            }
+            std::thread::sleep(CATCH_UP_LOOK);
+        }
+    }
 }
 
 impl<S> Drop for Reader<S> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(r) = self.thread.take() {
+            r.thread().unpark();
             let _ = r.join();
         }
     }
@@ -103,8 +155,11 @@ impl<S: Lines> Stream<S> {
             .custom_flags(libc::O_NONBLOCK)
             .open(owned.instance.dir.join("trace_pipe"))
             .map_err(|e| format!("cannot read the trace: {e}"))?;
-        let (mut buf, mut carry) = (vec![0u8; 1 << 16], Vec::new());
-        let reader = Reader::spawn(name, state, on, move |s| drain(&mut pipe, &mut buf, &mut carry, s))?;
+        let (mut buf, mut carry, room) = (vec![0u8; 1 << 16], Vec::new(), owned.instance.room);
+        let reader = Reader::spawn(name, state, on, move |s| {
+            let read = drain(&mut pipe, &mut buf, &mut carry, s)?;
+            Some(Fill { read, room })
+        })?;
         Ok(Stream { reader, owned })
     }
 
@@ -146,6 +201,14 @@ impl<S: Lines> Feed<S> {
         }
     }
 
+    /// [`Reader::catch_up`] of whichever reader it is.
+    pub fn catch_up(&self, ns: u64) {
+        match self {
+            Feed::Bpf(r, _) => r.catch_up(ns),
+            Feed::Ftrace(s, _) => s.reader.catch_up(ns),
+        }
+    }
+
     /// Where the events came from, as a run stores it: `programs` (what the BPF programs are
     /// on), or the instance and why BPF could not load.
     pub fn source(&self, programs: &str) -> String {
@@ -175,12 +238,15 @@ pub fn lock<S>(state: &Mutex<S>) -> MutexGuard<'_, S> {
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// One pass: everything the pipe holds, line by line into `state`; false on an error.
-fn drain<S: Lines>(pipe: &mut File, buf: &mut [u8], carry: &mut Vec<u8>, state: &Mutex<S>) -> bool {
+/// One pass: everything the pipe holds, line by line into `state`; how many bytes, None on an
+/// error.
+fn drain<S: Lines>(pipe: &mut File, buf: &mut [u8], carry: &mut Vec<u8>, state: &Mutex<S>) -> Option<usize> {
+    let mut read = 0;
     loop {
         match pipe.read(buf) {
-            Ok(0) => return true,
+            Ok(0) => return Some(read),
             Ok(n) => {
+                read += n;
                 carry.extend_from_slice(&buf[..n]);
                 let Some(end) = carry.iter().rposition(|b| *b == b'\n') else { continue };
                 let mut s = lock(state);
@@ -190,9 +256,9 @@ fn drain<S: Lines>(pipe: &mut File, buf: &mut [u8], carry: &mut Vec<u8>, state: 
                 drop(s);
                 carry.drain(..=end);
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(read),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(_) => return None,
         }
     }
 }
@@ -215,6 +281,9 @@ mod tests {
     impl Lines for Where {
         fn line(&mut self, _: &str) {}
         fn caught_up(&mut self, _: u64) {}
+        fn read_to(&self) -> u64 {
+            0
+        }
     }
 
     /// The reader runs on the collector's CPUs, as the kernel says of its thread.
@@ -224,7 +293,7 @@ mod tests {
         let on = [*online.last().unwrap()];
         let reader = Reader::spawn("rtbench-test", Where::default(), &on, |s| {
             lock(s).0 = Some(crate::sys::gettid());
-            true
+            Some(Fill { read: 0, room: 1 })
         })
         .unwrap();
         let state = reader.state();
@@ -238,5 +307,66 @@ mod tests {
         let allowed = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
         drop(reader);
         assert_eq!(allowed, on[0].to_string(), "the reader's thread is allowed on CPU {} only", on[0]);
+    }
+
+    /// The pace doubles while the buffer stays nearly empty, up to the slowest; halves when a
+    /// pass finds it over a quarter full, down to the fastest; and holds in between.
+    #[test]
+    fn a_reader_sleeps_longer_while_its_buffer_stays_nearly_empty() {
+        let mut pace = Pace(FASTEST);
+        let empty = Fill { read: 10, room: 1000 };
+        let slept: Vec<u64> = (0..8).map(|_| pace.after(empty).as_millis() as u64).collect();
+        assert_eq!(slept, [20, 40, 80, 160, 320, 500, 500, 500]);
+        assert_eq!(pace.after(Fill { read: 100, room: 1000 }), SLOWEST, "a tenth full: held");
+        assert_eq!(pace.after(Fill { read: 300, room: 1000 }), SLOWEST / 2, "over a quarter: halved");
+        assert_eq!(pace.after(Fill { read: 1000, room: 1000 }), SLOWEST / 4);
+        for _ in 0..10 {
+            pace.after(Fill { read: 1000, room: 1000 });
+        }
+        assert_eq!(pace.0, FASTEST, "never below the fastest");
+        assert_eq!(Pace(FASTEST).after(Fill { read: 0, room: 0 }), FASTEST, "no room: as fast as it goes");
+    }
+
+    /// How far a reader read, and how many passes it made.
+    #[derive(Default)]
+    struct Passes {
+        read_to: u64,
+        passes: u32,
+    }
+
+    impl Lines for Passes {
+        fn line(&mut self, _: &str) {}
+        fn caught_up(&mut self, ns: u64) {
+            self.read_to = ns;
+            self.passes += 1;
+        }
+        fn read_to(&self) -> u64 {
+            self.read_to
+        }
+    }
+
+    /// A reader with nothing to read slows down to a few passes a second, yet `catch_up` has it
+    /// read at once and the drop ends it at once, not at its next pass.
+    #[test]
+    fn a_slow_reader_catches_up_when_asked() {
+        let reader =
+            Reader::spawn("rtbench-test", Passes::default(), &[], |_| Some(Fill { read: 0, room: 1000 })).unwrap();
+        let state = reader.state();
+        std::thread::sleep(Duration::from_millis(1500));
+        let passes = lock(&state).passes;
+        // Sleeps of 10, 20, 40 ... 320, then 500 ms: 8 passes in 1.5 s; every 10 ms would be 150.
+        assert!((2..=12).contains(&passes), "{passes} passes in 1.5 s");
+        // Just after a pass: the reader is in a sleep of 500 ms.
+        while lock(&state).passes == passes {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (now, asked) = (crate::sys::now_ns(), std::time::Instant::now());
+        reader.catch_up(now);
+        assert!(lock(&state).read_to >= now, "caught up, not given up on");
+        assert!(asked.elapsed() < Duration::from_millis(400), "woken, not at its next pass: {:?}", asked.elapsed());
+        let (passes, dropped) = (lock(&state).passes, std::time::Instant::now());
+        drop(reader);
+        assert!(dropped.elapsed() < Duration::from_millis(400), "ended at once: {:?}", dropped.elapsed());
+        assert!(lock(&state).passes > passes, "a last pass");
     }
 }

@@ -25,7 +25,7 @@ use super::record::{interrupt_entry, IrqNames, Record, RECORD};
 use super::timeline::Timeline;
 use crate::trace::bpf::asm::*;
 use crate::trace::bpf::records::Records;
-use crate::trace::stream::{lock, Reader};
+use crate::trace::stream::{lock, Fill, Reader};
 
 /// The tracepoints, a record's event number being the index; the first five are needed, the
 /// vectors taken where the kernel has them (as the ftrace instance does).
@@ -51,7 +51,7 @@ const SWITCH: usize = 4;
 /// `sched_switch(preempt, prev, next, ...)`: `next` is the third argument.
 const NEXT_ARG: i16 = 16;
 /// Records waiting for the reader: a busy CPU makes tens of thousands of events a second, the
-/// reader takes them every 10 ms.
+/// reader takes them at least every 500 ms, more often when they fill a quarter of this.
 const QUEUED: u32 = 65_536;
 const ARRAY: u32 = 2;
 
@@ -111,16 +111,16 @@ impl Programs {
     }
 
     /// Reads every record waiting into `timeline`, in time order; Err when a map cannot be read.
-    fn drain(&mut self, timeline: &Mutex<Timeline>, irqs: &mut IrqNames) -> std::io::Result<()> {
+    fn drain(&mut self, timeline: &Mutex<Timeline>, irqs: &mut IrqNames) -> std::io::Result<Fill> {
         let since = self.since_ns;
-        let read = self.read()?.len() as u64;
+        let read = self.read()?.len();
         let Programs { batch, records, .. } = self;
         let lost = records.lost()?;
         let mut t = lock(timeline);
         take(batch, since, &mut t, irqs);
         t.lost_events = lost;
-        t.records += read;
-        Ok(())
+        t.records += read as u64;
+        Ok(records.fill(read))
     }
 }
 
@@ -148,7 +148,7 @@ pub fn start(name: &str, cpus: &[usize], on: &[usize]) -> Result<(Reader<Timelin
     let transport = programs.records.transport();
     let mut irqs = IrqNames::default();
     // The programs go when the reader ends.
-    let reader = Reader::spawn(name, Timeline::new(cpus), on, move |t| programs.drain(t, &mut irqs).is_ok())?;
+    let reader = Reader::spawn(name, Timeline::new(cpus), on, move |t| programs.drain(t, &mut irqs).ok())?;
     Ok((reader, transport))
 }
 /// The maps the programs share.

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use super::gap::STAMP_NS;
 use super::{classify, ClassifyTracer, Named, Timeline, Verdict};
@@ -19,8 +18,6 @@ use crate::trace::Policies;
 /// How long after a gap its events must have been read: an event is in the buffer
 /// microseconds after it fires; this covers a reader that started its pass as it was written.
 const MARGIN_NS: u64 = 20_000_000;
-/// How long the end of a run waits for the reader to read the last events.
-const LAST_READ: Duration = Duration::from_secs(1);
 
 /// One thread's gaps waiting for the trace, and its totals so far.
 struct Thread {
@@ -106,8 +103,8 @@ impl Instrument for Classify {
     }
 
     fn end(&mut self) {
-        if let Some(f) = self.flow.as_ref() {
-            f.await_reader();
+        if self.flow.is_some() {
+            self.tracer.feed.catch_up(crate::sys::now_ns() + MARGIN_NS);
         }
     }
 
@@ -226,14 +223,6 @@ impl ClassifyFlow {
         }
         let taken = std::mem::take(&mut self.intervals).into_iter();
         taken.map(|((thread, index, class), (count, ns))| ClassInterval { thread, index, class, count, ns }).collect()
-    }
-
-    /// Waits (up to a bound) for the reader to have read everything up to now.
-    fn await_reader(&self) {
-        let (now, since) = (crate::sys::now_ns(), Instant::now());
-        while lock(&self.timeline).caught_up_ns < now + MARGIN_NS && since.elapsed() < LAST_READ {
-            std::thread::sleep(Duration::from_millis(5));
-        }
     }
 
     /// What the classification has come to so far: every thread's gaps by class, the most

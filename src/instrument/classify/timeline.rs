@@ -131,4 +131,7 @@ impl Lines for Timeline {
         }
         self.caught_up_ns = ns;
     }
+    fn read_to(&self) -> u64 {
+        self.caught_up_ns
+    }
 }

@@ -22,7 +22,7 @@ use super::btf::{kernel_symbol, Layout};
 use super::expiry::Seen;
 use crate::trace::bpf::asm::*;
 use crate::trace::bpf::records::{word, Records};
-use crate::trace::stream::{lock, Reader};
+use crate::trace::stream::{lock, Fill, Reader};
 
 /// Expiries waiting for the reader: at 10 kHz on every thread a poll is far below this.
 const QUEUED: u32 = 65_536;
@@ -52,12 +52,12 @@ impl Programs {
     }
 
     /// Reads every expiry waiting into `seen`; Err when a map cannot be read.
-    fn drain(&mut self, seen: &Mutex<Seen>) -> std::io::Result<()> {
+    fn drain(&mut self, seen: &Mutex<Seen>) -> std::io::Result<Fill> {
         let mut seen = lock(seen);
         let n = self.records.drain(|rec| seen.expired(word(rec, 0) as u32 as i32, word(rec, 1), word(rec, 2)))?;
         seen.records += n as u64;
         seen.lost_events = self.records.lost()?;
-        Ok(())
+        Ok(self.records.fill(n))
     }
 }
 
@@ -70,7 +70,7 @@ pub fn start(name: &str, on: &[usize], hist: &mut Option<Arc<Hist>>) -> Result<(
     *hist = Some(counts);
     let transport = programs.records.transport();
     // The program goes when the reader ends.
-    let reader = Reader::spawn(name, Seen::default(), on, move |seen| programs.drain(seen).is_ok())?;
+    let reader = Reader::spawn(name, Seen::default(), on, move |seen| programs.drain(seen).ok())?;
     Ok((reader, transport))
 }
 

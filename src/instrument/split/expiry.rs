@@ -78,6 +78,9 @@ impl Lines for Seen {
     fn caught_up(&mut self, ns: u64) {
         self.caught_up_ns = ns;
     }
+    fn read_to(&self) -> u64 {
+        self.caught_up_ns
+    }
 }
 
 #[cfg(test)]

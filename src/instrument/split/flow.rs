@@ -11,8 +11,6 @@ use super::{lock, Seen, SplitOptions, SplitTracer};
 use crate::instrument::{Arming, Following, Instrument, InstrumentInfo, ThreadAsk};
 use crate::model::{Breach, IrqSplit, MeasuredParams, SplitRecord, ThreadResult};
 
-/// How long the end of a run waits for the reader to read the last expiries.
-const LAST_READ: Duration = Duration::from_secs(1);
 /// How far behind the reader may be before the samples it has not read are unmatched: memory
 /// stays bounded over a long run whatever the reader does.
 const STALE: Duration = Duration::from_secs(5);
@@ -112,8 +110,8 @@ impl Instrument for Split {
     }
 
     fn end(&mut self) {
-        if let Some(f) = self.flow.as_ref() {
-            f.await_reader();
+        if self.flow.is_some() {
+            self.tracer.feed.catch_up(crate::sys::now_ns());
         }
     }
 
@@ -247,14 +245,6 @@ impl SplitFlow {
         }
         if end {
             pairing.give_up(out);
-        }
-    }
-
-    /// Waits (up to a bound) for the reader to have read everything up to now.
-    fn await_reader(&self) {
-        let (now, since) = (crate::sys::now_ns(), Instant::now());
-        while lock(&self.seen).caught_up_ns < now && since.elapsed() < LAST_READ {
-            std::thread::sleep(Duration::from_millis(5));
         }
     }
 

@@ -10,6 +10,7 @@ use std::os::fd::OwnedFd;
 
 use super::asm::Asm;
 use crate::sys::RingBuf;
+use crate::trace::stream::Fill;
 
 const QUEUE: u32 = 22;
 
@@ -24,6 +25,8 @@ pub struct Records {
     lost: crate::sys::Counter,
     /// A record's size in bytes, a multiple of 8.
     size: usize,
+    /// How many records it holds waiting for the reader (at least).
+    room: usize,
     /// A queue's record, popped.
     popped: Vec<u8>,
     /// The lost count as last read, and whether records were read since: a program counts a
@@ -39,7 +42,7 @@ impl Records {
     /// buffer, or a queue on a kernel without them.
     pub fn make(size: usize, held: u32) -> Result<Records, String> {
         match RingBuf::new(held as usize * (size + 8)) {
-            Ok(ring) => Records::with(Transport::Ring(ring), size),
+            Ok(ring) => Records::with(Transport::Ring(ring), size, held),
             // An unknown map type: a kernel before 5.8.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Records::queue(size, held),
             Err(e) => Err(format!("cannot make the ring buffer: {e}")),
@@ -49,12 +52,18 @@ impl Records {
     /// A queue of `held` records of `size` bytes, as kernels before 5.8 have.
     pub fn queue(size: usize, held: u32) -> Result<Records, String> {
         let q = crate::sys::bpf_map(QUEUE, 0, size as u32, held).map_err(|e| format!("cannot make the queue: {e}"))?;
-        Records::with(Transport::Queue(q), size)
+        Records::with(Transport::Queue(q), size, held)
     }
 
-    fn with(transport: Transport, size: usize) -> Result<Records, String> {
+    fn with(transport: Transport, size: usize, held: u32) -> Result<Records, String> {
         let lost = crate::sys::Counter::new().map_err(|e| format!("cannot make a map: {e}"))?;
-        Ok(Records { transport, lost, size, popped: vec![0; size], lost_read: 0, read_since: true })
+        let (popped, room) = (vec![0; size], held as usize);
+        Ok(Records { transport, lost, size, room, popped, lost_read: 0, read_since: true })
+    }
+
+    /// How full a pass that read `read` records found the buffer: what paces its reader.
+    pub fn fill(&self, read: usize) -> Fill {
+        Fill { read, room: self.room }
     }
 
     /// How the records travel, as a run stores it: `ringbuf` or `queue`.

@@ -77,6 +77,8 @@ pub struct Instance {
     pub dir: PathBuf,
     /// Events of the list this kernel lacks.
     pub missing: Vec<String>,
+    /// Bytes its buffers hold, all CPUs together.
+    pub room: usize,
 }
 
 /// Per-CPU ring buffer for a window around a breach: twice the threshold plus 50 ms for the
@@ -104,7 +106,8 @@ impl Instance {
     ) -> io::Result<Instance> {
         let dir = root.join("instances").join(name);
         std::fs::create_dir(&dir)?;
-        let mut inst = Instance { dir, missing: Vec::new() };
+        let room = (buffer_kb as usize * 1024).saturating_mul(cpus.len().max(1));
+        let mut inst = Instance { dir, missing: Vec::new(), room };
         let set_up = inst.set_up(cpus, buffer_kb).and_then(|()| events(&mut inst)).and_then(|()| inst.set_on(true));
         if let Err(e) = set_up {
             let _ = remove(&inst.dir);

@@ -4,7 +4,11 @@
 #                                 with GUEST=VMLINUZ, boots VMLINUZ with virtme-ng (2 vCPUs, TCG:
 #                                 no usable KVM here, the clock on the TSC; KEEP=DIR writable
 #                                 there; APPEND=PARAMS more kernel parameters, e.g.
-#                                 pti=off) on this root file system and runs the
+#                                 pti=off; MONITOR=SOCK QEMU's monitor on that unix socket and
+#                                 the guest's console on stderr, to see where a guest that
+#                                 stops answering is: `info registers -a` over the socket, the
+#                                 addresses against the image's System.map with APPEND=nokaslr)
+#                                 on this root file system and runs the
 #                                 calling script inside with ENV; else checks that rtla and the
 #                                 kernel's TRACER are here (rtla not, with no-rtla: the script
 #                                 drives the tracer itself) and mounts tracefs
@@ -19,7 +23,8 @@ rtla_where() {
         # read of rtbench's is a system call and a device access under QEMU's one lock, while
         # the kernel's tracers read the TSC.
         exec vng -r "$GUEST" --disable-kvm --cpus 2 --qemu-opt=-cpu --qemu-opt=max,vendor=GenuineIntel \
-            --append "tsc=nowatchdog${APPEND:+ $APPEND}" ${KEEP:+--rwdir "$KEEP"} --exec "env $env RTBENCH=$RTBENCH $(realpath "$0")"
+            --append "tsc=nowatchdog${APPEND:+ $APPEND}" ${KEEP:+--rwdir "$KEEP"} \
+            ${MONITOR:+--verbose --qemu-opt=-monitor --qemu-opt=unix:$MONITOR,server,nowait} --exec "env $env RTBENCH=$RTBENCH $(realpath "$0")"
     fi
     [ "$rtla" = no-rtla ] || command -v rtla >/dev/null || { echo "$name: rtla is not installed (apt-get install rtla)" >&2; exit 2; }
     mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing

@@ -16,6 +16,15 @@
 # the others, and each tool's own CPU time (shown) is such work.
 #
 #   ROUNDS=5 DURATION=10 CPU=1 PERIOD_US=1000 BUCKET_US=1 RANGE_MS=100 HOG=1 RTBENCH=target/release/rtbench
+#   RTLA=rtla
+#
+# Where that rtla has user-space threads (`-u`, rtla 6.7 on) and the kernel lets them measure
+# (`osnoise/per_cpu/cpuN/timerlat_fd`, kernels 6.7 on: Debian's 6.12 RT kernel, not its 6.1),
+# `rtla timerlat hist -u` runs too: its thread is a user-space process as rtbench's sleeper is,
+# and rtla gives that thread's latency twice, when it runs in the kernel (thread) and when it
+# has gone back to user space and asks again (usr). rtbench's sleeper reads its clock in user
+# space, between the two: its thread latency is held against both. rtla's own thread (the
+# kernel's) is then asked for with -k, the default of these rtla versions being -u.
 #
 # rtla prints only the buckets that hold a sample, and counts a sample past its last bucket in
 # `over:` (and in `count:`), not in any row. Its percentiles here are taken over every sample it
@@ -30,7 +39,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RTBENCH=${RTBENCH:-$here/target/release/rtbench}
 . "$here/bench/rtla-guest.sh"
-rtla_where vs-rtla timerlat "ROUNDS=${ROUNDS:-5} DURATION=${DURATION:-10} CPU=${CPU:-1} PERIOD_US=${PERIOD_US:-1000} BUCKET_US=${BUCKET_US:-1} RANGE_MS=${RANGE_MS:-100} HOG=${HOG:-1}"
+rtla_where vs-rtla timerlat "RTLA=${RTLA:-rtla} ROUNDS=${ROUNDS:-5} DURATION=${DURATION:-10} CPU=${CPU:-1} PERIOD_US=${PERIOD_US:-1000} BUCKET_US=${BUCKET_US:-1} RANGE_MS=${RANGE_MS:-100} HOG=${HOG:-1}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 PYTHONPATH="$here/bench" python3 - "$RTBENCH" "${ROUNDS:-5}" "${DURATION:-10}" "${CPU:-1}" "${PERIOD_US:-1000}" "${BUCKET_US:-1}" "${RANGE_MS:-100}" "$tmp" <<'PY'
@@ -53,20 +62,32 @@ def quantile(rows, over, q):
             return lower + bucket / 2
     return OVER
 
-def rtla():
-    out = subprocess.run(["rtla", "timerlat", "hist", "-c", cpu, "-d", f"{dur}s", "-p", period, "-b", str(bucket),
-                          "-E", str(entries)], capture_output=True, text=True, check=True).stdout
-    rows = {"irq": [], "thread": []}
+RTLA = os.environ.get("RTLA", "rtla")
+def has_user_threads():
+    """Whether this rtla has user-space threads and the kernel lets them measure."""
+    usage = subprocess.run([RTLA, "timerlat", "hist", "-h"], capture_output=True, text=True)
+    fd = f"/sys/kernel/tracing/osnoise/per_cpu/cpu{cpu}/timerlat_fd"
+    return "--user-threads" in usage.stdout + usage.stderr and os.path.exists(fd)
+USER = has_user_threads()
+
+def rtla(mode=None):
+    """rtla timerlat hist's result; mode: "-u" (user-space threads: IRQ, thread, usr), "-k"
+    (the kernel's threads, where -u is the default), None (an rtla without either)."""
+    out = subprocess.run([RTLA, "timerlat", "hist", "-c", cpu, "-d", f"{dur}s", "-p", period, "-b", str(bucket),
+                          "-E", str(entries), *([mode] if mode else [])], capture_output=True, text=True,
+                         check=True).stdout
+    sides = ["irq", "thread", "usr"] if mode == "-u" else ["irq", "thread"]
+    rows = {side: [] for side in sides}
     summary = {}
     for line in out.splitlines():
         f = line.split()
-        if len(f) == 3 and f[0].isdigit():
-            rows["irq"].append((int(f[0]), int(f[1])))
-            rows["thread"].append((int(f[0]), int(f[2])))
-        elif len(f) == 3 and f[0].endswith(":"):
-            summary[f[0][:-1]] = (f[1], f[2])
+        if len(f) == 1 + len(sides) and f[0].isdigit():
+            for i, side in enumerate(sides):
+                rows[side].append((int(f[0]), int(f[1 + i])))
+        elif len(f) == 1 + len(sides) and f[0].endswith(":"):
+            summary[f[0][:-1]] = f[1:]
     res = {}
-    for i, side in enumerate(["irq", "thread"]):
+    for i, side in enumerate(sides):
         over, count = int(summary["over"][i]), int(summary["count"][i])
         in_rows = sum(c for _, c in rows[side])
         # rtla's own count is every sample it took: the rows and `over` must add up to it.
@@ -123,12 +144,14 @@ def beside_a_hog(tool):
     return run
 
 TOOLS = {
-    "rtla": measured(rtla),
+    "rtla": measured(lambda: rtla("-k" if USER else None)),
     "rtbench timerlat": measured(lambda: ours(["timerlat", "-i", period])),
     "rtbench timer --split": measured(lambda: ours(["timer", "--split", "-i", period])),
 }
+if USER:
+    TOOLS["rtla -u"] = measured(lambda: rtla("-u"))
 if os.environ.get("HOG", "1") == "1" and len(os.sched_getaffinity(0)) > 1:
-    TOOLS["rtla, other CPU busy"] = beside_a_hog(measured(rtla))
+    TOOLS["rtla, other CPU busy"] = beside_a_hog(TOOLS["rtla"])
 def load():
     return open("/proc/loadavg").read().split()[:3]
 
@@ -151,8 +174,8 @@ med = statistics.median
 
 print(f"\nIRQ and thread latency on CPU {cpu}, period {period} µs, {dur} s a run, {rounds} rounds (µs; median over rounds)")
 print(f"{'tool':24}{'side':8}{'p50':>10}{'p99':>10}{'max':>10}{'n':>8}{'CPU s':>8}")
-for side in ["irq", "thread"]:
-    for t in TOOLS:
+for side in ["irq", "thread", "usr"]:
+    for t in [t for t in TOOLS if side in runs[t][0][0]]:
         vals = [med(a[side][k] for a, _ in runs[t]) for k in range(4)]
         cpu_s = med(a["cpu"] for a, _ in runs[t])
         print(f"{t:24}{side:8}{vals[0]:10.1f}{vals[1]:10.1f}{vals[2]:10.1f}{vals[3]:8.0f}{cpu_s:8.1f}")
@@ -167,6 +190,19 @@ for side in ["irq", "thread"]:
             pick = lambda k: lambda x: x[side][k]
             cells.append(f"{ratio:10.2f}{judged(ratio, aa(runs[t], pick(k)), aa(runs['rtla'], pick(k)))}")
         print(f"{t:24}{side:8}{cells[0]}{cells[1]}")
+if USER:
+    # The same kind of thread: rtbench's sleeper against rtla's user-space one, in the kernel and
+    # back in user space.
+    split, them = "rtbench timer --split", "rtla -u"
+    print(f"\n{split}'s thread latency against {them}'s thread, in the kernel (thread) and back in user space (usr)")
+    print(f"{'':32}{'p50 ratio':>10}{'A/A p50':>12}{'':>5}{'p99 ratio':>10}{'A/A p99':>12}")
+    for side in ["thread", "usr"]:
+        cells = []
+        for k in range(2):
+            ratio = med(a["thread"][k] for a, _ in runs[split]) / med(a[side][k] for a, _ in runs[them])
+            theirs = aa(runs[them], (lambda k: lambda x: x[side][k])(k))
+            cells.append(f"{ratio:10.2f}{judged(ratio, aa(runs[split], (lambda k: lambda x: x['thread'][k])(k)), theirs)}")
+        print(f"{'against ' + side:32}{cells[0]}{cells[1]}")
 print(f"rtla's percentiles: its {bucket} µs buckets' middles over every sample it counted; inf: among its `over`")
 print(f"load average in the guest at the end: {' '.join(load())}")
 PY

@@ -24,7 +24,8 @@ use crate::trace::bpf::asm::*;
 use crate::trace::bpf::records::{word, Records};
 use crate::trace::stream::{lock, Fill, Reader};
 
-/// Expiries waiting for the reader: at 10 kHz on every thread a poll is far below this.
+/// Expiries waiting for the reader, which takes them every 10 to 500 ms, sooner when they fill
+/// a quarter of this (at 128 threads of 10 kHz each, a pass every 10 ms takes a fifth).
 const QUEUED: u32 = 65_536;
 
 /// A record: thread (its pid in the low half), due, now.

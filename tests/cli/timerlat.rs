@@ -243,14 +243,30 @@ fn in_the_rt_guest_rtbench_and_rtla_timerlat_both_blame_the_hog_for_the_breach_i
     let env = format!("env LAB={dir} RTBENCH={} RTLA={rtla} bash {dir}/guest.sh", guest_binary());
     let vmlinuz = vmlinuz.to_str().unwrap();
     // Booted as `rtbench kernels` boots its guests (no unused devices or drivers).
-    let began = std::time::Instant::now();
-    let vng = std::process::Command::new("timeout")
-        .args([GUEST_LIMIT, "vng", "-r", vmlinuz, "--disable-kvm", "--cpus", "2", "--rwdir", dir])
-        .args(rtbench::vm::guest::light_boot_args())
-        .args(["--exec", &env])
-        .output()
-        .unwrap();
-    eprintln!("the guest took {} s of its {GUEST_LIMIT}", began.elapsed().as_secs());
+    let boot = || {
+        let began = std::time::Instant::now();
+        let vng = std::process::Command::new("timeout")
+            .args([GUEST_LIMIT, "vng", "-r", vmlinuz, "--disable-kvm", "--cpus", "2", "--rwdir", dir])
+            .args(rtbench::vm::guest::light_boot_args())
+            .args(["--exec", &env])
+            .output()
+            .unwrap();
+        eprintln!("the guest took {} s of its {GUEST_LIMIT}", began.elapsed().as_secs());
+        vng
+    };
+    let mut vng = boot();
+    if vng.status.code() == Some(124) && !lab.path("finished").exists() {
+        // This kernel under TCG stops answering in some long boots, whatever runs in it (3 of 7
+        // of `bench/vs-rtla.sh`'s, with and without rtbench's runs; both vCPUs then spin in the
+        // kernel with interrupts off): a guest that never answered is booted once more, from
+        // the start. A guest that answered wrongly is not.
+        eprintln!(
+            "the guest stopped answering ({:?} steps done); booted once more",
+            std::fs::read_to_string(lab.path("steps"))
+        );
+        let _ = std::fs::remove_file(lab.path("steps"));
+        vng = boot();
+    }
     let read = |f: &str| std::fs::read_to_string(lab.path(f)).unwrap_or_default();
     let said = ["steps", "timerlat.out", "breach.out", "rtla.out"].map(|f| format!("{f}: {}", read(f)));
     eprintln!("in the guest (uptime in s): {}", read("steps"));

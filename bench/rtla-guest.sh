@@ -7,7 +7,8 @@
 #                                 pti=off; MONITOR=SOCK QEMU's monitor on that unix socket and
 #                                 the guest's console on stderr, to see where a guest that
 #                                 stops answering is: `info registers -a` over the socket, the
-#                                 addresses against the image's System.map with APPEND=nokaslr)
+#                                 addresses against /proc/kallsyms of another boot, both with
+#                                 APPEND=nokaslr: Debian's System.map is a placeholder)
 #                                 on this root file system and runs the
 #                                 calling script inside with ENV; else checks that rtla and the
 #                                 kernel's TRACER are here (rtla not, with no-rtla: the script

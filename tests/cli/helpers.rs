@@ -73,6 +73,17 @@ impl Lab {
     }
 }
 
+/// Seconds from a run's start to its end (`start`, `end` of its export: ISO 8601 times of
+/// day), across midnight too: the runs of these tests are shorter than a day.
+pub fn run_seconds(doc: &serde_json::Value) -> f64 {
+    let secs = |at: &str| -> f64 {
+        let s = doc["run"][at].as_str().unwrap();
+        let part = |a: usize, b: usize| s[a..b].parse::<f64>().unwrap();
+        part(11, 13) * 3600.0 + part(14, 16) * 60.0 + part(17, 23)
+    };
+    (secs("end") - secs("start")).rem_euclid(86_400.0)
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

@@ -38,12 +38,6 @@ fn export(lab: &Lab, id: i64) -> serde_json::Value {
     doc
 }
 
-fn seconds(doc: &serde_json::Value, at: &str) -> f64 {
-    let s = doc["run"][at].as_str().unwrap();
-    let secs = |a: usize, b: usize| s[a..b].parse::<f64>().unwrap();
-    secs(11, 13) * 3600.0 + secs(14, 16) * 60.0 + secs(17, 23)
-}
-
 /// The check: a timer run SIGKILLed after 30 s and resumed for 30 s. At 1 ms per
 /// period a thread's periods (samples and overruns) are its measured time; the 2 s the test
 /// waits between the kill and the resume are in the gap and not in the count. The kill loses at
@@ -74,7 +68,7 @@ fn a_timer_run_killed_after_30_s_and_resumed_for_30_s_has_60_s_of_samples_and_on
         let measured_s = (t["count"].as_f64().unwrap() + t["overruns"].as_f64().unwrap()) / 1000.0;
         assert!((58.7..=60.5).contains(&measured_s), "thread {}: {measured_s} s of samples", t["thread"]);
     }
-    let wall = seconds(&doc, "end") - seconds(&doc, "start");
+    let wall = run_seconds(&doc);
     assert!(wall > 60.0 + 2.0, "the run spans its gap ({wall} s) while its samples do not");
 
     // The statistics are the samples': the histogram holds every one, up to the exact max.
@@ -128,7 +122,7 @@ fn a_run_stopped_twice_is_resumed_twice_to_its_duration_with_two_gaps() {
     let gaps = doc["gaps"].as_array().unwrap();
     assert_eq!(gaps.len(), 2);
     let not_measured: f64 = gaps.iter().map(|g| g["seconds"].as_f64().unwrap()).sum();
-    let measured = seconds(&doc, "end") - seconds(&doc, "start") - not_measured;
+    let measured = run_seconds(&doc) - not_measured;
     assert!((6.5..=9.5).contains(&measured), "8 s measured in three parts: {measured} s");
     let warnings = doc["run"]["warnings"].to_string();
     assert!(!warnings.contains("interrupted by signal") && !warnings.contains("killed"), "{warnings}");

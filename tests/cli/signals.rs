@@ -34,22 +34,12 @@ fn interrupt(sig: &str, secs: f64) -> (Option<i32>, serde_json::Value, Lab) {
     (status.code(), lab.export_json(id), lab)
 }
 
-fn seconds_between(start: &str, end: &str) -> f64 {
-    let secs = |s: &str| -> f64 {
-        let h: f64 = s[11..13].parse().unwrap();
-        let m: f64 = s[14..16].parse().unwrap();
-        let sec: f64 = s[17..23].parse().unwrap();
-        h * 3600.0 + m * 60.0 + sec
-    };
-    (secs(end) - secs(start)).rem_euclid(86_400.0)
-}
-
 #[test]
 fn sigint_saves_an_interrupted_run_with_every_sample() {
     let (code, doc, _lab) = interrupt("-INT", 2.5);
     assert_eq!(code, Some(130));
     assert_eq!(doc["run"]["status"], "interrupted");
-    let elapsed = seconds_between(doc["run"]["start"].as_str().unwrap(), doc["run"]["end"].as_str().unwrap());
+    let elapsed = run_seconds(&doc);
     let t = &doc["threads"][0];
     let periods = t["count"].as_f64().unwrap() + t["overruns"].as_f64().unwrap();
     // One period per ms of measuring; start-up and saving take a little of the stored span.

@@ -171,6 +171,7 @@ for r in range(rounds):
         f"thread {runs[t][-1][0]['thread'][0]:.0f}/{runs[t][-1][0]['thread'][1]:.0f} µs" for t in TOOLS), flush=True)
 
 med = statistics.median
+pick = lambda side, k: lambda x: x[side][k]  # statistic k (0: p50, 1: p99) of one side of a result
 
 print(f"\nIRQ and thread latency on CPU {cpu}, period {period} µs, {dur} s a run, {rounds} rounds (µs; median over rounds)")
 print(f"{'tool':24}{'side':8}{'p50':>10}{'p99':>10}{'max':>10}{'n':>8}{'CPU s':>8}")
@@ -187,8 +188,7 @@ for side in ["irq", "thread"]:
         cells = []
         for k in range(2):
             ratio = med(a[side][k] for a, _ in runs[t]) / ref[k] if ref[k] else float("nan")
-            pick = lambda k: lambda x: x[side][k]
-            cells.append(f"{ratio:10.2f}{judged(ratio, aa(runs[t], pick(k)), aa(runs['rtla'], pick(k)))}")
+            cells.append(f"{ratio:10.2f}{judged(ratio, aa(runs[t], pick(side, k)), aa(runs['rtla'], pick(side, k)))}")
         print(f"{t:24}{side:8}{cells[0]}{cells[1]}")
 if USER:
     # The same kind of thread: rtbench's sleeper against rtla's user-space one, in the kernel and
@@ -200,8 +200,7 @@ if USER:
         cells = []
         for k in range(2):
             ratio = med(a["thread"][k] for a, _ in runs[split]) / med(a[side][k] for a, _ in runs[them])
-            theirs = aa(runs[them], (lambda k: lambda x: x[side][k])(k))
-            cells.append(f"{ratio:10.2f}{judged(ratio, aa(runs[split], (lambda k: lambda x: x['thread'][k])(k)), theirs)}")
+            cells.append(f"{ratio:10.2f}{judged(ratio, aa(runs[split], pick('thread', k)), aa(runs[them], pick(side, k)))}")
         print(f"{'against ' + side:32}{cells[0]}{cells[1]}")
 print(f"rtla's percentiles: its {bucket} µs buckets' middles over every sample it counted; inf: among its `over`")
 print(f"load average in the guest at the end: {' '.join(load())}")

@@ -8,10 +8,7 @@
 //! The tracer runs in an instance of rtbench's own; its global options (CPUs, period) are held
 //! by the restore layer and put back, by the next command after a kill.
 
-use std::fs::File;
-use std::io::{ErrorKind, Read};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Result;
@@ -23,6 +20,7 @@ use crate::restore::{Guard, Held};
 use crate::stats::Stats;
 use crate::trace::ftrace::instance::{self, Instance};
 use crate::trace::ftrace::owned::Owned;
+use crate::trace::stream::LinePipe;
 use crate::trace::timerlat::{self, Options};
 use crate::trace::TimerlatTraced;
 
@@ -140,11 +138,11 @@ impl Probe for Timerlat {
 
     fn run(&self, ctx: &mut ThreadCtx) {
         let Some(armed) = self.armed.get() else { return };
-        let Ok(mut pipe) = open_pipe(&armed.instance, armed.cpus[ctx.index]) else { return };
+        let at = armed.instance.join(format!("per_cpu/cpu{}/trace_pipe", armed.cpus[ctx.index]));
+        let Ok(mut pipe) = LinePipe::open(&at) else { return };
         if !armed.readers_on.is_empty() {
             let _ = crate::sys::set_affinity(&armed.readers_on);
         }
-        let (mut buf, mut carry) = (vec![0u8; 1 << 16], String::new());
         let mut irq = Stats::default();
         let mut taken = 0u64;
         // The run's own activations: the tracer ran before the run began (armed first), and
@@ -157,16 +155,9 @@ impl Probe for Timerlat {
             if let Some(at) = ctx.stopped_at_ns() {
                 until = at;
             }
-            while let Ok(n) =
-                pipe.read(&mut buf).or_else(|e| if e.kind() == ErrorKind::WouldBlock { Ok(0) } else { Err(e) })
-            {
-                if n == 0 {
-                    break;
-                }
-                carry.push_str(&String::from_utf8_lossy(&buf[..n]));
-                let whole = carry.rfind('\n').map_or(0, |i| i + 1);
-                let lines = carry[..whole].lines().filter_map(timerlat::sample);
-                for s in lines.filter(|s| (from..=until).contains(&s.ts_ns)) {
+            // A pipe that cannot be read any more gives nothing more; the run ends on time.
+            let _ = pipe.drain(|text| {
+                for s in text.lines().filter_map(timerlat::sample).filter(|s| (from..=until).contains(&s.ts_ns)) {
                     if s.irq {
                         irq.record(s.latency_ns);
                     } else if taken < ctx.loops {
@@ -174,8 +165,7 @@ impl Probe for Timerlat {
                         taken += 1;
                     }
                 }
-                carry.drain(..whole);
-            }
+            });
             let mut all = self.irq.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(t) = all.get_mut(ctx.index) {
                 t.merge(&irq);
@@ -191,10 +181,4 @@ impl Probe for Timerlat {
         let stats = all.get(i)?.clone();
         Some(IrqSplit { unmatched: samples.saturating_sub(stats.count), stats })
     }
-}
-
-/// CPU `cpu`'s buffer of the instance, read without waiting.
-fn open_pipe(dir: &Path, cpu: usize) -> std::io::Result<File> {
-    let at = dir.join(format!("per_cpu/cpu{cpu}/trace_pipe"));
-    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(at)
 }

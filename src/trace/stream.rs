@@ -13,6 +13,7 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -150,14 +151,14 @@ pub struct Stream<S> {
 impl<S: Lines> Stream<S> {
     /// Reads `owned`'s pipe into `state` from a thread named `name`, on the collector's CPUs `on`.
     pub fn start(owned: Owned, state: S, name: &str, on: &[usize]) -> Result<Stream<S>, String> {
-        let mut pipe = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(owned.instance.dir.join("trace_pipe"))
+        let mut pipe = LinePipe::open(&owned.instance.dir.join("trace_pipe"))
             .map_err(|e| format!("cannot read the trace: {e}"))?;
-        let (mut buf, mut carry, room) = (vec![0u8; 1 << 16], Vec::new(), owned.instance.room);
+        let room = owned.instance.room;
         let reader = Reader::spawn(name, state, on, move |s| {
-            let read = drain(&mut pipe, &mut buf, &mut carry, s)?;
+            let read = pipe.drain(|text| {
+                let mut s = lock(s);
+                text.lines().for_each(|l| s.line(l));
+            })?;
             Some(Fill { read, room })
         })?;
         Ok(Stream { reader, owned })
@@ -238,27 +239,39 @@ pub fn lock<S>(state: &Mutex<S>) -> MutexGuard<'_, S> {
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// One pass: everything the pipe holds, line by line into `state`; how many bytes, None on an
-/// error.
-fn drain<S: Lines>(pipe: &mut File, buf: &mut [u8], carry: &mut Vec<u8>, state: &Mutex<S>) -> Option<usize> {
-    let mut read = 0;
-    loop {
-        match pipe.read(buf) {
-            Ok(0) => return Some(read),
-            Ok(n) => {
-                read += n;
-                carry.extend_from_slice(&buf[..n]);
-                let Some(end) = carry.iter().rposition(|b| *b == b'\n') else { continue };
-                let mut s = lock(state);
-                for l in carry[..end].split(|b| *b == b'\n') {
-                    s.line(std::str::from_utf8(l).unwrap_or(""));
+/// A trace pipe read without waiting, in whole lines: the split's and the classification's
+/// instances, the timerlat source's per-CPU buffers.
+pub struct LinePipe {
+    pipe: File,
+    buf: Vec<u8>,
+    /// The start of a line a read cut short, completed by the next.
+    carry: Vec<u8>,
+}
+
+impl LinePipe {
+    pub fn open(path: &Path) -> io::Result<LinePipe> {
+        let pipe = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+        Ok(LinePipe { pipe, buf: vec![0u8; 1 << 16], carry: Vec::new() })
+    }
+
+    /// Everything the pipe holds: each read's whole lines to `lines`, as one text; how many
+    /// bytes, None on an error.
+    pub fn drain(&mut self, mut lines: impl FnMut(&str)) -> Option<usize> {
+        let mut read = 0;
+        loop {
+            match self.pipe.read(&mut self.buf) {
+                Ok(0) => return Some(read),
+                Ok(n) => {
+                    read += n;
+                    self.carry.extend_from_slice(&self.buf[..n]);
+                    let Some(end) = self.carry.iter().rposition(|b| *b == b'\n') else { continue };
+                    lines(&String::from_utf8_lossy(&self.carry[..end]));
+                    self.carry.drain(..=end);
                 }
-                drop(s);
-                carry.drain(..=end);
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(read),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(read),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
         }
     }
 }
@@ -307,6 +320,25 @@ mod tests {
         let allowed = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
         drop(reader);
         assert_eq!(allowed, on[0].to_string(), "the reader's thread is allowed on CPU {} only", on[0]);
+    }
+
+    /// A line a read cuts short waits for the read that completes it; each read's whole lines
+    /// come as one text; an empty pipe gives nothing and is no error.
+    #[test]
+    fn a_pipe_is_read_in_whole_lines() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("trace_pipe");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let mut pipe = LinePipe::open(&fifo).unwrap();
+        let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        let mut texts = Vec::new();
+        assert_eq!(pipe.drain(|t| texts.push(t.to_string())), Some(0));
+        writer.write_all(b"first\nsec").unwrap();
+        assert_eq!(pipe.drain(|t| texts.push(t.to_string())), Some(9));
+        writer.write_all(b"ond\nthird\n").unwrap();
+        assert_eq!(pipe.drain(|t| texts.push(t.to_string())), Some(10));
+        assert_eq!(texts, ["first", "second\nthird"]);
     }
 
     /// The pace doubles while the buffer stays nearly empty, up to the slowest; halves when a

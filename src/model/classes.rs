@@ -114,12 +114,20 @@ pub struct Interference {
     pub softirq: u64,
     /// Tasks other than the measuring thread and the idle task that ran.
     pub thread: u64,
+    /// Gaps in which none of these ran: rtla osnoise's HW column. The HW/hypervisor class is
+    /// wider: it also takes a gap whose events explain less than half of it. Runs made before
+    /// it was counted have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hw: Option<u64>,
 }
 
 impl Interference {
     pub fn add(&mut self, other: &Interference) {
         (self.irq, self.softirq, self.thread) =
             (self.irq + other.irq, self.softirq + other.softirq, self.thread + other.thread);
+        if let Some(n) = other.hw {
+            self.hw = Some(self.hw.unwrap_or(0) + n);
+        }
     }
 }
 

@@ -194,13 +194,17 @@ fn noise_classes(h: &RunHeader) -> String {
 
 /// The interfering events of the measured CPUs a second, as rtla osnoise top's IRQ, softirq
 /// and thread columns count them (an event each, where a gap may hold several or none of
-/// them); nothing for runs that did not count them.
+/// them), and its HW column's gaps in which none ran; nothing for runs that did not count them.
 fn interference(c: &ClassifyRecord, secs: Option<f64>) -> String {
     let counted: Vec<_> = c.threads.iter().filter_map(|t| t.interference).collect();
     let Some(secs) = secs.filter(|_| !counted.is_empty()) else { return String::new() };
     let sum = |f: fn(&crate::model::Interference) -> u64| counted.iter().map(f).sum::<u64>() as f64 / secs;
+    let hw = match counted.iter().map(|i| i.hw).sum::<Option<u64>>() {
+        Some(n) => format!("  HW {:.1}", n as f64 / secs),
+        None => String::new(),
+    };
     format!(
-        "interfering events/s, as rtla osnoise counts them: IRQ {:.1}  softirq {:.1}  thread {:.1}\n",
+        "interfering events/s, as rtla osnoise counts them: IRQ {:.1}  softirq {:.1}  thread {:.1}{hw}\n",
         sum(|i| i.irq),
         sum(|i| i.softirq),
         sum(|i| i.thread)

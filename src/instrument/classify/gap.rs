@@ -65,7 +65,9 @@ impl<'a> Tally<'a> {
 /// measuring thread, whose own time is what the kernel did not take from it.
 ///
 /// With it, the events in the gap as rtla osnoise counts its interference: each IRQ handler or
-/// vector, softirq and task (not the idle one) that ran in it, however little of it they took.
+/// vector, softirq and task (not the idle one) that ran in it, however little of it they took,
+/// and whether none did (osnoise's HW, narrower than the class: a 1 ms gap holding a 40 µs tick
+/// is HW/hypervisor, not HW to osnoise).
 pub fn classify<'a>(
     stretches: impl IntoIterator<Item = &'a Stretch>,
     ours: i32,
@@ -90,7 +92,7 @@ pub fn classify<'a>(
         Some((key, _, _)) if covered * 2 >= t1 - t0 => Verdict { class: class_of(key.kind), key: Some(key.clone()) },
         _ => Verdict { class: NoiseClass::Hardware, key: None },
     };
-    let mut events = Interference::default();
+    let mut events = Interference { hw: Some(u64::from(by.each().next().is_none())), ..Interference::default() };
     for (key, _, n) in by.each() {
         match key.kind {
             CauseKind::Irq => events.irq += n,
@@ -164,6 +166,21 @@ mod tests {
         assert_eq!(verdict(&t, 10_000_500_000, 10_001_500_000), (NoiseClass::Hardware, None));
     }
 
+    /// osnoise's HW is a gap in which nothing ran; the class also takes one its events do not
+    /// explain.
+    #[test]
+    fn only_a_gap_in_which_nothing_ran_is_osnoise_s_hw() {
+        let t = timeline(BUSY, 10_010_000_000);
+        let events = |t0, t1| classify(t.stretches(1).unwrap(), OURS, t0, t1).1;
+        let empty = events(10_006_000_000, 10_009_700_000);
+        assert_eq!(empty, Interference { hw: Some(1), ..Interference::default() });
+        let ticked = events(10_000_500_000, 10_001_500_000);
+        assert_eq!(ticked, Interference { irq: 1, softirq: 1, thread: 0, hw: Some(0) }, "HW/hypervisor, not HW");
+        let mut run = Interference::default();
+        [empty, ticked, empty].iter().for_each(|e| run.add(e));
+        assert_eq!(run, Interference { irq: 1, softirq: 1, thread: 0, hw: Some(2) });
+    }
+
     /// Past the four contexts kept on the stack, each is still counted and the largest wins.
     #[test]
     fn a_gap_of_many_contexts_goes_to_the_one_that_took_most() {
@@ -178,7 +195,7 @@ mod tests {
             })
             .collect();
         let (v, events) = classify(&stretches, OURS, 0, 28 * 30_000);
-        assert_eq!(events, Interference { irq: 0, softirq: 0, thread: 28 }, "a task switched in 28 times");
+        assert_eq!(events, Interference { irq: 0, softirq: 0, thread: 28, hw: Some(0) }, "a task switched in 28 times");
         assert_eq!((v.class, v.key.and_then(|k| k.pid)), (NoiseClass::Thread, Some(6)));
     }
 

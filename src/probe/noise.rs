@@ -43,8 +43,11 @@ pub const THRESHOLD: Flag = Flag::new("threshold", Kind::PositiveUs, "Gaps longe
     .default_number(THRESHOLD_US);
 
 /// The throttling-proof pause schedule repeats every this long, or a tenth of the throttling
-/// period if that is shorter.
-const WINDOW_NS: u64 = 10_000_000;
+/// period if that is shorter. Each pause costs the loop more than its length: in the RT guest
+/// under TCG the loop saw 42 ms/s of noise with 100 pauses a second (a 10 ms window) and 33
+/// ms/s with throttling off and no pauses, where oslat's loop saw 28–31; rtla pauses once a
+/// second.
+const WINDOW_NS: u64 = 100_000_000;
 
 /// Busy time and pause per window, when RT throttling would otherwise stop the thread.
 fn pause_schedule(runtime_us: Option<i64>, period_us: Option<i64>) -> Option<(u64, u64)> {
@@ -61,6 +64,14 @@ fn pause_schedule(runtime_us: Option<i64>, period_us: Option<i64>) -> Option<(u6
     Some((busy, window - busy))
 }
 
+/// How much longer than the schedule's a pause is, at random: up to a quarter of it. A longer
+/// pause only lowers the thread's share of any period, and the schedule no longer keeps step
+/// with noise that comes on a period of its own (a once-a-second task would otherwise fall in
+/// the same place of every window: always seen, or never).
+fn jitter(pause: u64, rng: &mut crate::rng::SplitMix64) -> u64 {
+    rng.next_u64() % (pause / 4 + 1)
+}
+
 fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
     let threshold_ns = args.number(&THRESHOLD).unwrap_or(THRESHOLD_US) * 1000;
     let t = crate::sysinfo::rt_throttling();
@@ -69,10 +80,12 @@ fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
         threshold_ns,
         throttling_pauses: schedule.map(|(busy, pause)| {
             format!(
-                "RT throttling allows {} of {} µs: the thread pauses {} µs after every {} µs; pauses are not noise",
+                "RT throttling allows {} of {} µs: the thread pauses {}–{} µs (at random) after every {} µs; \
+                 pauses are not noise",
                 t.sched_rt_runtime_us.unwrap_or(0),
                 t.sched_rt_period_us.unwrap_or(0),
                 pause / 1000,
+                (pause + pause / 4) / 1000,
                 busy / 1000
             )
         }),
@@ -103,6 +116,7 @@ impl Probe for Noise {
         let (mut measured, mut noise, mut pauses, mut taken) = (0u64, 0u64, 0u64, 0u64);
         let mut prev = sys::now_ns();
         let mut burst = prev;
+        let mut rng = crate::rng::SplitMix64(prev ^ ctx.index as u64);
         while taken < ctx.loops && !ctx.stopped() {
             let now = sys::now_ns();
             let gap = now - prev;
@@ -115,7 +129,7 @@ impl Probe for Noise {
             if let Some((busy, pause)) = self.schedule {
                 if now - burst >= busy {
                     measured += now - burst;
-                    sys::sleep_until(now + pause);
+                    ctx.rec.pause_until(now + pause + jitter(pause, &mut rng));
                     pauses += 1;
                     prev = sys::now_ns();
                     burst = prev;
@@ -156,5 +170,17 @@ mod tests {
             let worst = (period as u64 * 1000 / window + 1) * busy;
             assert!(worst <= runtime as u64 * 1000, "{runtime}/{period}: {busy} busy per window runs {worst} ns");
         }
+        // Debian's default (950 ms of each second): ten pauses a second, not a hundred.
+        assert_eq!(pause_schedule(Some(950_000), Some(1_000_000)), Some((85_500_000, 14_500_000)));
+    }
+
+    #[test]
+    fn pauses_are_longer_by_up_to_a_quarter_at_random() {
+        let mut rng = crate::rng::SplitMix64(7);
+        let extra: Vec<u64> = (0..1000).map(|_| jitter(14_500_000, &mut rng)).collect();
+        assert!(extra.iter().all(|&e| e <= 14_500_000 / 4), "at most a quarter more");
+        // Spread over the range, not one value: the windows drift against any period.
+        let (lo, hi) = (*extra.iter().min().unwrap(), *extra.iter().max().unwrap());
+        assert!(lo < 500_000 && hi > 3_000_000, "{lo}..{hi}");
     }
 }

@@ -118,12 +118,15 @@ pub struct Recorder {
     /// Samples above this are breaches (u64::MAX: none are).
     breach_ns: u64,
     breach: Option<(std::sync::Arc<dyn BreachWatch>, u32)>,
+    /// The thread, once it has paused: the runner wakes it when it asks for the buffer.
+    sleeper: Arc<std::sync::OnceLock<std::thread::Thread>>,
 }
 
 /// The runner's side of one thread's recorder.
 pub struct Collector {
     spare: Option<Box<Buffer>>,
     asked: Arc<AtomicBool>,
+    sleeper: Arc<std::sync::OnceLock<std::thread::Thread>>,
     offer: SyncSender<Box<Buffer>>,
     full: Receiver<Box<Buffer>>,
     chunks: Option<(Receiver<Chunk>, SyncSender<Chunk>)>,
@@ -143,6 +146,7 @@ pub fn pair(env_interval_ns: u64, raw: Raw) -> (Recorder, Collector) {
     let (offer, spare) = sync_channel(1);
     let (full_tx, full_rx) = sync_channel(1);
     let asked = Arc::new(AtomicBool::new(false));
+    let sleeper = Arc::new(std::sync::OnceLock::new());
     let raw_left = match raw {
         Raw::All => u64::MAX,
         Raw::First(n) => n,
@@ -173,8 +177,9 @@ pub fn pair(env_interval_ns: u64, raw: Raw) -> (Recorder, Collector) {
         raw_left,
         breach_ns: u64::MAX,
         breach: None,
+        sleeper: Arc::clone(&sleeper),
     };
-    (rec, Collector { spare: Some(Box::default()), asked, offer, full: full_rx, chunks: col_chunks })
+    (rec, Collector { spare: Some(Box::default()), asked, sleeper, offer, full: full_rx, chunks: col_chunks })
 }
 
 impl Recorder {
@@ -214,6 +219,24 @@ impl Recorder {
         }
         if self.asked.load(Ordering::Relaxed) {
             self.swap();
+        }
+    }
+
+    /// Sleeps until `deadline_ns` (CLOCK_MONOTONIC), handing the buffer over whenever the runner
+    /// asks meanwhile. The runner waits 5 ms for a buffer: a thread paused longer would miss
+    /// every collection made during its pauses, and where the measuring threads hold every CPU
+    /// the runner only runs in their pauses (a monitor's first window closed empty).
+    pub fn pause_until(&mut self, deadline_ns: u64) {
+        let _ = self.sleeper.set(std::thread::current());
+        loop {
+            if self.asked.load(Ordering::Relaxed) {
+                self.swap();
+            }
+            let now = crate::sys::now_ns();
+            if now >= deadline_ns {
+                return;
+            }
+            std::thread::park_timeout(Duration::from_nanos(deadline_ns - now));
         }
     }
 
@@ -286,7 +309,13 @@ impl Collector {
     pub fn request(&mut self) {
         if let Some(buf) = self.spare.take() {
             match self.offer.try_send(buf) {
-                Ok(()) => self.asked.store(true, Ordering::Relaxed),
+                Ok(()) => {
+                    self.asked.store(true, Ordering::Relaxed);
+                    // A paused thread hands it over now; a running one at its next sample.
+                    if let Some(t) = self.sleeper.get() {
+                        t.unpark();
+                    }
+                }
                 Err(e) => self.spare = Some(e.into_inner()),
             }
         }

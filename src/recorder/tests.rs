@@ -408,3 +408,26 @@ fn samples_past_what_a_buffer_keeps_as_taken_are_counted_all_the_same() {
     );
     assert_eq!(total.summary().percentiles_ns, direct.summary().percentiles_ns);
 }
+
+/// A thread that pauses hands its buffer over when asked, at once, not when the pause ends.
+#[test]
+fn a_pausing_thread_hands_over_its_buffer_when_asked() {
+    let (mut rec, mut c) = pair(1_000_000, Raw::First(0));
+    let thread = std::thread::spawn(move || {
+        for (t, lat) in [(0, 10), (1, 20)] {
+            rec.record(t, lat);
+        }
+        // A first short pause makes the thread known; then one far longer than the wait below.
+        rec.pause_until(crate::sys::now_ns());
+        let start = std::time::Instant::now();
+        rec.pause_until(crate::sys::now_ns() + 1_500_000_000);
+        (rec, start.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    c.request();
+    let buf = c.take(Duration::from_millis(500)).expect("the paused thread woke and handed its buffer over");
+    assert_eq!(buf.stats().count, 2);
+    let (_, paused) = thread.join().unwrap();
+    // Woken, it still paused to its deadline.
+    assert!(paused >= Duration::from_millis(1_490), "{paused:?}");
+}

@@ -7,6 +7,7 @@
 #                                             root file system and runs itself inside
 #
 #   ROUNDS=5 DURATION=10 CPU=1 THRESHOLD_US=5 RTBENCH=target/release/rtbench
+#   PLAIN=1      also `rtbench noise` without --classify: what the classification adds
 #
 # Each round runs `rtla osnoise top -q` (the kernel's osnoise thread at FIFO 95, busy 900 ms of
 # every second: under the RT throttling budget) and `rtbench noise --classify` (rtbench's FIFO 95
@@ -20,22 +21,27 @@
 # - IRQ, softirq and thread events per second: both count each interfering event that ran in
 #   the noise (rtbench: the `interference` of its classification, the same events tallied per
 #   gap);
-# - HW per second, marked *: rtla counts a noise sample no event explains, rtbench a gap no event
-#   covers half of (HW/hypervisor) — close, not the same;
+# - HW per second: a noise sample in which no IRQ, softirq or thread ran (rtla's HW; rtbench's
+#   `interference.hw`); rtbench's HW/hypervisor class, printed apart, also takes the gaps whose
+#   events explain less than half of them;
 # - rtbench's share of the noise time per class, which rtla's top does not give.
+# Where rt-tests' oslat is installed it runs too (same CPU, priority and duration, RT throttling
+# off while it runs): a user-space busy loop like rtbench's, where rtla's is a kernel thread, so
+# what both user-space loops see and the kernel's does not is the loop's kind, not rtbench.
 # Both tools' A/A spreads are printed; the ratio is judged against the wider.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RTBENCH=${RTBENCH:-$here/target/release/rtbench}
 . "$here/bench/rtla-guest.sh"
-rtla_where vs-rtla-osnoise osnoise "ROUNDS=${ROUNDS:-5} DURATION=${DURATION:-10} CPU=${CPU:-1} THRESHOLD_US=${THRESHOLD_US:-5}"
+rtla_where vs-rtla-osnoise osnoise "ROUNDS=${ROUNDS:-5} DURATION=${DURATION:-10} CPU=${CPU:-1} THRESHOLD_US=${THRESHOLD_US:-5} PLAIN=${PLAIN:-0}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-PYTHONPATH="$here/bench" python3 - "$RTBENCH" "${ROUNDS:-5}" "${DURATION:-10}" "${CPU:-1}" "${THRESHOLD_US:-5}" "$tmp" <<'PY'
+PYTHONPATH="$here/bench" python3 - "$RTBENCH" "${ROUNDS:-5}" "${DURATION:-10}" "${CPU:-1}" "${THRESHOLD_US:-5}" "$tmp" "${PLAIN:-0}" <<'PY'
 import json, re, statistics, subprocess, sys
 from rtla_compare import aa, interleaved, judged
 
 rtbench, rounds, dur, cpu, thresh, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+PLAIN = sys.argv[7] == "1"
 CLASSES = ["HW", "IRQ", "softirq", "thread"]
 
 def rtla():
@@ -53,15 +59,25 @@ def rtla():
                     "per_s": {c: n / per_s for c, n in counts.items()}, "nmi_per_s": int(f[8]) / per_s}
     raise SystemExit(f"no line for CPU {cpu} in rtla's output:\n{out}")
 
-def ours():
-    cmd = [rtbench, "noise", "--classify", "--threshold", thresh, "-a", cpu, "-D", f"{dur}s", "-q",
-           "--db", f"{tmp}/rtbench.db"]
+def rtbench_noise(*flags):
+    """Runs `rtbench noise` with `flags`; its output, its run's export and seconds measured."""
+    cmd = [rtbench, "noise", *flags, "--threshold", thresh, "-a", cpu, "-D", f"{dur}s", "-q", "--db", f"{tmp}/rtbench.db"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     run = re.search(r"stored as run (\d+)", out).group(1)
     doc = json.loads(subprocess.run([rtbench, "export", run, "--db", f"{tmp}/rtbench.db"], capture_output=True,
                                     text=True, check=True).stdout)
+    return out, doc, doc["run"]["params"]["noise"][0]["measured_ns"] / 1e9
+
+def plain():
+    """rtbench's loop without the classification: what its BPF programs add."""
+    _, doc, per_s = rtbench_noise()
     noise = doc["run"]["params"]["noise"][0]
-    per_s = noise["measured_ns"] / 1e9
+    return {"noise_per_s": noise["noise_ns"] / 1e3 / per_s, "max_single": doc["threads"][0]["max_ns"] / 1e3,
+            "gaps_per_s": doc["threads"][0]["count"] / per_s}
+
+def ours():
+    out, doc, per_s = rtbench_noise("--classify")
+    noise = doc["run"]["params"]["noise"][0]
     events = doc["run"]["params"]["classify"]["threads"][0]["interference"]
     counts, share = {}, {}
     for line in out.splitlines():
@@ -70,18 +86,47 @@ def ours():
         if len(f) >= 6 and f[0] in CLASSES and f[4].endswith("%"):
             counts[f[0]], share[f[0]] = int(f[1]), float(f[4][:-1])
     assert set(counts) == set(CLASSES), f"no class table in:\n{out}"
+    hw_class, class_counts = counts["HW"], list(counts.values())
     counts.update({"IRQ": events["irq"], "softirq": events["softirq"], "thread": events["thread"]})
+    # osnoise's HW: gaps in which nothing ran (builds before it was counted: the wider class).
+    counts["HW"] = events.get("hw", hw_class)
     return {"noise_per_s": noise["noise_ns"] / 1e3 / per_s, "avail": noise["available_percent"],
             "max_single": doc["threads"][0]["max_ns"] / 1e3, "per_s": {c: n / per_s for c, n in counts.items()},
-            "share": share}
+            "share": share, "hw_class_per_s": hw_class / per_s, "gaps_per_s": sum(class_counts) / per_s}
+
+def oslat():
+    """oslat (rt-tests): a user-space busy loop as rtbench's, where rtla's is a kernel thread.
+    Its histogram has 1 µs buckets (bucket k: [k-1, k) µs) up to 1024, the last holding every
+    longer gap; those are counted at 1023 µs, a floor (their count is printed). It never pauses,
+    so RT throttling is off while it runs (put back after)."""
+    knob = "/proc/sys/kernel/sched_rt_runtime_us"
+    old = open(knob).read().strip()
+    try:
+        open(knob, "w").write("-1")
+        subprocess.run(["oslat", "-c", cpu, "-C", "0", "-D", dur, "-f", "95", "-b", "1024", "-q",
+                        f"--json={tmp}/oslat.json"], capture_output=True, text=True, check=True)
+    finally:
+        open(knob, "w").write(old)
+    t = json.load(open(f"{tmp}/oslat.json"))["thread"]["0"]
+    over = {int(k): n for k, n in t["histogram"].items() if int(k) - 1 >= float(thresh)}
+    noise_us = sum(n * (k - 0.5 if k < 1024 else 1023) for k, n in over.items())
+    return {"noise_per_s": noise_us / t["duration"], "max_single": float(t["max"]),
+            "gaps_per_s": sum(over.values()) / t["duration"], "floored": over.get(1024, 0)}
 
 TOOLS = {"rtla osnoise": rtla, "rtbench noise --classify": ours}
+if subprocess.run(["sh", "-c", "command -v oslat"], capture_output=True).returncode == 0:
+    TOOLS["oslat"] = oslat
+else:
+    print("no oslat here (rt-tests): rtbench is held against rtla only")
+if PLAIN:
+    TOOLS["rtbench noise"] = plain
 print(f"load average in the guest at the start: {' '.join(open('/proc/loadavg').read().split()[:3])}", flush=True)
 runs = interleaved(TOOLS, rounds, lambda t, x: f"{t} {x['noise_per_s']:.0f} µs/s")
 
 med = statistics.median
+spread = lambda v: f"{min(v):.2f}-{max(v):.2f}" if v else "-"
 STATS = [("noise µs/s", lambda x: x["noise_per_s"]), ("max single µs", lambda x: x["max_single"])] + [
-    (f"{c}/s{' *' if c == 'HW' else ''}", (lambda c: lambda x: x["per_s"][c])(c)) for c in CLASSES]
+    (f"{c}/s", (lambda c: lambda x: x["per_s"][c])(c)) for c in CLASSES]
 
 print(f"\nOS noise on CPU {cpu}, threshold {thresh} µs, {dur} s a run, {rounds} rounds (median over rounds)")
 print(f"{'':18}{'rtla':>10}{'rtbench':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}{'rtla A/A':>13}{'rtbench A/A':>13}")
@@ -92,14 +137,32 @@ for name, get in STATS:
         print(f"{name:18}{a:10.1f}{b:10.1f}{'-':>8}  (none in either)")
         continue
     ratio = b / a if a else float("nan")
-    spread = lambda v: f"{min(v):.2f}-{max(v):.2f}" if v else "-"
     mine, theirs = aa(runs[ours_name], get), aa(runs[rtla_name], get)
     print(f"{name:18}{a:10.1f}{b:10.1f}{ratio:8.2f}{judged(ratio, mine, theirs)}{spread(theirs):>13}{spread(mine):>13}")
-print("* close, not one quantity: rtla counts a noise sample no event explains, rtbench a gap no event\n"
-      "  covers half of (HW/hypervisor)")
+print(f"{'HW/hypervisor/s':18}{'':>10}{med(x['hw_class_per_s'] for x, _ in runs[ours_name]):10.1f}"
+      "  rtbench's class: also the gaps whose events explain less than half of them")
 print(f"{'% CPU available':18}{med(x['avail'] for x, _ in runs[rtla_name]):10.3f}{med(x['avail'] for x, _ in runs[ours_name]):10.3f}")
 print(f"{'NMI/s (rtla)':18}{med(x['nmi_per_s'] for x, _ in runs[rtla_name]):10.1f}")
 print("rtbench's share of the noise time: " + ", ".join(
     f"{c} {med(x['share'][c] for x, _ in runs[ours_name]):.1f}%" for c in CLASSES))
+if "oslat" in runs:
+    print(f"\nAgainst oslat, a user-space busy loop as rtbench's ({sum(x['floored'] for x, _ in runs['oslat'])} "
+          "gaps over 1 ms in its runs, counted at 1023 µs)")
+    print(f"{'':18}{'oslat':>10}{'rtbench':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}{'oslat A/A':>13}{'rtbench A/A':>13}")
+    for name, get in STATS[:2] + [("gaps/s", lambda x: x["gaps_per_s"])]:
+        a, b = med(get(x) for x, _ in runs["oslat"]), med(get(x) for x, _ in runs[ours_name])
+        ratio = b / a if a else float("nan")
+        mine, theirs = aa(runs[ours_name], get), aa(runs["oslat"], get)
+        print(f"{name:18}{a:10.1f}{b:10.1f}{ratio:8.2f}{judged(ratio, mine, theirs)}{spread(theirs):>13}{spread(mine):>13}")
+if PLAIN:
+    print("\nrtbench noise without --classify beside it, and beside oslat")
+    print(f"{'':18}{'plain':>10}{'classify':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}{'oslat':>10}{'ratio':>8}{'wider A/A':>12}")
+    for name, get in STATS[:2] + [("gaps/s", lambda x: x["gaps_per_s"])]:
+        p, c = med(get(x) for x, _ in runs["rtbench noise"]), med(get(x) for x, _ in runs[ours_name])
+        row = f"{name:18}{p:10.1f}{c:10.1f}{c / p:8.2f}{judged(c / p, aa(runs[ours_name], get), aa(runs['rtbench noise'], get))}"
+        if "oslat" in runs:
+            o = med(get(x) for x, _ in runs["oslat"])
+            row += f"{o:10.1f}{p / o:8.2f}{judged(p / o, aa(runs['rtbench noise'], get), aa(runs['oslat'], get))}"
+        print(row)
 print(f"load average in the guest at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}")
 PY

@@ -197,6 +197,13 @@ pub struct SplitRecord {
     /// Samples whose IRQ latency was counted in the kernel's histograms, not paired one by one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregated: Option<u64>,
+    /// Timer expiries the kernel did not run the BPF program for, the program being already
+    /// running on that CPU: a timer of the interrupt expiring while a softirq's timer ran it
+    /// (rare; a virtual CPU descheduled inside the program makes it likelier). Any of them can
+    /// be a sample's, whose sample is then unmatched. None from ftrace, from kernels before
+    /// 5.12, and in runs made before they were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed: Option<u64>,
 }
 
 /// A run made by another tool and imported.

@@ -76,6 +76,9 @@ pub fn summary(run: &Run) -> String {
         if let Some(source) = &split.source {
             let _ = writeln!(out, "IRQ latency from {source}{}", by(&split.transport));
         }
+        if let Some(n) = split.missed.filter(|n| *n > 0) {
+            let _ = writeln!(out, "the kernel did not run the split's program for {n} timer expiries (it was running)");
+        }
         if let (Some(mode), Some(why)) = (&split.mode, &split.mode_reason) {
             let counted =
                 split.aggregated.filter(|n| *n > 0).map_or(String::new(), |n| format!("; {n} counted in the kernel"));

@@ -338,14 +338,15 @@ impl<'s> RunWriter<'s> {
 /// A resumed run's parameters: what its new part found (how its threads ran, what it traced),
 /// and what the run was asked (its duration, loop count, sample log, and the probe's own
 /// settings, which its new part was built from: a count it was given for the rest reads as
-/// the whole's). The split's lost trace events and records read are the whole run's: each
-/// part's added.
+/// the whole's). The split's lost trace events, records read and missed expiries are the whole
+/// run's: each part's added.
 fn as_asked(asked: &MeasuredParams, now: &MeasuredParams) -> MeasuredParams {
     let probe = ProbeParams::as_asked(&asked.probe, &now.probe);
     let split = match (&asked.split, &now.split) {
         (Some(a), Some(n)) => Some(SplitRecord {
             lost_events: a.lost_events + n.lost_events,
             records: n.records.map(|r| r + a.records.unwrap_or(0)),
+            missed: n.missed.map(|m| m + a.missed.unwrap_or(0)),
             ..n.clone()
         }),
         _ => now.split.clone(),
@@ -365,13 +366,15 @@ mod tests {
     use super::*;
     use crate::model::{TimerParams, VmPlacement};
 
-    /// A timer part's parameters: asked for `duration_s`, its split having lost `lost` events.
+    /// A timer part's parameters: asked for `duration_s`, its split having lost `lost` events (and
+    /// read a hundred times as many, missed ten times).
     fn part(duration_s: f64, lost: u64) -> MeasuredParams {
         let json = serde_json::json!({"threads": 1, "cpus": [1], "policy": "fifo", "priority": 95, "mlock": true,
             "loops": null, "duration_s": duration_s, "envelope_interval_ns": 1_000_000_000u64,
             "samples_file": "s.rtb", "interval_us": 1000, "distance_us": 0});
         let mut p: MeasuredParams = serde_json::from_value(json).unwrap();
-        p.split = Some(SplitRecord { lost_events: lost, records: Some(100 * lost), ..Default::default() });
+        let (records, missed) = (Some(100 * lost), Some(10 * lost));
+        p.split = Some(SplitRecord { lost_events: lost, records, missed, ..Default::default() });
         p
     }
 
@@ -380,7 +383,8 @@ mod tests {
     fn a_resumed_run_keeps_what_it_was_asked_and_counts_every_part_s_lost_events() {
         let whole = as_asked(&part(60.0, 3), &MeasuredParams { samples_file: None, ..part(20.0, 4) });
         assert_eq!((whole.duration_s, whole.samples_file.as_deref()), (Some(60.0), Some("s.rtb")));
-        assert_eq!(whole.split.as_ref().map(|s| (s.lost_events, s.records)), Some((7, Some(700))), "both parts'");
+        let counts = whole.split.as_ref().map(|s| (s.lost_events, s.records, s.missed));
+        assert_eq!(counts, Some((7, Some(700), Some(70))), "both parts'");
         assert!(matches!(whole.probe, ProbeParams::Timer(TimerParams { interval_us: 1000, .. })));
     }
 

@@ -11,6 +11,7 @@ const MAP_LOOKUP_ELEM: libc::c_long = 1;
 const MAP_UPDATE_ELEM: libc::c_long = 2;
 const PROG_LOAD: libc::c_long = 5;
 const PROG_TEST_RUN: libc::c_long = 10;
+const OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 const MAP_LOOKUP_AND_DELETE_ELEM: libc::c_long = 21;
 const PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
@@ -173,6 +174,27 @@ pub fn bpf_run_raw_tp(program: &OwnedFd, args: &[u64]) -> io::Result<u32> {
     a[6] = args.as_ptr() as u64;
     bpf(PROG_TEST_RUN, &mut a)?;
     Ok((a[0] >> 32) as u32)
+}
+
+/// `struct bpf_prog_info` up to `recursion_misses` (Linux 5.12), the last field read here.
+const PROG_INFO: usize = 216;
+pub const RECURSION_MISSES: usize = 208;
+
+/// How many times the kernel did not run `program` because it was already running on that CPU
+/// (a tracepoint hit again inside the program's own run, from an interrupt); None from a
+/// kernel before 5.12, which does not count them.
+pub fn bpf_prog_misses(program: &OwnedFd) -> io::Result<Option<u64>> {
+    let mut info = [0u8; PROG_INFO];
+    let mut a: Attr = [0; 16];
+    a[0] = two(program.as_raw_fd() as u32, PROG_INFO as u32);
+    a[1] = info.as_mut_ptr() as u64;
+    bpf(OBJ_GET_INFO_BY_FD, &mut a)?;
+    // The kernel writes back how much of the structure it has.
+    if ((a[0] >> 32) as usize) < PROG_INFO {
+        return Ok(None);
+    }
+    let field = info[RECURSION_MISSES..RECURSION_MISSES + 8].try_into().expect("8 bytes");
+    Ok(Some(u64::from_ne_bytes(field)))
 }
 
 /// For tests: whether BPF programs can be loaded here (they need root); a test that cannot

@@ -67,4 +67,15 @@ mod tests {
         assert!(l.task > l.function, "the sleeper's task follows its hrtimer: {l:?}");
         assert!(l.pid > 0 && l.tgid > 0 && l.pid != l.tgid, "{l:?}");
     }
+
+    /// The program's misses are read at the offset this kernel's `struct bpf_prog_info` has.
+    #[test]
+    fn a_program_s_misses_are_read_where_this_kernel_keeps_them() {
+        let Ok(blob) = std::fs::read(VMLINUX) else {
+            eprintln!("skipped: this kernel has no BTF");
+            return;
+        };
+        let at = Btf::parse(&blob).unwrap().offset("bpf_prog_info", "recursion_misses");
+        assert_eq!(at, Ok(crate::sys::RECURSION_MISSES as u32));
+    }
 }

@@ -27,6 +27,10 @@ pub struct Seen {
     pub lost_events: u64,
     /// Records the BPF program handed over (an ftrace instance's lines are not counted).
     pub records: u64,
+    /// Expiries the kernel did not run the BPF program for (see [`SplitRecord::missed`]).
+    ///
+    /// [`SplitRecord::missed`]: crate::model::SplitRecord::missed
+    pub missed: Option<u64>,
     /// The threads followed; until they are known, every sleeper on the CPUs is kept.
     pub follow: Option<Vec<i32>>,
     /// Timers started and not yet expired, by CPU and hrtimer: the thread and its due time.

@@ -120,12 +120,20 @@ impl SplitTracer {
     pub fn record(&self) -> SplitRecord {
         let source = self.feed.source("the hrtimer tracepoints");
         let seen = self.seen();
-        let (lost_events, read) = {
+        let (lost_events, read, missed) = {
             let s = lock(&seen);
-            (s.lost_events, s.records)
+            (s.lost_events, s.records, s.missed)
         };
         let (transport, records) = (self.feed.transport(), self.feed.bpf().then_some(read));
-        SplitRecord { lost_events, skipped: None, source: Some(source), transport, records, ..Default::default() }
+        SplitRecord {
+            lost_events,
+            skipped: None,
+            source: Some(source),
+            transport,
+            records,
+            missed,
+            ..Default::default()
+        }
     }
 }
 

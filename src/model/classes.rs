@@ -210,6 +210,14 @@ pub struct ClassifyRecord {
     /// what the reader took in (none from ftrace, nor in runs made before they were counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records: Option<u64>,
+    /// The BPF programs' own time on the measured CPUs, in ns by their own clock (from their
+    /// first reading of it to their record handed on), and how many times they ran there: they
+    /// run inside the gaps they classify, so this much of the noise is theirs (and more: the
+    /// kernel's call into them is not in it). None from ftrace and in runs made before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_runs: Option<u64>,
 }
 
 impl ClassifyRecord {

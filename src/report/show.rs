@@ -189,6 +189,7 @@ fn noise_classes(h: &RunHeader) -> String {
         let _ = writeln!(out, "{}", line.trim_end());
     }
     out.push_str(&interference(c, secs));
+    out.push_str(&own_time(c, total, secs));
     out.push_str(&longest_gaps(c));
     out.push_str(&from);
     out.push('\n');
@@ -211,6 +212,20 @@ fn interference(c: &ClassifyRecord, secs: Option<f64>) -> String {
         sum(|i| i.irq),
         sum(|i| i.softirq),
         sum(|i| i.thread)
+    )
+}
+
+/// What the classification's own programs took of the measured CPUs, inside the gaps they
+/// classify: about as much of the noise (`total` ns) is theirs (less what they took in RT
+/// throttling's pauses, which are no gaps; more, the kernel's calls into them).
+fn own_time(c: &ClassifyRecord, total: u64, secs: Option<f64>) -> String {
+    let (Some(ns), Some(runs), Some(secs)) = (c.programs_ns, c.program_runs, secs) else { return String::new() };
+    format!(
+        "the classification's BPF programs ran {:.0} times/s on the measured CPUs and took {:.1} µs/s there by \
+         their own clock: they run inside the gaps they classify, so about {:.1} % of the noise above is theirs\n",
+        runs as f64 / secs,
+        ns as f64 / 1e3 / secs,
+        ns as f64 / total as f64 * 100.0
     )
 }
 

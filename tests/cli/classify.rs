@@ -99,6 +99,11 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     // osnoise's HW, the gaps in which nothing ran, are some of the HW/hypervisor class's.
     let class_hw: u64 = totals.iter().filter(|t| t["class"] == "hardware").map(|t| t["count"].as_u64().unwrap()).sum();
     assert!(events["hw"].as_u64().is_some_and(|n| n <= class_hw), "HW/hypervisor gaps {class_hw}: {events}");
+    // The programs' own time on the measured CPU: a run at least per record they handed on.
+    let classify = &doc["run"]["params"]["classify"];
+    let (runs, records) = (classify["program_runs"].as_u64(), classify["records"].as_u64());
+    assert!(runs.zip(records).is_some_and(|(r, n)| r >= n && n > 0), "{classify}");
+    assert!(classify["programs_ns"].as_u64().is_some_and(|ns| ns > 0), "{classify}");
     let shown = lab.ok(&["show", &lab.last_run().to_string()]);
     // The thread line names the thread with the most noise: the hog, unless a load of a test
     // running beside this one (a compiler on CPU 1) took more; the hog's gaps are listed anyway.
@@ -110,6 +115,7 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     assert!(shown.lines().any(|l| l.starts_with("HW/hypervisor")), "{shown}");
     let events_line = shown.lines().find(|l| l.starts_with("interfering events/s, as rtla osnoise counts them: IRQ "));
     assert!(events_line.is_some_and(|l| l.contains("  HW ")), "{shown}");
+    assert!(shown.lines().any(|l| l.starts_with("the classification's BPF programs ran ")), "{shown}");
     // Where the events came from is said: BPF here, an ftrace instance where BPF cannot load.
     assert!(shown.lines().any(|l| l.starts_with("noise classified from BPF")), "{shown}");
     let out = lab.path("report");

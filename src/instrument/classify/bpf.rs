@@ -22,7 +22,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 
 use super::record::{interrupt_entry, IrqNames, Record, RECORD};
-use super::timeline::Timeline;
+use super::timeline::{ProgramTime, Timeline};
 use crate::trace::bpf::asm::*;
 use crate::trace::bpf::records::Records;
 use crate::trace::stream::{lock, Fill, Reader};
@@ -56,8 +56,12 @@ const QUEUED: u32 = 65_536;
 const ARRAY: u32 = 2;
 
 /// Per CPU number in the map of CPUs followed: (followed, kind of the interrupt entered, its
-/// time), padded to a cache line so that two measured CPUs do not write to one.
+/// time, the programs' own time there, their runs there), padded to a cache line so that two
+/// measured CPUs do not write to one.
 const SLOT: u32 = 64;
+/// Where in a slot the programs add up their own time and runs.
+const OWN_NS: i16 = 16;
+const OWN_RUNS: i16 = 24;
 
 /// The record on the program's stack.
 const AT: i16 = -64;
@@ -67,7 +71,8 @@ const KEY: i16 = AT - 8;
 /// The programs and maps, attached; all of it goes with the fds.
 pub struct Programs {
     records: Records,
-    _followed: OwnedFd,
+    followed: OwnedFd,
+    cpus: Vec<usize>,
     _links: Vec<OwnedFd>,
     /// When the last program was attached: records before it are dropped.
     since_ns: u64,
@@ -99,7 +104,7 @@ impl Programs {
         // attached before its exit's sees an interrupt whose end it never sees, and a CPU left
         // "in" that interrupt would have every gap put down to it. Only what follows counts.
         let since_ns = crate::sys::now_ns();
-        Ok(Programs { records, _followed: followed, _links: links, since_ns, batch: Vec::new() })
+        Ok(Programs { records, followed, cpus: cpus.to_vec(), _links: links, since_ns, batch: Vec::new() })
     }
 
     /// Every record waiting, as the reader takes it.
@@ -120,8 +125,22 @@ impl Programs {
         take(batch, since, &mut t, irqs);
         t.lost_events = lost;
         t.records += read as u64;
+        t.programs = Some(own_time(&self.followed, &self.cpus)?);
         Ok(records.fill(read))
     }
+}
+
+/// The programs' own time and runs, summed over the measured `cpus`' slots of `followed`.
+fn own_time(followed: &OwnedFd, cpus: &[usize]) -> std::io::Result<ProgramTime> {
+    let mut sum = ProgramTime::default();
+    let mut slot = [0u8; SLOT as usize];
+    let word =
+        |slot: &[u8], at: i16| u64::from_ne_bytes(slot[at as usize..at as usize + 8].try_into().expect("8 bytes"));
+    for &c in cpus {
+        crate::sys::bpf_lookup(followed, &(c as u32).to_ne_bytes(), &mut slot)?;
+        (sum.ns, sum.runs) = (sum.ns + word(&slot, OWN_NS), sum.runs + word(&slot, OWN_RUNS));
+    }
+    Ok(sum)
 }
 
 /// Takes the records of `batch` stamped from `since` on into `timeline`, in time order.
@@ -186,6 +205,7 @@ fn program(kind: usize, task: Option<[u32; 3]>, maps: &Maps) -> Vec<u64> {
     a.op(LDX_W, 1, 0, 0, 0).exit_if(1, true, 0).mov(9, 0);
     if interrupt_entry(kind as u32) {
         a.call(KTIME_GET_NS).op(STX_DW, 9, 0, 8, 0).op(ST_W, 9, 0, 4, kind as i32);
+        add_own_time(&mut a, 9, 8);
         return a.finish();
     }
     for off in (0..RECORD as i16).step_by(8) {
@@ -209,8 +229,16 @@ fn program(kind: usize, task: Option<[u32; 3]>, maps: &Maps) -> Vec<u64> {
         a.read_kernel_n(i32::from(at(28)), 4, 8, prio as i32);
         a.read_kernel_n(i32::from(at(48)), 16, 8, comm as i32);
     }
-    maps.records.emit(&mut a, AT);
+    maps.records.emit_and_go_on(&mut a, AT);
+    add_own_time(&mut a, FP, AT);
     a.finish()
+}
+
+/// The program's last step on a followed CPU: the time since the clock reading at `at + off`
+/// and a run added to its CPU's slot (r9), atomically (an interrupt's program can come between).
+fn add_own_time(a: &mut Asm, at: u8, off: i16) {
+    a.call(KTIME_GET_NS).op(LDX_DW, 1, at, off, 0).op(ALU64 | SUB | X, 0, 1, 0, 0);
+    a.op(ATOMIC_DW, 9, 0, OWN_NS, 0).mov_k(1, 1).op(ATOMIC_DW, 9, 1, OWN_RUNS, 0);
 }
 
 #[cfg(test)]
@@ -267,6 +295,38 @@ mod tests {
         let irq = crate::model::CauseKind::Irq;
         let stretches = cpus.iter().flat_map(|c| timeline.stretches(*c as u32).unwrap());
         assert!(stretches.filter(|s| s.key.kind == irq).count() > 0, "the interrupts' stretches");
+    }
+
+    /// The programs add up their own time on the CPU they follow, a run for each record and
+    /// each interrupt entered, and nothing on a CPU they do not follow.
+    #[test]
+    fn the_programs_count_their_own_time_where_they_follow() {
+        let cpus = crate::sysinfo::online_cpus();
+        let busy = *cpus.last().unwrap();
+        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(&[busy])) else {
+            return;
+        };
+        std::thread::spawn(move || {
+            let _ = crate::sys::set_affinity(&[busy]);
+            let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        })
+        .join()
+        .unwrap();
+        let timeline = Mutex::new(Timeline::new(&[busy]));
+        programs.drain(&timeline, &mut IrqNames::default()).unwrap();
+        let (own, records) = {
+            let t = lock(&timeline);
+            (t.programs.expect("counted from BPF"), t.records)
+        };
+        // Every record is a run's; the interrupts' entries ran too (a busy CPU takes the tick).
+        assert!(own.runs > records && records > 0, "{own:?}, {records} records");
+        assert!(own.ns > 0 && own.ns / own.runs < 1_000_000, "{own:?}");
+        if let Some(&other) = cpus.iter().find(|&&c| c != busy) {
+            assert_eq!(own_time(&programs.followed, &[other]).unwrap(), ProgramTime::default(), "CPU {other}");
+        }
     }
 
     /// Built for a 256-CPU machine (issue 38): every followed CPU's entry is there, CPUs past

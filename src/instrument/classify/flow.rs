@@ -228,14 +228,26 @@ impl ClassifyFlow {
     /// What the classification has come to so far: every thread's gaps by class, the most
     /// noise first, and the events the trace lost.
     fn record(&self) -> ClassifyRecord {
-        let (lost_events, read) = {
+        let (lost_events, read, programs) = {
             let t = lock(&self.timeline);
-            (t.lost_events, t.records)
+            (t.lost_events, t.records, t.programs)
         };
         let threads = self.threads();
         let (source, transport) = (Some(self.source.clone()), self.transport.clone());
         let records = transport.is_some().then_some(read);
-        ClassifyRecord { lost_events, budget_ns: self.budget_ns, threads, skipped: None, source, transport, records }
+        let (programs_ns, program_runs) = (programs.map(|p| p.ns), programs.map(|p| p.runs));
+        let budget_ns = self.budget_ns;
+        ClassifyRecord {
+            lost_events,
+            budget_ns,
+            threads,
+            skipped: None,
+            source,
+            transport,
+            records,
+            programs_ns,
+            program_runs,
+        }
     }
 
     /// Every thread's gaps so far by class and name, the most noise first, and the events

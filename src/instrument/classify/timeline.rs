@@ -42,6 +42,14 @@ impl Cpu {
     }
 }
 
+/// What the classification's BPF programs took of the measured CPUs: time by their own clock,
+/// from their first reading of it to their record handed on, and how many times they ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProgramTime {
+    pub ns: u64,
+    pub runs: u64,
+}
+
 /// What the reader has read of the measured CPUs.
 #[derive(Default)]
 pub struct Timeline {
@@ -53,6 +61,8 @@ pub struct Timeline {
     pub lost_events: u64,
     /// Records the BPF programs handed over (an ftrace instance's lines are not counted).
     pub records: u64,
+    /// The BPF programs' own time on the measured CPUs and their runs there (none from ftrace).
+    pub programs: Option<ProgramTime>,
 }
 
 impl Timeline {

@@ -109,16 +109,34 @@ impl Asm {
     }
     /// Pushes the record at `fp + at` onto `queue`; when the queue is full, adds one to
     /// `lost[0]` (its key written at `fp + at - 4`). The queue's reader counts what it missed.
-    pub fn push_or_count_lost(&mut self, queue: &OwnedFd, lost: &OwnedFd, at: i16) -> &mut Asm {
-        self.map(1, queue).stack(2, i32::from(at)).mov_k(3, 0).call(MAP_PUSH).exit_if(0, true, 0);
-        self.count_lost(lost, at)
+    /// Then the program ends, or with `go_on` goes on.
+    pub fn push_or_count_lost(&mut self, queue: &OwnedFd, lost: &OwnedFd, at: i16, go_on: bool) -> &mut Asm {
+        self.map(1, queue).stack(2, i32::from(at)).mov_k(3, 0).call(MAP_PUSH);
+        self.or_count_lost(lost, at, go_on)
     }
     /// Outputs the `size`-byte record at `fp + at` into the ring buffer `ring`, waking no one;
-    /// when the ring is full, adds one to `lost[0]` as [`Asm::push_or_count_lost`] does.
-    pub fn output_or_count_lost(&mut self, ring: &OwnedFd, lost: &OwnedFd, at: i16, size: i32) -> &mut Asm {
+    /// when the ring is full, adds one to `lost[0]` as [`Asm::push_or_count_lost`] does; then
+    /// ends, or goes on.
+    pub fn output_or_count_lost(
+        &mut self,
+        ring: &OwnedFd,
+        lost: &OwnedFd,
+        at: i16,
+        size: i32,
+        go_on: bool,
+    ) -> &mut Asm {
         self.map(1, ring).stack(2, i32::from(at)).mov_k(3, size).mov_k(4, RB_NO_WAKEUP);
-        self.call(RINGBUF_OUTPUT).exit_if(0, true, 0);
-        self.count_lost(lost, at)
+        self.call(RINGBUF_OUTPUT);
+        self.or_count_lost(lost, at, go_on)
+    }
+    /// After a hand-over (r0 0 when done): the program ends, or with `go_on` goes on past the
+    /// count of a record lost.
+    fn or_count_lost(&mut self, lost: &OwnedFd, at: i16, go_on: bool) -> &mut Asm {
+        if !go_on {
+            return self.exit_if(0, true, 0).count_lost(lost, at);
+        }
+        let handed = self.jump(JEQ_K, 0, 0, 0);
+        self.count_lost(lost, at).land(handed)
     }
     /// `lost[0] += 1`, atomically (its key written at `fp + at - 4`).
     fn count_lost(&mut self, lost: &OwnedFd, at: i16) -> &mut Asm {

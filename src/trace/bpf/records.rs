@@ -77,9 +77,18 @@ impl Records {
     /// The program's last step: the record at `fp + at` handed on, or counted as lost (the 4
     /// bytes below it on the stack are used for the count's key).
     pub fn emit(&self, a: &mut Asm, at: i16) {
+        self.hand_on(a, at, false);
+    }
+
+    /// As [`Records::emit`], and the program goes on after it (handed on or counted lost).
+    pub fn emit_and_go_on(&self, a: &mut Asm, at: i16) {
+        self.hand_on(a, at, true);
+    }
+
+    fn hand_on(&self, a: &mut Asm, at: i16, go_on: bool) {
         match &self.transport {
-            Transport::Ring(ring) => a.output_or_count_lost(ring.map(), self.lost.map(), at, self.size as i32),
-            Transport::Queue(queue) => a.push_or_count_lost(queue, self.lost.map(), at),
+            Transport::Ring(ring) => a.output_or_count_lost(ring.map(), self.lost.map(), at, self.size as i32, go_on),
+            Transport::Queue(queue) => a.push_or_count_lost(queue, self.lost.map(), at, go_on),
         };
     }
 
@@ -120,7 +129,7 @@ pub fn word(rec: &[u8], i: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::bpf::asm::{FP, LDX_DW, STX_DW};
+    use crate::trace::bpf::asm::{EXIT, FP, LDX_DW, STX_DW, ST_DW};
 
     /// A raw-tracepoint program whose record is its two arguments, run on demand.
     fn echo(records: &Records) -> OwnedFd {
@@ -207,5 +216,30 @@ mod tests {
         write(&program, 600, 500, 3);
         assert_eq!(read(&mut records).len() as u64, fits);
         assert_eq!(records.lost().unwrap(), 2 * (500 - fits), "a second overflow counted");
+    }
+
+    /// A program that goes on after its record returns what it returns next, whether the record
+    /// was handed on or counted lost; what fits is read, the rest counted, on both transports.
+    #[test]
+    fn a_program_that_goes_on_after_its_record_reaches_its_own_end() {
+        let Some(ring) = ring(16, 1) else { return };
+        let fits = (crate::sys::page_size() / 24) as u64;
+        for (mut records, held) in [(ring, fits), (Records::queue(16, 8).unwrap(), 8)] {
+            let mut a = Asm::default();
+            a.mov(6, 1).op(LDX_DW, 1, 6, 0, 0).op(STX_DW, FP, 1, -16, 0).op(ST_DW, FP, 0, -8, 0);
+            records.emit_and_go_on(&mut a, -16);
+            a.mov_k(0, 7).op(EXIT, 0, 0, 0, 0);
+            let program = crate::sys::bpf_raw_tp_program("rtbench_test", &a.finish()).expect("the program loads");
+            for i in 0..held + 20 {
+                assert_eq!(
+                    crate::sys::bpf_run_raw_tp(&program, &[i]).unwrap(),
+                    7,
+                    "record {i}, {}",
+                    records.transport()
+                );
+            }
+            assert_eq!(read(&mut records).len() as u64, held, "{}", records.transport());
+            assert_eq!(records.lost().unwrap(), 20, "{}", records.transport());
+        }
     }
 }

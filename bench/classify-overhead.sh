@@ -11,7 +11,8 @@
 # RTBENCH for another binary). Each round runs both variants, alternating which goes first, one
 # thread on CPU 1 at FIFO 95 with the default 1 µs threshold, and prints each variant's count of
 # gaps and mean gap (JSON export), and for the classified run the share of its noise in each
-# class; then the medians and the ratios classified / plain.
+# class; then the medians and the ratios classified / plain. Then, with bpftool (scripts/setup.sh
+# --bench), the programs' own run time in one more classified run.
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -68,4 +69,13 @@ med = lambda i, k: statistics.median(x[i][k] for x in rows)
 hw = statistics.median(x[2][2]["hardware"] for x in rows)
 print(f"  med {med(1,0):>11} {med(1,1):>13.3f} {med(2,0):>16} {med(2,1):>18.3f}   hardware (nothing the kernel saw): {hw:.1f} % of the noise")
 print(f"\nratio classified/plain  gaps: {med(2,0)/med(1,0):.3f}  mean gap: {med(2,1)/med(1,1):.3f}")
+PY
+
+# The programs' own cost, as the kernel times it, in one more classified run.
+[ "${AA:-0}" = 1 ] && exit 0
+PYTHONPATH="$here/bench" python3 - "$RTBENCH" "$db" <<'PY'
+import sys
+from bpf_cost import print_cost, programs_cost
+rtbench, db = sys.argv[1:3]
+print_cost(programs_cost([rtbench, "noise", "-a", "1", "-p", "95", "-D", "14s", "-q", "--db", db, "--classify"]))
 PY

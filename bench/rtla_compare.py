@@ -10,11 +10,13 @@ def aa(pairs, get):
 
 
 def judged(ratio, ours, theirs):
-    """"0.90-1.12 in": the wider of two tools' A/A spreads (the one reaching further from 1),
-    and whether ratio falls inside it."""
-    reach = lambda v: max(abs(max(v) - 1), abs(1 - min(v))) if v else 0
-    v = max(ours, theirs, key=reach)
-    lo, hi = (min(v), max(v)) if v else (1, 1)
+    """"0.75-1.33 in": the wider of two tools' A/A spreads, taken both ways, and whether ratio
+    falls inside it. Which of a tool's two runs came first says nothing of which is the larger:
+    a second run at 0.75x its first is as far from it as one at 1.33x, so a spread of A/A ratios
+    0.75-1.00 is judged as 0.75-1.33 (the one-sided spread would call a ratio of 1.01 outside)."""
+    reach = lambda v: max(abs(math.log(r)) for r in v if r > 0) if any(r > 0 for r in v) else 0
+    far = math.exp(max(reach(ours), reach(theirs)))
+    lo, hi = 1 / far, far
     return f"{f'{lo:.2f}-{hi:.2f}':>12}{'in' if lo <= ratio <= hi else 'OUT':>5}"
 
 

@@ -7,7 +7,8 @@
 #                                             root file system and runs itself inside
 #
 #   ROUNDS=5 DURATION=10 CPU=1 THRESHOLD_US=5 RTBENCH=target/release/rtbench
-#   PLAIN=1      also `rtbench noise` without --classify: what the classification adds
+#   PLAIN=1      also `rtbench noise` without --classify: what the classification adds (with
+#                bpftool, beside its programs' own run time from the kernel's BPF statistics)
 #
 # Each round runs `rtla osnoise top -q` (the kernel's osnoise thread at FIFO 95, busy 900 ms of
 # every second: under the RT throttling budget) and `rtbench noise --classify` (rtbench's FIFO 95
@@ -24,11 +25,13 @@
 # - HW per second: a noise sample in which no IRQ, softirq or thread ran (rtla's HW; rtbench's
 #   `interference.hw`); rtbench's HW/hypervisor class, printed apart, also takes the gaps whose
 #   events explain less than half of them;
-# - rtbench's share of the noise time per class, which rtla's top does not give.
+# - rtbench's share of the noise time per class, which rtla's top does not give;
+# - "less own": rtbench's noise less its BPF programs' own time on the CPU (`programs_ns`), which
+#   they spend inside the gaps they classify.
 # Where rt-tests' oslat is installed it runs too (same CPU, priority and duration, RT throttling
 # off while it runs): a user-space busy loop like rtbench's, where rtla's is a kernel thread, so
 # what both user-space loops see and the kernel's does not is the loop's kind, not rtbench.
-# Both tools' A/A spreads are printed; the ratio is judged against the wider.
+# Both tools' A/A spreads are printed; the ratio is judged against the wider, taken both ways.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 RTBENCH=${RTBENCH:-$here/target/release/rtbench}
@@ -38,6 +41,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 PYTHONPATH="$here/bench" python3 - "$RTBENCH" "${ROUNDS:-5}" "${DURATION:-10}" "${CPU:-1}" "${THRESHOLD_US:-5}" "$tmp" "${PLAIN:-0}" <<'PY'
 import json, re, statistics, subprocess, sys
+from bpf_cost import print_cost, programs_cost
 from rtla_compare import aa, interleaved, judged
 
 rtbench, rounds, dur, cpu, thresh, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
@@ -92,7 +96,8 @@ def ours():
     counts["HW"] = events.get("hw", hw_class)
     return {"noise_per_s": noise["noise_ns"] / 1e3 / per_s, "avail": noise["available_percent"],
             "max_single": doc["threads"][0]["max_ns"] / 1e3, "per_s": {c: n / per_s for c, n in counts.items()},
-            "share": share, "hw_class_per_s": hw_class / per_s, "gaps_per_s": sum(class_counts) / per_s}
+            "share": share, "hw_class_per_s": hw_class / per_s, "gaps_per_s": sum(class_counts) / per_s,
+            "own_per_s": doc["run"]["params"]["classify"].get("programs_ns", 0) / 1e3 / per_s}
 
 def oslat():
     """oslat (rt-tests): a user-space busy loop as rtbench's, where rtla's is a kernel thread.
@@ -125,7 +130,10 @@ runs = interleaved(TOOLS, rounds, lambda t, x: f"{t} {x['noise_per_s']:.0f} µs/
 
 med = statistics.median
 spread = lambda v: f"{min(v):.2f}-{max(v):.2f}" if v else "-"
-STATS = [("noise µs/s", lambda x: x["noise_per_s"]), ("max single µs", lambda x: x["max_single"])] + [
+# Less own: rtbench's noise less its classification's programs' own time (they run inside the
+# gaps they classify); rtla's as it is.
+STATS = [("noise µs/s", lambda x: x["noise_per_s"]), ("less own µs/s", lambda x: x["noise_per_s"] - x.get("own_per_s", 0)),
+         ("max single µs", lambda x: x["max_single"])] + [
     (f"{c}/s", (lambda c: lambda x: x["per_s"][c])(c)) for c in CLASSES]
 
 print(f"\nOS noise on CPU {cpu}, threshold {thresh} µs, {dur} s a run, {rounds} rounds (median over rounds)")
@@ -149,7 +157,7 @@ if "oslat" in runs:
     print(f"\nAgainst oslat, a user-space busy loop as rtbench's ({sum(x['floored'] for x, _ in runs['oslat'])} "
           "gaps over 1 ms in its runs, counted at 1023 µs)")
     print(f"{'':18}{'oslat':>10}{'rtbench':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}{'oslat A/A':>13}{'rtbench A/A':>13}")
-    for name, get in STATS[:2] + [("gaps/s", lambda x: x["gaps_per_s"])]:
+    for name, get in STATS[:3] + [("gaps/s", lambda x: x["gaps_per_s"])]:
         a, b = med(get(x) for x, _ in runs["oslat"]), med(get(x) for x, _ in runs[ours_name])
         ratio = b / a if a else float("nan")
         mine, theirs = aa(runs[ours_name], get), aa(runs["oslat"], get)
@@ -157,12 +165,19 @@ if "oslat" in runs:
 if PLAIN:
     print("\nrtbench noise without --classify beside it, and beside oslat")
     print(f"{'':18}{'plain':>10}{'classify':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}{'oslat':>10}{'ratio':>8}{'wider A/A':>12}")
-    for name, get in STATS[:2] + [("gaps/s", lambda x: x["gaps_per_s"])]:
+    for name, get in STATS[:3] + [("gaps/s", lambda x: x["gaps_per_s"])]:
         p, c = med(get(x) for x, _ in runs["rtbench noise"]), med(get(x) for x, _ in runs[ours_name])
         row = f"{name:18}{p:10.1f}{c:10.1f}{c / p:8.2f}{judged(c / p, aa(runs[ours_name], get), aa(runs['rtbench noise'], get))}"
         if "oslat" in runs:
             o = med(get(x) for x, _ in runs["oslat"])
             row += f"{o:10.1f}{p / o:8.2f}{judged(p / o, aa(runs['rtbench noise'], get), aa(runs['oslat'], get))}"
         print(row)
+# What the classification's programs take: they run inside the gaps they classify.
+cost = programs_cost([rtbench, "noise", "--classify", "--threshold", thresh, "-a", cpu, "-D", "14s", "-q",
+                      "--db", f"{tmp}/rtbench.db"])
+print_cost(cost)
+if cost and PLAIN:
+    extra = med(x["noise_per_s"] for x, _ in runs[ours_name]) - med(x["noise_per_s"] for x, _ in runs["rtbench noise"])
+    print(f"classified minus plain noise: {extra:.0f} µs/s, beside the programs' {sum(t for *_, t in cost) / 1e3:.0f} µs/s")
 print(f"load average in the guest at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}")
 PY

@@ -263,6 +263,19 @@ mod tests {
         programs.drain(&timeline, &mut IrqNames::default()).unwrap();
     }
 
+    /// Keeps `cpu` busy for 100 ms, from a thread of its own: a busy CPU takes the tick.
+    fn spin_100_ms_on(cpu: usize) {
+        std::thread::spawn(move || {
+            let _ = crate::sys::set_affinity(&[cpu]);
+            let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
     /// A hard interrupt comes as one record, its exit's with its entry's time: no entry of an
     /// IRQ handler or a vector is handed on by itself, and the reader makes both events of it.
     #[test]
@@ -273,15 +286,7 @@ mod tests {
         };
         // A busy CPU takes the tick (an idle one may not): spin, bounded, on the last CPU.
         let busy = *cpus.last().unwrap();
-        std::thread::spawn(move || {
-            let _ = crate::sys::set_affinity(&[busy]);
-            let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
-            while std::time::Instant::now() < until {
-                std::hint::spin_loop();
-            }
-        })
-        .join()
-        .unwrap();
+        spin_100_ms_on(busy);
         let mut seen = programs.read().unwrap().clone();
         let entries: Vec<&Record> = seen.iter().filter(|r| interrupt_entry(r.kind)).collect();
         assert!(entries.is_empty(), "entries handed on by themselves: {entries:?}");
@@ -306,15 +311,7 @@ mod tests {
         let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(&[busy])) else {
             return;
         };
-        std::thread::spawn(move || {
-            let _ = crate::sys::set_affinity(&[busy]);
-            let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
-            while std::time::Instant::now() < until {
-                std::hint::spin_loop();
-            }
-        })
-        .join()
-        .unwrap();
+        spin_100_ms_on(busy);
         let timeline = Mutex::new(Timeline::new(&[busy]));
         programs.drain(&timeline, &mut IrqNames::default()).unwrap();
         let (own, records) = {

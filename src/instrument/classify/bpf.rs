@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use super::record::{interrupt_entry, IrqNames, Record, RECORD};
 use super::timeline::{ProgramTime, Timeline};
 use crate::trace::bpf::asm::*;
-use crate::trace::bpf::records::Records;
+use crate::trace::bpf::records::{word, Records};
 use crate::trace::stream::{lock, Fill, Reader};
 
 /// The tracepoints, a record's event number being the index; the first five are needed, the
@@ -134,11 +134,10 @@ impl Programs {
 fn own_time(followed: &OwnedFd, cpus: &[usize]) -> std::io::Result<ProgramTime> {
     let mut sum = ProgramTime::default();
     let mut slot = [0u8; SLOT as usize];
-    let word =
-        |slot: &[u8], at: i16| u64::from_ne_bytes(slot[at as usize..at as usize + 8].try_into().expect("8 bytes"));
+    let at = |off: i16| off as usize / 8;
     for &c in cpus {
         crate::sys::bpf_lookup(followed, &(c as u32).to_ne_bytes(), &mut slot)?;
-        (sum.ns, sum.runs) = (sum.ns + word(&slot, OWN_NS), sum.runs + word(&slot, OWN_RUNS));
+        (sum.ns, sum.runs) = (sum.ns + word(&slot, at(OWN_NS)), sum.runs + word(&slot, at(OWN_RUNS)));
     }
     Ok(sum)
 }

@@ -7,8 +7,9 @@
 #                                             root file system and runs itself inside
 #
 #   ROUNDS=5 DURATION=10 CPU=1 THRESHOLD_US=5 RTBENCH=target/release/rtbench
-#   PLAIN=1      also `rtbench noise` without --classify: what the classification adds (with
-#                bpftool, beside its programs' own run time from the kernel's BPF statistics)
+#   PLAIN=1      also `rtbench noise` without --classify, held against rtla and oslat: the CPU's
+#                noise with nothing of rtbench's in its gaps; and what the classification adds
+#                (with bpftool, beside its programs' own run time from the kernel's statistics)
 #
 # Each round runs `rtla osnoise top -q` (the kernel's osnoise thread at FIFO 95, busy 900 ms of
 # every second: under the RT throttling budget) and `rtbench noise --classify` (rtbench's FIFO 95
@@ -163,14 +164,22 @@ if "oslat" in runs:
         mine, theirs = aa(runs[ours_name], get), aa(runs["oslat"], get)
         print(f"{name:18}{a:10.1f}{b:10.1f}{ratio:8.2f}{judged(ratio, mine, theirs)}{spread(theirs):>13}{spread(mine):>13}")
 if PLAIN:
-    print("\nrtbench noise without --classify beside it, and beside oslat")
-    print(f"{'':18}{'plain':>10}{'classify':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}{'oslat':>10}{'ratio':>8}{'wider A/A':>12}")
-    for name, get in STATS[:3] + [("gaps/s", lambda x: x["gaps_per_s"])]:
+    # The CPU's noise as rtbench's loop sees it with nothing of rtbench's in its gaps: the
+    # figure to hold against rtla's and oslat's; the classified one adds the classification's cost.
+    print("\nrtbench noise without --classify (plain) beside the classified run, rtla and oslat")
+    others = [("rtla", rtla_name)] + ([("oslat", "oslat")] if "oslat" in runs else [])
+    print(f"{'':18}{'plain':>10}{'classify':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}"
+          + "".join(f"{label:>10}{'plain/' + label:>13}{'wider A/A':>12}{'':>5}" for label, _ in others))
+    plain_stats = STATS[:1] + STATS[2:3] + [("gaps/s", lambda x: x["gaps_per_s"])]
+    for name, get in plain_stats:
         p, c = med(get(x) for x, _ in runs["rtbench noise"]), med(get(x) for x, _ in runs[ours_name])
         row = f"{name:18}{p:10.1f}{c:10.1f}{c / p:8.2f}{judged(c / p, aa(runs[ours_name], get), aa(runs['rtbench noise'], get))}"
-        if "oslat" in runs:
-            o = med(get(x) for x, _ in runs["oslat"])
-            row += f"{o:10.1f}{p / o:8.2f}{judged(p / o, aa(runs['rtbench noise'], get), aa(runs['oslat'], get))}"
+        for _, other in others:
+            if name == "gaps/s" and other == rtla_name:
+                row += f"{'':>40}"  # rtla counts interfering events, not gaps
+                continue
+            o = med(get(x) for x, _ in runs[other])
+            row += f"{o:10.1f}{p / o:13.2f}{judged(p / o, aa(runs['rtbench noise'], get), aa(runs[other], get))}"
         print(row)
 # What the classification's programs take: they run inside the gaps they classify.
 cost = programs_cost([rtbench, "noise", "--classify", "--threshold", thresh, "-a", cpu, "-D", "14s", "-q",

@@ -217,12 +217,15 @@ fn interference(c: &ClassifyRecord, secs: Option<f64>) -> String {
 
 /// What the classification's own programs took of the measured CPUs, inside the gaps they
 /// classify: about as much of the noise (`total` ns) is theirs (less what they took in RT
-/// throttling's pauses, which are no gaps; more, the kernel's calls into them).
+/// throttling's pauses, which are no gaps; more, the kernel's calls into them, which no clock
+/// of theirs sees: under TCG as much again). The noise without them is the plain loop's.
 fn own_time(c: &ClassifyRecord, total: u64, secs: Option<f64>) -> String {
     let (Some(ns), Some(runs), Some(secs)) = (c.programs_ns, c.program_runs, secs) else { return String::new() };
     format!(
         "the classification's BPF programs ran {:.0} times/s on the measured CPUs and took {:.1} µs/s there by \
-         their own clock: they run inside the gaps they classify, so about {:.1} % of the noise above is theirs\n",
+         their own clock: they run inside the gaps they classify, so about {:.1} % of the noise above is theirs, \
+         and the kernel's calls into them add more; the CPU's noise without them: `rtbench noise` without \
+         --classify\n",
         runs as f64 / secs,
         ns as f64 / 1e3 / secs,
         ns as f64 / total as f64 * 100.0

@@ -115,13 +115,17 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     assert!(shown.lines().any(|l| l.starts_with("HW/hypervisor")), "{shown}");
     let events_line = shown.lines().find(|l| l.starts_with("interfering events/s, as rtla osnoise counts them: IRQ "));
     assert!(events_line.is_some_and(|l| l.contains("  HW ")), "{shown}");
-    assert!(shown.lines().any(|l| l.starts_with("the classification's BPF programs ran ")), "{shown}");
+    let own_line = shown.lines().find(|l| l.starts_with("the classification's BPF programs ran "));
+    assert!(own_line.is_some_and(|l| l.ends_with("`rtbench noise` without --classify")), "{shown}");
     // Where the events came from is said: BPF here, an ftrace instance where BPF cannot load.
     assert!(shown.lines().any(|l| l.starts_with("noise classified from BPF")), "{shown}");
     let out = lab.path("report");
     lab.ok(&["report", "-o", out.to_str().unwrap()]);
     let svg = std::fs::read_to_string(out.join("figures").join("noise-classes.svg")).expect("the noise-by-class bar");
     assert!(svg.contains("noise: noise by class") && svg.contains("HW/hypervisor"), "{svg}");
+    // How much of each bar is the classification's own programs' is on the bar's line.
+    let own = svg.split(" % its BPF's own").next().and_then(|s| s.rsplit(' ').next());
+    assert!(own.is_some_and(|p| p.parse::<f64>().is_ok_and(|p| p > 0.0)), "{svg}");
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(page.contains("share of the noise by what ran in each gap"), "the page shows it");
     let over_time = out.join("figures").join(format!("noise-classes-{}.svg", lab.last_run()));

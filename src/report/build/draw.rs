@@ -101,9 +101,12 @@ fn class_figure(probe: &str, these: &[&RunView]) -> Option<Figure> {
         .iter()
         .filter_map(|r| {
             let c = r.data.header.params.measured()?.classify.as_ref().filter(|c| c.skipped.is_none())?;
-            let ns = NoiseClass::ALL.iter().map(|k| (*k, c.class(*k).1)).collect();
+            let ns: Vec<_> = NoiseClass::ALL.iter().map(|k| (*k, c.class(*k).1)).collect();
+            // The classification's programs run inside the gaps they classify: that much is theirs.
+            let total = ns.iter().map(|(_, n)| n).sum::<u64>().max(1) as f64;
+            let own = c.programs_ns.map_or(String::new(), |p| format!(" · {:.1} % its BPF's own", p as f64 / total * 100.0));
             Some(classes::Bar {
-                line: format!("run {} · {} · {}", r.data.header.id, r.label(), load_name(&r.load())),
+                line: format!("run {} · {} · {}{own}", r.data.header.id, r.label(), load_name(&r.load())),
                 ns,
             })
         })
@@ -111,7 +114,8 @@ fn class_figure(probe: &str, these: &[&RunView]) -> Option<Figure> {
     (!bars.is_empty()).then(|| Figure {
         name: format!("{probe}-classes"),
         caption: format!(
-            "{probe}: share of the noise by what ran in each gap (IRQ, softirq, thread, or nothing the kernel saw)"
+            "{probe}: share of the noise by what ran in each gap (IRQ, softirq, thread, or nothing the kernel saw); \
+             \"its BPF's own\": the classification's programs' own time, spent inside the gaps they classify"
         ),
         svg: classes::render(&format!("{probe}: noise by class"), &bars),
     })

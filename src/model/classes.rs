@@ -119,6 +119,22 @@ pub struct Interference {
     /// it was counted have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hw: Option<u64>,
+    /// The time they took in the gaps, as osnoise's `irq_noise`, `softirq_noise` and
+    /// `thread_noise` events add it up (each context's own time, what it interrupted not
+    /// counting it), and as its HW samples do (the whole length of a gap in which none ran).
+    /// Runs made before it was counted have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<InterferenceNs>,
+}
+
+/// The interfering contexts' time in a thread's gaps, ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InterferenceNs {
+    pub irq: u64,
+    pub softirq: u64,
+    pub thread: u64,
+    /// The gaps in which none ran, whole.
+    pub hw: u64,
 }
 
 impl Interference {
@@ -127,6 +143,11 @@ impl Interference {
             (self.irq + other.irq, self.softirq + other.softirq, self.thread + other.thread);
         if let Some(n) = other.hw {
             self.hw = Some(self.hw.unwrap_or(0) + n);
+        }
+        if let Some(o) = other.time {
+            let t = self.time.get_or_insert_with(InterferenceNs::default);
+            (t.irq, t.softirq, t.thread, t.hw) =
+                (t.irq + o.irq, t.softirq + o.softirq, t.thread + o.thread, t.hw + o.hw);
         }
     }
 }

@@ -24,7 +24,7 @@ mod timerlat_aa;
 pub use audit::{Evidence, Finding, Severity};
 pub use breach::{unseen as breach_unseen, Breach, Cause, CauseKind, TraceEvent};
 pub use classes::{
-    ClassInterval, ClassTotal, ClassifyRecord, Interference, LongGap, NoiseClass, ThreadClasses, Unseen,
+    ClassInterval, ClassTotal, ClassifyRecord, Interference, InterferenceNs, LongGap, NoiseClass, ThreadClasses, Unseen,
 };
 pub use collector::{CollectorChoice, CollectorRecord};
 pub use envelope::EnvPoint;

@@ -207,11 +207,23 @@ fn interference(c: &ClassifyRecord, secs: Option<f64>) -> String {
         Some(n) => format!("  HW {:.1}", n as f64 / secs),
         None => String::new(),
     };
-    format!(
+    let events = format!(
         "interfering events/s, as rtla osnoise counts them: IRQ {:.1}  softirq {:.1}  thread {:.1}{hw}\n",
         sum(|i| i.irq),
         sum(|i| i.softirq),
         sum(|i| i.thread)
+    );
+    // Their time, where the run counted it (not in runs made before).
+    let mut all = crate::model::Interference::default();
+    counted.iter().for_each(|i| all.add(i));
+    let Some(t) = all.time.filter(|_| counted.iter().all(|i| i.time.is_some())) else { return events };
+    let per_s = |ns: u64| ns as f64 / 1e3 / secs;
+    format!(
+        "{events}their time, µs/s, as osnoise's noise events add it up: IRQ {:.1}  softirq {:.1}  thread {:.1}  HW {:.1}\n",
+        per_s(t.irq),
+        per_s(t.softirq),
+        per_s(t.thread),
+        per_s(t.hw)
     )
 }
 

@@ -99,6 +99,16 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     // osnoise's HW, the gaps in which nothing ran, are some of the HW/hypervisor class's.
     let class_hw: u64 = totals.iter().filter(|t| t["class"] == "hardware").map(|t| t["count"].as_u64().unwrap()).sum();
     assert!(events["hw"].as_u64().is_some_and(|n| n <= class_hw), "HW/hypervisor gaps {class_hw}: {events}");
+    // And their time as osnoise's events add it up: a gap put down to a task is at least half
+    // that task's (less the untraced edges allowed each of its stretches, 10 µs, and a µs of
+    // stamp); the gaps in which nothing ran are some of the HW/hypervisor class's time.
+    let time = &events["time"];
+    let of = |class: &str, field: &str| -> u64 {
+        totals.iter().filter(|t| t["class"] == class).map(|t| t[field].as_u64().unwrap()).sum()
+    };
+    let ns = |k: &str| time[k].as_u64().unwrap_or_else(|| panic!("no {k} time: {events}"));
+    assert!(ns("thread") * 2 + of("thread", "count") * 22_000 >= of("thread", "ns"), "{events}: {totals:?}");
+    assert!(ns("hw") <= of("hardware", "ns") && (ns("hw") > 0) == (events["hw"].as_u64() > Some(0)), "{events}");
     // The programs' own time on the measured CPU: a run at least per record they handed on.
     let classify = &doc["run"]["params"]["classify"];
     let (runs, records) = (classify["program_runs"].as_u64(), classify["records"].as_u64());
@@ -115,6 +125,10 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     assert!(shown.lines().any(|l| l.starts_with("HW/hypervisor")), "{shown}");
     let events_line = shown.lines().find(|l| l.starts_with("interfering events/s, as rtla osnoise counts them: IRQ "));
     assert!(events_line.is_some_and(|l| l.contains("  HW ")), "{shown}");
+    assert!(
+        shown.lines().any(|l| l.starts_with("their time, µs/s, as osnoise's noise events add it up: IRQ ")),
+        "{shown}"
+    );
     let own_line = shown.lines().find(|l| l.starts_with("the classification's BPF programs ran "));
     assert!(own_line.is_some_and(|l| l.ends_with("`rtbench noise` without --classify")), "{shown}");
     // Where the events came from is said: BPF here, an ftrace instance where BPF cannot load.

@@ -104,7 +104,8 @@ fn class_figure(probe: &str, these: &[&RunView]) -> Option<Figure> {
             let ns: Vec<_> = NoiseClass::ALL.iter().map(|k| (*k, c.class(*k).1)).collect();
             // The classification's programs run inside the gaps they classify: that much is theirs.
             let total = ns.iter().map(|(_, n)| n).sum::<u64>().max(1) as f64;
-            let own = c.programs_ns.map_or(String::new(), |p| format!(" · {:.1} % its BPF's own", p as f64 / total * 100.0));
+            let own =
+                c.programs_ns.map_or(String::new(), |p| format!(" · {:.1} % its BPF's own", p as f64 / total * 100.0));
             Some(classes::Bar {
                 line: format!("run {} · {} · {}{own}", r.data.header.id, r.label(), load_name(&r.load())),
                 ns,

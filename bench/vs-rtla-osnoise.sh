@@ -26,6 +26,10 @@
 # - HW per second: a noise sample in which no IRQ, softirq or thread ran (rtla's HW; rtbench's
 #   `interference.hw`); rtbench's HW/hypervisor class, printed apart, also takes the gaps whose
 #   events explain less than half of them;
+# - the time per class per second: rtla's from the osnoise tracer's own events, taken in a
+#   tracefs instance of this script's while rtla runs (irq_noise, softirq_noise, thread_noise
+#   durations; HW: the sample_threshold samples with no interference, whole), rtbench's from
+#   `interference.time`, added up the same way;
 # - rtbench's share of the noise time per class, which rtla's top does not give;
 # - "less own": rtbench's noise less its BPF programs' own time on the CPU (`programs_ns`), which
 #   they spend inside the gaps they classify.
@@ -41,7 +45,7 @@ rtla_where vs-rtla-osnoise osnoise "ROUNDS=${ROUNDS:-5} DURATION=${DURATION:-10}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 PYTHONPATH="$here/bench" python3 - "$RTBENCH" "${ROUNDS:-5}" "${DURATION:-10}" "${CPU:-1}" "${THRESHOLD_US:-5}" "$tmp" "${PLAIN:-0}" <<'PY'
-import json, re, statistics, subprocess, sys
+import json, os, re, statistics, subprocess, sys
 from bpf_cost import print_cost, programs_cost
 from rtla_compare import aa, interleaved, judged
 
@@ -49,9 +53,42 @@ rtbench, rounds, dur, cpu, thresh, tmp = sys.argv[1], int(sys.argv[2]), sys.argv
 PLAIN = sys.argv[7] == "1"
 CLASSES = ["HW", "IRQ", "softirq", "thread"]
 
+TRACING = "/sys/kernel/tracing"
+NOISE_EVENTS = {"irq_noise": "IRQ", "softirq_noise": "softirq", "thread_noise": "thread"}
+
+def osnoise_time(run):
+    """Runs `run()` with the osnoise tracer's noise events on in a tracefs instance of this
+    script's (removed after) and returns its result and the ns of each class on the CPU as
+    those events give them: irq_noise, softirq_noise and thread_noise durations (each context's
+    own time), and HW as the samples over the threshold in which nothing ran, whole."""
+    inst = f"{TRACING}/instances/vs_rtla_osnoise"
+    os.mkdir(inst)
+    try:
+        open(f"{inst}/buffer_size_kb", "w").write("16384")
+        for e in [*NOISE_EVENTS, "sample_threshold"]:
+            open(f"{inst}/events/osnoise/{e}/enable", "w").write("1")
+        result = run()
+        open(f"{inst}/tracing_on", "w").write("0")
+        text = open(f"{inst}/trace").read()
+        overrun = re.search(r"overrun: (\d+)", open(f"{inst}/per_cpu/cpu{cpu}/stats").read())
+    finally:
+        os.rmdir(inst)
+    if overrun and int(overrun.group(1)):
+        raise SystemExit(f"osnoise's events overran the instance's buffer: {overrun.group(1)} lost")
+    ns = {c: 0 for c in CLASSES}
+    for m in re.finditer(r"\[(\d+)\] \S+ +[\d.]+: (\w+): .*? duration (\d+) ns(?: interference (\d+))?", text):
+        if int(m.group(1)) != int(cpu):
+            continue
+        if m.group(2) in NOISE_EVENTS:
+            ns[NOISE_EVENTS[m.group(2)]] += int(m.group(3))
+        elif m.group(2) == "sample_threshold" and m.group(4) == "0":
+            ns["HW"] += int(m.group(3))
+    return result, ns
+
 def rtla():
-    out = subprocess.run(["rtla", "osnoise", "top", "-q", "-c", cpu, "-d", f"{dur}s", "-T", thresh, "-P", "f:95",
-                          "-p", "1000000", "-r", "900000"], capture_output=True, text=True, check=True).stdout
+    cmd = ["rtla", "osnoise", "top", "-q", "-c", cpu, "-d", f"{dur}s", "-T", thresh, "-P", "f:95",
+           "-p", "1000000", "-r", "900000"]
+    out, ns = osnoise_time(lambda: subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     out = re.sub(r"\x1b\[[0-9;]*m", "", out)
     for line in out.splitlines():
         f = line.split()
@@ -61,7 +98,8 @@ def rtla():
             per_s = runtime_us / 1e6
             counts = {"HW": int(f[7]), "IRQ": int(f[9]), "softirq": int(f[10]), "thread": int(f[11])}
             return {"noise_per_s": noise_us / per_s, "avail": float(f[4]), "max_single": float(f[6]),
-                    "per_s": {c: n / per_s for c, n in counts.items()}, "nmi_per_s": int(f[8]) / per_s}
+                    "per_s": {c: n / per_s for c, n in counts.items()}, "nmi_per_s": int(f[8]) / per_s,
+                    "time_per_s": {c: n / 1e3 / per_s for c, n in ns.items()}}
     raise SystemExit(f"no line for CPU {cpu} in rtla's output:\n{out}")
 
 def rtbench_noise(*flags):
@@ -98,6 +136,7 @@ def ours():
     return {"noise_per_s": noise["noise_ns"] / 1e3 / per_s, "avail": noise["available_percent"],
             "max_single": doc["threads"][0]["max_ns"] / 1e3, "per_s": {c: n / per_s for c, n in counts.items()},
             "share": share, "hw_class_per_s": hw_class / per_s, "gaps_per_s": sum(class_counts) / per_s,
+            "time_per_s": {c: events["time"][k] / 1e3 / per_s for c, k in zip(CLASSES, ["hw", "irq", "softirq", "thread"])},
             "own_per_s": doc["run"]["params"]["classify"].get("programs_ns", 0) / 1e3 / per_s}
 
 def oslat():
@@ -135,7 +174,8 @@ spread = lambda v: f"{min(v):.2f}-{max(v):.2f}" if v else "-"
 # gaps they classify); rtla's as it is.
 STATS = [("noise µs/s", lambda x: x["noise_per_s"]), ("less own µs/s", lambda x: x["noise_per_s"] - x.get("own_per_s", 0)),
          ("max single µs", lambda x: x["max_single"])] + [
-    (f"{c}/s", (lambda c: lambda x: x["per_s"][c])(c)) for c in CLASSES]
+    (f"{c}/s", (lambda c: lambda x: x["per_s"][c])(c)) for c in CLASSES] + [
+    (f"{c} µs/s", (lambda c: lambda x: x["time_per_s"][c])(c)) for c in CLASSES]
 
 print(f"\nOS noise on CPU {cpu}, threshold {thresh} µs, {dur} s a run, {rounds} rounds (median over rounds)")
 print(f"{'':18}{'rtla':>10}{'rtbench':>10}{'ratio':>8}{'wider A/A':>12}{'':>5}{'rtla A/A':>13}{'rtbench A/A':>13}")

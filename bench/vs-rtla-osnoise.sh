@@ -62,6 +62,8 @@ def osnoise_time(run):
     those events give them: irq_noise, softirq_noise and thread_noise durations (each context's
     own time), and HW as the samples over the threshold in which nothing ran, whole."""
     inst = f"{TRACING}/instances/vs_rtla_osnoise"
+    if os.path.isdir(inst):
+        os.rmdir(inst)  # left by a run that was killed
     os.mkdir(inst)
     try:
         open(f"{inst}/buffer_size_kb", "w").write("16384")

@@ -35,6 +35,19 @@ pub struct ClassPair {
     pub probe: String,
     pub load: String,
     pub classes: Vec<ClassRow>,
+    /// The classification's BPF programs' own time in each run (by their own clock), as a part
+    /// of its noise and per second: they run inside the gaps they classify, so that much of the
+    /// classes' noise is theirs, and a kernel with more interrupts runs them more. Absent where
+    /// either run did not count it (ftrace, runs made before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub programs: Option<OwnRow>,
+}
+
+/// The classification's own time in both labels' runs.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OwnRow {
+    pub baseline: ClassShare,
+    pub label: ClassShare,
 }
 
 /// The classified pairs among `matched` (baseline's run, label's run).
@@ -42,27 +55,28 @@ pub fn pairs(matched: &[(&RunView, &RunView)]) -> Vec<ClassPair> {
     matched
         .iter()
         .filter_map(|(b, c)| {
-            let (sb, sc) = (shares(b)?, shares(c)?);
+            let ((sb, ob), (sc, oc)) = (shares(b)?, shares(c)?);
             let rows = NoiseClass::ALL.into_iter().zip(sb.into_iter().zip(sc));
             let classes = rows
                 .filter(|(_, (b, c))| b.share > 0.0 || c.share > 0.0)
                 .map(|(class, (baseline, label))| ClassRow { class, baseline, label })
                 .collect();
-            Some(ClassPair { probe: b.probe().to_string(), load: load_name(&b.load()), classes })
+            let programs = ob.zip(oc).map(|(baseline, label)| OwnRow { baseline, label });
+            Some(ClassPair { probe: b.probe().to_string(), load: load_name(&b.load()), classes, programs })
         })
         .collect()
 }
 
-/// A classified run's classes in [`NoiseClass::ALL`]'s order; `None` when it was not
-/// classified or its length is not known.
-fn shares(r: &RunView) -> Option<Vec<ClassShare>> {
+/// A classified run's classes in [`NoiseClass::ALL`]'s order, and its programs' own time where
+/// it counted it; `None` when it was not classified or its length is not known.
+fn shares(r: &RunView) -> Option<(Vec<ClassShare>, Option<ClassShare>)> {
     let h = &r.data.header;
     let c = h.params.measured()?.classify.as_ref().filter(|c| c.skipped.is_none())?;
     let seconds = seconds(h)?;
     let ns = NoiseClass::ALL.map(|k| c.class(k).1 as f64);
     let total: f64 = ns.iter().sum();
-    let share = |v: f64| if total > 0.0 { v / total } else { 0.0 };
-    Some(ns.into_iter().map(|v| ClassShare { share: share(v), ns_per_s: v / seconds }).collect())
+    let of = |v: f64| ClassShare { share: if total > 0.0 { v / total } else { 0.0 }, ns_per_s: v / seconds };
+    Some((ns.into_iter().map(of).collect(), c.programs_ns.map(|p| of(p as f64))))
 }
 
 /// How long the run measured: its `-D`, else from its start to its end.
@@ -90,7 +104,9 @@ pub fn table(pairs: &[ClassPair], baseline: &str, label: &str) -> String {
         format!("{label} µs/s")
     );
     for p in pairs {
-        for r in &p.classes {
+        let own = p.programs.as_ref().map(|o| ("its BPF's own", &o.baseline, &o.label));
+        for (class, baseline, label) in p.classes.iter().map(|r| (r.class.heading(), &r.baseline, &r.label)).chain(own)
+        {
             let pct = |s: &ClassShare| format!("{:.1}", s.share * 100.0);
             let rate = |s: &ClassShare| crate::units::fmt_ns_as_us(s.ns_per_s);
             let _ = writeln!(
@@ -98,13 +114,18 @@ pub fn table(pairs: &[ClassPair], baseline: &str, label: &str) -> String {
                 "{:<10} {:<14} {:<14} {:>14} {:>14} {:>12} {:>12}",
                 p.probe,
                 p.load,
-                r.class.heading(),
-                pct(&r.baseline),
-                pct(&r.label),
-                rate(&r.baseline),
-                rate(&r.label)
+                class,
+                pct(baseline),
+                pct(label),
+                rate(baseline),
+                rate(label)
             );
         }
+    }
+    if pairs.iter().any(|p| p.programs.is_some()) {
+        out.push_str(
+            "its BPF's own: the classification's programs' own time, inside the gaps above (part of their noise)\n",
+        );
     }
     out
 }

@@ -212,7 +212,7 @@ fn classify_is_refused_for_a_probe_without_gaps() {
 }
 
 /// A stored classified run of `label`: 10 s long, its gaps `totals` (class, ns).
-fn classified(lab: &Lab, label: &str, totals: &[(&str, u64)]) {
+fn classified(lab: &Lab, label: &str, totals: &[(&str, u64)], programs_ns: u64) {
     lab.ok(&["synthetic", "-l", "2000", "-q", "--label", label]);
     let rows: Vec<String> = totals
         .iter()
@@ -223,7 +223,7 @@ fn classified(lab: &Lab, label: &str, totals: &[(&str, u64)]) {
         })
         .collect();
     let classify = format!(
-        r#"{{"lost_events":0,"budget_ns":null,"skipped":null,"threads":[{{"thread":0,"totals":[{}]}}]}}"#,
+        r#"{{"lost_events":0,"budget_ns":null,"skipped":null,"programs_ns":{programs_ns},"threads":[{{"thread":0,"totals":[{}]}}]}}"#,
         rows.join(",")
     );
     crate::findings::sql(
@@ -236,9 +236,10 @@ fn classified(lab: &Lab, label: &str, totals: &[(&str, u64)]) {
 #[test]
 fn compare_gives_each_class_s_share_of_the_noise_and_noise_per_second_in_both_labels() {
     let lab = Lab::new();
-    // k-a: 1 ms of IRQ and 3 ms nothing the kernel saw in 10 s; k-b: 2 ms of IRQ, 2 ms of a thread.
-    classified(&lab, "k-a", &[("irq", 1_000_000), ("hardware", 3_000_000)]);
-    classified(&lab, "k-b", &[("irq", 2_000_000), ("thread", 2_000_000)]);
+    // k-a: 1 ms of IRQ and 3 ms nothing the kernel saw in 10 s; k-b: 2 ms of IRQ, 2 ms of a thread;
+    // the classification's programs took 0.4 ms of k-a's and 0.8 ms of k-b's.
+    classified(&lab, "k-a", &[("irq", 1_000_000), ("hardware", 3_000_000)], 400_000);
+    classified(&lab, "k-b", &[("irq", 2_000_000), ("thread", 2_000_000)], 800_000);
     let text = lab.ok(&["compare", "--baseline", "k-a", "k-b"]);
     let section = text.split_once("noise by class").unwrap_or_else(|| panic!("no section: {text}")).1;
     let row = |class: &str| -> Vec<String> {
@@ -252,6 +253,8 @@ fn compare_gives_each_class_s_share_of_the_noise_and_noise_per_second_in_both_la
     assert_eq!(row("HW/hypervisor"), ["75.0", "0.0", "300", "0"], "{text}");
     assert_eq!(row("thread"), ["0.0", "50.0", "0", "200"], "{text}");
     assert!(!section.lines().any(|l| l.contains("softirq")), "a class neither label saw is left out: {text}");
+    let own = section.lines().find(|l| l.contains("its BPF's own ")).unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(own.split_whitespace().skip(5).collect::<Vec<_>>(), ["10.0", "20.0", "40", "80"], "{text}");
     assert!(text.starts_with("(µs)\n"), "the µs rows come first, as before: {text}");
     let doc: serde_json::Value =
         serde_json::from_str(&lab.ok(&["compare", "--baseline", "k-a", "k-b", "--json"])).unwrap();
@@ -264,6 +267,8 @@ fn compare_gives_each_class_s_share_of_the_noise_and_noise_per_second_in_both_la
     let hw = pair["classes"].as_array().unwrap().iter().find(|c| c["class"] == "hardware").expect("hardware");
     assert_eq!((hw["baseline"]["share"].as_f64(), hw["baseline"]["ns_per_s"].as_f64()), (Some(0.75), Some(300_000.0)));
     assert_eq!((hw["label"]["share"].as_f64(), hw["label"]["ns_per_s"].as_f64()), (Some(0.0), Some(0.0)));
+    let own = &pair["programs"];
+    assert_eq!((own["baseline"]["share"].as_f64(), own["label"]["ns_per_s"].as_f64()), (Some(0.1), Some(80_000.0)));
 }
 
 #[test]

@@ -30,7 +30,7 @@ struct Thread {
     /// By what the trace showed: each task or handler put in words once, at its first gap.
     totals: FastMap<Verdict, ClassTotal>,
     longest: Vec<LongGap>,
-    /// The interfering events in its gaps, as rtla osnoise counts them.
+    /// The interfering events in its gaps, as rtla osnoise counts them, and their time.
     events: Interference,
     /// The interval its last gap fell in, with its gaps per class (count, ns) so far: counted
     /// here, and into the run's map once the next interval begins (most gaps fall in the same

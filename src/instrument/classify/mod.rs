@@ -110,7 +110,7 @@ impl Named {
 }
 
 /// Classifies the gap `[t0, t1)` of measuring thread `ours` on `cpu` from what has been read;
-/// with it, the interfering events in it.
+/// with it, the interfering events in it and their time.
 pub(crate) fn classify(
     timeline: &Timeline,
     cpu: u32,

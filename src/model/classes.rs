@@ -249,6 +249,17 @@ impl ClassifyRecord {
             (c + t.count, ns + t.ns, max.max(t.max_ns), over + t.over_budget)
         })
     }
+
+    /// All the gaps' time, every class's.
+    pub fn noise_ns(&self) -> u64 {
+        NoiseClass::ALL.iter().map(|k| self.class(*k).1).sum()
+    }
+
+    /// The part of the noise that is the classification's own programs' time (they run inside
+    /// the gaps they classify), 0 … 1; `None` where it was not counted.
+    pub fn programs_share(&self) -> Option<f64> {
+        self.programs_ns.map(|p| p as f64 / self.noise_ns().max(1) as f64)
+    }
 }
 
 impl ClassifyRecord {

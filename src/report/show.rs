@@ -159,7 +159,7 @@ fn noise_classes(h: &RunHeader) -> String {
         return format!("noise by class: unknown ({why})\n\n");
     }
     let from = c.source.as_ref().map_or(String::new(), |s| format!("noise classified from {s}{}\n", by(&c.transport)));
-    let total: u64 = NoiseClass::ALL.iter().map(|k| c.class(*k).1).sum::<u64>().max(1);
+    let total = c.noise_ns().max(1);
     let secs = h.params.duration_s().filter(|s| *s > 0.0);
     let mut out = format!(
         "noise by class (what ran in each gap){}\n{:<15}{:>9}{:>10}{:>14}{:>8}{:>12}  most noise\n",
@@ -189,7 +189,7 @@ fn noise_classes(h: &RunHeader) -> String {
         let _ = writeln!(out, "{}", line.trim_end());
     }
     out.push_str(&interference(c, secs));
-    out.push_str(&own_time(c, total, secs));
+    out.push_str(&own_time(c, secs));
     out.push_str(&longest_gaps(c));
     out.push_str(&from);
     out.push('\n');
@@ -202,20 +202,20 @@ fn noise_classes(h: &RunHeader) -> String {
 fn interference(c: &ClassifyRecord, secs: Option<f64>) -> String {
     let counted: Vec<_> = c.threads.iter().filter_map(|t| t.interference).collect();
     let Some(secs) = secs.filter(|_| !counted.is_empty()) else { return String::new() };
-    let sum = |f: fn(&crate::model::Interference) -> u64| counted.iter().map(f).sum::<u64>() as f64 / secs;
-    let hw = match counted.iter().map(|i| i.hw).sum::<Option<u64>>() {
+    let mut all = crate::model::Interference::default();
+    counted.iter().for_each(|i| all.add(i));
+    // HW and the time are shown where every thread counted them (runs made before did not).
+    let hw = match all.hw.filter(|_| counted.iter().all(|i| i.hw.is_some())) {
         Some(n) => format!("  HW {:.1}", n as f64 / secs),
         None => String::new(),
     };
+    let per_s = |n: u64| n as f64 / secs;
     let events = format!(
         "interfering events/s, as rtla osnoise counts them: IRQ {:.1}  softirq {:.1}  thread {:.1}{hw}\n",
-        sum(|i| i.irq),
-        sum(|i| i.softirq),
-        sum(|i| i.thread)
+        per_s(all.irq),
+        per_s(all.softirq),
+        per_s(all.thread)
     );
-    // Their time, where the run counted it (not in runs made before).
-    let mut all = crate::model::Interference::default();
-    counted.iter().for_each(|i| all.add(i));
     let Some(t) = all.time.filter(|_| counted.iter().all(|i| i.time.is_some())) else { return events };
     let per_s = |ns: u64| ns as f64 / 1e3 / secs;
     format!(
@@ -228,11 +228,14 @@ fn interference(c: &ClassifyRecord, secs: Option<f64>) -> String {
 }
 
 /// What the classification's own programs took of the measured CPUs, inside the gaps they
-/// classify: about as much of the noise (`total` ns) is theirs (less what they took in RT
-/// throttling's pauses, which are no gaps; more, the kernel's calls into them, which no clock
-/// of theirs sees: under TCG as much again). The noise without them is the plain loop's.
-fn own_time(c: &ClassifyRecord, total: u64, secs: Option<f64>) -> String {
-    let (Some(ns), Some(runs), Some(secs)) = (c.programs_ns, c.program_runs, secs) else { return String::new() };
+/// classify: about as much of the noise is theirs (less what they took in RT throttling's
+/// pauses, which are no gaps; more, the kernel's calls into them, which no clock of theirs
+/// sees: under TCG as much again). The noise without them is the plain loop's.
+fn own_time(c: &ClassifyRecord, secs: Option<f64>) -> String {
+    let (Some(ns), Some(runs), Some(share), Some(secs)) = (c.programs_ns, c.program_runs, c.programs_share(), secs)
+    else {
+        return String::new();
+    };
     format!(
         "the classification's BPF programs ran {:.0} times/s on the measured CPUs and took {:.1} µs/s there by \
          their own clock: they run inside the gaps they classify, so about {:.1} % of the noise above is theirs, \
@@ -240,7 +243,7 @@ fn own_time(c: &ClassifyRecord, total: u64, secs: Option<f64>) -> String {
          --classify\n",
         runs as f64 / secs,
         ns as f64 / 1e3 / secs,
-        ns as f64 / total as f64 * 100.0
+        share * 100.0
     )
 }
 

@@ -101,11 +101,8 @@ fn class_figure(probe: &str, these: &[&RunView]) -> Option<Figure> {
         .iter()
         .filter_map(|r| {
             let c = r.data.header.params.measured()?.classify.as_ref().filter(|c| c.skipped.is_none())?;
-            let ns: Vec<_> = NoiseClass::ALL.iter().map(|k| (*k, c.class(*k).1)).collect();
-            // The classification's programs run inside the gaps they classify: that much is theirs.
-            let total = ns.iter().map(|(_, n)| n).sum::<u64>().max(1) as f64;
-            let own =
-                c.programs_ns.map_or(String::new(), |p| format!(" · {:.1} % its BPF's own", p as f64 / total * 100.0));
+            let ns = NoiseClass::ALL.iter().map(|k| (*k, c.class(*k).1)).collect();
+            let own = c.programs_share().map_or(String::new(), |p| format!(" · {:.1} % its BPF's own", p * 100.0));
             Some(classes::Bar {
                 line: format!("run {} · {} · {}{own}", r.data.header.id, r.label(), load_name(&r.load())),
                 ns,

@@ -75,7 +75,12 @@ impl KernelsArgs {
         if !self.label.contains("{release}") && self.kernels.len() > 1 {
             return Err(crate::invalid!("--label '{}': with several kernels it must hold {{release}}", self.label));
         }
-        let cpus = self.cpus.min(u32::MAX as u64) as u32;
+        // virtme-ng boots x86 guests on QEMU's q35 machine, which refuses more (QEMU 7.2's
+        // limit): said here, before anything is downloaded or booted.
+        if self.cpus > MAX_VCPUS {
+            return Err(crate::invalid!("--cpus {}: QEMU's q35 machine takes at most {MAX_VCPUS} vCPUs", self.cpus));
+        }
+        let cpus = self.cpus as u32;
         let perf = match &self.host_cpus {
             Some(list) => Some(perf(list, cpus, self.vcpu_priority)?),
             None => None,
@@ -96,6 +101,9 @@ impl KernelsArgs {
         })
     }
 }
+
+/// The most vCPUs a guest can have: QEMU's q35 machine's limit.
+const MAX_VCPUS: u64 = 288;
 
 /// `--host-cpus`: one online host CPU for each vCPU.
 fn perf(list: &str, vcpus: u32, priority: i32) -> Result<Perf> {

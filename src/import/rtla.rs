@@ -119,6 +119,12 @@ fn threads(tool: &'static str, columns: &[Column], unit_ns: u64) -> Result<Conve
     if threads.is_empty() {
         return Err(format!("is an rtla {tool} histogram without a {main}-NNN column"));
     }
+    // Stored, a histogram of no sample would be a `complete` run that measured nothing.
+    if threads.iter().all(|t| t.stats.count == 0) {
+        return Err(format!(
+            "is an rtla {tool} histogram with no samples (no bucket row counts any): nothing to import"
+        ));
+    }
     let mut warnings = vec![format!(
         "imported from rtla {tool} hist: {} resolution at best (its bucket size), mean and stddev from the histogram",
         super::unit_name(unit_ns)

@@ -32,6 +32,20 @@ impl Store {
         if !other.is_file() {
             return Err(bad("does not exist".into()).into());
         }
+        // Read-only first: opening it as a store would lay rtbench's schema into another
+        // program's database (or an empty file), and merge nothing as if that were a success.
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+        let schema = rusqlite::Connection::open_with_flags(other, flags).and_then(|c| {
+            let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            let runs: i64 =
+                c.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'", [], |r| {
+                    r.get(0)
+                })?;
+            Ok(version > 0 && runs == 1)
+        });
+        if !schema.map_err(|e| bad(format!("not a readable SQLite database ({e})")))? {
+            return Err(bad("is not an rtbench store (no rtbench schema); nothing was merged".into()).into());
+        }
         for run in Store::open(other)?.runs()? {
             if let Err(fault) = crate::model::check_label(&run.label) {
                 return Err(

@@ -218,3 +218,39 @@ fn a_bad_cpu_list_is_refused_the_same_way_by_every_flag() {
     }
     assert_rejected(&lab.run(&["sysbench", "--cpu", "0-1"]), "--cpu '0-1' names more than one CPU");
 }
+
+/// Three inputs that once passed as successes: each is refused, and nothing is stored or
+/// written.
+#[test]
+fn inputs_that_hold_nothing_to_keep_are_refused_not_stored_as_empty_successes() {
+    let lab = Lab::new();
+    // An rtla osnoise histogram with its header and summary but no bucket row.
+    let empty = lab.path("osnoise-empty.txt");
+    std::fs::write(
+        &empty,
+        "# RTLA osnoise histogram\n# Time unit is microseconds (us)\n# Duration:   0 00:00:10\n\
+         Index   CPU-000   CPU-001\nover:         0         0\ncount:        0         0\n\
+         min:          -         -\navg:          -         -\nmax:          -         -\n",
+    )
+    .unwrap();
+    assert_rejected(&lab.run(&["import", empty.to_str().unwrap()]), "no samples");
+    assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "no run stored");
+
+    // An SQLite file of another program, and an empty file: neither is an rtbench store, and
+    // neither is given rtbench's schema by the refusal.
+    let other = lab.path("other.db");
+    rusqlite::Connection::open(&other).unwrap().execute_batch("CREATE TABLE notes (body TEXT)").unwrap();
+    let blank = lab.path("blank.db");
+    std::fs::write(&blank, b"").unwrap();
+    for file in [&other, &blank] {
+        let before = std::fs::read(file).unwrap();
+        assert_rejected(&lab.run(&["merge", file.to_str().unwrap()]), "is not an rtbench store");
+        assert_eq!(std::fs::read(file).unwrap(), before, "{} is as it was", file.display());
+    }
+
+    // More vCPUs than QEMU's machine takes: refused before anything is downloaded or booted.
+    assert_rejected(
+        &lab.run(&["kernels", "deb:linux-image-amd64", "--allow-emulated", "--cpus", "100000"]),
+        "--cpus 100000: QEMU's q35 machine takes at most 288 vCPUs",
+    );
+}

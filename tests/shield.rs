@@ -1,7 +1,6 @@
 //! `--shield`: the rest of the system leaves the shielded CPU for the run and everything comes
-//! back afterwards, also when the run is killed. A test binary of its own: cargo runs test
-//! binaries one after another, so no other test's measuring threads are moved by the shield;
-//! the tests inside it take turns through a lock.
+//! back afterwards, also when the run is killed. Each test takes the machine alone
+//! (`Lab::alone`): no other test's measuring threads are moved by the shield.
 
 #[allow(dead_code)]
 #[path = "cli/helpers.rs"]
@@ -9,12 +8,11 @@ mod helpers;
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use helpers::{is_root, skip, text, Lab};
+use helpers::{text, Lab};
+use rtbench_testkit::needs;
 
-static SYSTEM_WIDE: Mutex<()> = Mutex::new(());
 const CPUSET: &str = "/sys/fs/cgroup/cpuset";
 
 /// What a shield changes, read from the system.
@@ -45,21 +43,6 @@ fn state() -> State {
     let default_affinity = std::fs::read_to_string("/proc/irq/default_smp_affinity").unwrap().trim().to_string();
     let workqueue_mask = std::fs::read_to_string("/sys/devices/virtual/workqueue/cpumask").ok();
     State { cpusets, irqs, default_affinity, workqueue_mask }
-}
-
-/// Root, a v1 cpuset hierarchy and a second CPU, or why not.
-fn ready() -> Option<String> {
-    if !is_root() {
-        return Some("needs root to change cpusets and IRQ affinity".into());
-    }
-    if !std::path::Path::new(CPUSET).join("tasks").exists() {
-        return Some(format!("no cgroup v1 cpuset hierarchy at {CPUSET}"));
-    }
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    if online.trim() == "0" {
-        return Some("one CPU: nothing to shield it from".into());
-    }
-    None
 }
 
 /// Every process below `pid`, from the parent links in /proc.
@@ -95,14 +78,11 @@ fn cpus_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+#[needs(root, cpuset_v1, two_cpus)]
 #[test]
 fn a_load_never_runs_on_a_shielded_cpu_and_everything_comes_back() {
-    let _turn = SYSTEM_WIDE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = ready() {
-        return skip(&why);
-    }
+    let lab = Lab::alone();
     let before = state();
-    let lab = Lab::new();
     let tmp = lab.dir.path().to_str().unwrap().to_string();
     let child = lab
         .cmd(&["timer", "--shield", "1", "-D", "4s", "-q", "--load", "cpu", "--settle", "1s", "--tmpdir", &tmp])
@@ -138,14 +118,11 @@ fn a_load_never_runs_on_a_shielded_cpu_and_everything_comes_back() {
     assert!(doc["total"]["count"].as_u64().unwrap() > 1000, "the thread measured inside the shield");
 }
 
+#[needs(root, cpuset_v1, two_cpus)]
 #[test]
 fn a_killed_shield_is_put_back_by_the_next_command() {
-    let _turn = SYSTEM_WIDE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = ready() {
-        return skip(&why);
-    }
+    let lab = Lab::alone();
     let before = state();
-    let lab = Lab::new();
     let mut child = lab.cmd(&["timer", "--shield", "1", "-D", "60s", "-q"]).stdout(Stdio::null()).spawn().unwrap();
     let until = Instant::now() + Duration::from_secs(20);
     while !std::path::Path::new(CPUSET).join("rtbench-shield").exists() {

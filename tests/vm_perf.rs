@@ -14,8 +14,9 @@ mod guests;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use guests::{our_qemus, prerequisites, Killed};
+use guests::{kernels, our_qemus, Killed};
 use helpers::{text, Lab};
+use rtbench_testkit::needs;
 
 /// The host settings performance mode changes, as they read now.
 fn host_settings() -> Vec<String> {
@@ -53,11 +54,12 @@ fn vcpu_threads() -> Vec<(String, String, String, String)> {
 /// Performance mode under TCG: while the guest runs, its vCPU thread is pinned to the host CPU
 /// given at FIFO and RT throttling is off; after the command, and after a SIGKILL and the next
 /// command, the host's settings are as before.
+#[needs(full = "boots a TCG guest pinned at FIFO", root, "qemu-system-x86_64", "vng", kernels)]
 #[test]
 fn performance_mode_pins_the_vcpu_at_fifo_and_puts_the_host_back() {
-    let Some((standard, _)) = prerequisites() else { return };
+    let (standard, _) = kernels();
+    let lab = Lab::for_guests();
     let before = host_settings();
-    let lab = Lab::new();
     let kernel = format!("deb:{standard}");
     let host_cpu = text(&Command::new("nproc").output().unwrap().stdout).trim().parse::<usize>().unwrap() - 1;
     let cpu = host_cpu.to_string();

@@ -60,12 +60,10 @@ fn an_instrument_the_probe_does_not_offer_is_refused_in_its_own_words() {
 
 /// `--main-affinity`: the collector's readers are armed for its CPUs, the main thread runs there
 /// (as the kernel says at each checkpoint), and the stored run says where it ran.
+#[rtbench_testkit::needs(two_cpus)]
 #[test]
 fn the_collector_runs_where_main_affinity_puts_it_and_the_run_says_so() {
     let online = crate::sysinfo::online_cpus();
-    if online.len() < 2 {
-        return eprintln!("skipped: one CPU, nowhere to keep the collector off the measured one");
-    }
     let (measured, main) = (online[1], online[0]);
     let dir = tempfile::tempdir().unwrap();
     let info = crate::probe::info("synthetic").unwrap();

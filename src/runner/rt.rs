@@ -348,16 +348,13 @@ mod tests {
         assert_eq!(sys::affinity().unwrap(), before);
     }
 
+    #[rtbench_testkit::needs(two_cpus)]
     #[test]
     fn the_runner_leaves_the_measured_cpus_and_comes_back() {
         std::thread::spawn(|| {
             let before = sys::affinity().unwrap();
             let online = crate::sysinfo::online_cpus();
             let usable: Vec<usize> = before.iter().copied().filter(|c| online.contains(c)).collect();
-            if usable.len() < 2 {
-                eprintln!("skipped: one usable CPU, nowhere else to go");
-                return;
-            }
             let measured = usable[0];
             let plan = CollectorPlan::choose(None, &[Some(measured)], &before, &online);
             let (held, during, problem) = Housekeeping::enter(&plan);
@@ -411,16 +408,12 @@ mod tests {
         .unwrap();
     }
 
+    #[rtbench_testkit::needs(root)]
     #[test]
     fn a_thread_gets_its_policy_back_when_the_guard_drops() {
         std::thread::spawn(|| {
             let before = sys::current_scheduling().unwrap();
-            if let Err(e) = sys::set_scheduler(libc::SCHED_FIFO, 1) {
-                // CI runs as root: there, no privilege is a failure, not a skip.
-                assert!(std::env::var("CI").map_or(true, |v| v != "true"), "SCHED_FIFO refused on CI: {e}");
-                eprintln!("skipped: SCHED_FIFO is not allowed here ({e})");
-                return;
-            }
+            sys::set_scheduler(libc::SCHED_FIFO, 1).unwrap_or_else(|e| panic!("SCHED_FIFO as root: {e}"));
             sys::restore_scheduling(before).unwrap();
             let entered = enter_thread(None, Policy::Fifo, 10);
             assert_eq!((entered.unpinned, entered.problem), (None, None));

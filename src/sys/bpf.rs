@@ -197,32 +197,11 @@ pub fn bpf_prog_misses(program: &OwnedFd) -> io::Result<Option<u64>> {
     Ok(Some(u64::from_ne_bytes(field)))
 }
 
-/// For tests: whether BPF programs can be loaded here (they need root); a test that cannot
-/// says why it skips.
+/// For tests that need root and BTF (`#[needs(root, btf)]`): the programs `attach` loads and
+/// attaches; any refusal fails the test.
 #[cfg(test)]
-pub fn bpf_loads() -> bool {
-    let root = crate::sys::is_root();
-    if !root {
-        eprintln!("skipped: loading BPF programs needs root");
-    }
-    root
-}
-
-/// For tests: the programs `attach` loads and attaches, or `None` where they cannot be here
-/// (no root, a kernel without BTF), said on stderr. Any other refusal fails the test.
-#[cfg(test)]
-pub fn attached_or_skip<T>(attach: impl FnOnce() -> Result<T, String>) -> Option<T> {
-    if !bpf_loads() {
-        return None;
-    }
-    match attach() {
-        Ok(p) => Some(p),
-        Err(why) if why.contains("BTF") => {
-            eprintln!("skipped: {why}");
-            None
-        }
-        Err(why) => panic!("the programs load and attach: {why}"),
-    }
+pub fn attached<T>(attach: impl FnOnce() -> Result<T, String>) -> T {
+    attach().unwrap_or_else(|why| panic!("the programs load and attach: {why}"))
 }
 
 #[cfg(test)]
@@ -231,17 +210,13 @@ mod tests {
 
     /// What is written into the map is what the shared page reads (Linux 5.5 and later; an
     /// older kernel reads it with a system call, the same value).
+    #[rtbench_testkit::needs(root, linux_5_5)]
     #[test]
     fn a_counter_reads_its_map_s_value() {
-        if !bpf_loads() {
-            return;
-        }
         let counter = Counter::new().expect("a counter");
         assert_eq!(counter.value().unwrap(), 0);
         bpf_update(counter.map(), &0u32.to_ne_bytes(), &42u64.to_ne_bytes()).unwrap();
         assert_eq!(counter.value().unwrap(), 42);
-        if !counter.is_shared() {
-            eprintln!("skipped the shared read: this kernel cannot map an array (before 5.5)");
-        }
+        assert!(counter.is_shared(), "read through the shared page (Linux 5.5 and later)");
     }
 }

@@ -156,16 +156,10 @@ mod tests {
 
     /// The kernel takes the map and both mappings; an empty ring reads nothing. (The records
     /// themselves are tested with real programs writing them, in `trace::bpf::records`.)
+    #[rtbench_testkit::needs(root, linux_5_8)]
     #[test]
     fn an_empty_ring_maps_and_reads_nothing() {
-        if !crate::sys::bpf_loads() {
-            return;
-        }
-        let mut ring = match RingBuf::new(1) {
-            Ok(r) => r,
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return eprintln!("skipped: no ring buffers: {e}"),
-            Err(e) => panic!("a ring buffer: {e}"),
-        };
+        let mut ring = RingBuf::new(1).unwrap_or_else(|e| panic!("a ring buffer: {e}"));
         assert_eq!(ring.size(), crate::sys::page_size(), "rounded up to a page");
         assert_eq!(ring.read(|_| panic!("no record")), 0);
         assert!(RingBuf::new(3 * crate::sys::page_size()).unwrap().size() == 4 * crate::sys::page_size());

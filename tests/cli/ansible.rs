@@ -7,6 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// The collection in the repository.
 fn collection() -> PathBuf {
@@ -14,10 +15,9 @@ fn collection() -> PathBuf {
 }
 
 /// A tool of the virtual environment `scripts/setup.sh` makes (ansible-core and ansible-lint,
-/// pinned in the collection's requirements.txt), if it is there.
-fn venv_tool(name: &str) -> Option<PathBuf> {
-    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ansible-venv/bin").join(name);
-    tool.exists().then_some(tool)
+/// pinned in the collection's requirements.txt; `#[needs(ansible)]` checked it is there).
+fn venv_tool(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ansible-venv/bin").join(name)
 }
 
 fn run_quiet(program: &str, args: &[&str]) -> bool {
@@ -134,29 +134,16 @@ struct Campaign {
 }
 
 impl Campaign {
-    fn new() -> Option<Campaign> {
-        if !is_root() {
-            skip("network namespaces and sshd need root");
-            return None;
-        }
-        let (Some(_), Some(galaxy)) = (venv_tool("ansible-playbook"), venv_tool("ansible-galaxy")) else {
-            skip("ansible-core is not installed in target/ansible-venv (scripts/setup.sh installs it)");
-            return None;
-        };
-        if !["/usr/sbin/sshd", "/usr/bin/ssh", "/usr/bin/ssh-keygen"].iter().all(|p| Path::new(p).exists()) {
-            skip("openssh-server is not installed (scripts/setup.sh installs it)");
-            return None;
-        }
-        let lab = Lab::new();
+    /// What it needs: root, `ip`, sshd, ssh and the virtual environment (the test's #[needs]).
+    fn new() -> Campaign {
+        let galaxy = venv_tool("ansible-galaxy");
+        let lab = Lab::alone();
         let tag = format!("{}", std::process::id() % 10_000);
         // A private /30 per host, picked by the process id so two test runs do not meet.
         let net = std::process::id() % 250;
         let alpha = Host::new("alpha", &tag, &format!("10.239.{net}.1"), &format!("10.239.{net}.2"));
         let beta = Host::new("beta", &tag, &format!("10.239.{net}.5"), &format!("10.239.{net}.6"));
-        let (Some(alpha), Some(beta)) = (alpha, beta) else {
-            skip("could not make network namespaces and veth pairs with iproute2");
-            return None;
-        };
+        let (alpha, beta) = (alpha.expect("network namespace alpha"), beta.expect("network namespace beta"));
         let privsep = PrivsepDir::ensure();
         let client_key = lab.path("client-key");
         assert!(run_quiet("ssh-keygen", &["-q", "-t", "ed25519", "-N", "", "-f", client_key.to_str().unwrap()]));
@@ -191,7 +178,7 @@ impl Campaign {
         } else {
             PathBuf::from(env!("CARGO_BIN_EXE_rtbench"))
         };
-        Some(Campaign { hosts, _privsep: privsep, lab, playbook, binary })
+        Campaign { hosts, _privsep: privsep, lab, playbook, binary }
     }
 
     /// Runs the playbook with `extra` variables (JSON); its output, with the study kept short.
@@ -203,7 +190,7 @@ impl Campaign {
             "rtbench_study_args": ["-D", "1s", "--no-sysbench", "--settle", "1s"],
         });
         vars.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        let mut c = Command::new(venv_tool("ansible-playbook").unwrap());
+        let mut c = Command::new(venv_tool("ansible-playbook"));
         c.arg("-i").arg(self.lab.path("inventory.ini")).arg("-e").arg(vars.to_string()).arg(&self.playbook);
         // Each host's temporary directory goes under a directory of the test's, so what is left
         // there is what the roles left.
@@ -260,9 +247,18 @@ fn labels_of(runs: &serde_json::Value, prefix: &str) -> Vec<String> {
     labels
 }
 
+#[needs(
+    full = "an Ansible campaign over SSH between network namespaces",
+    root,
+    ansible,
+    "ip",
+    "/usr/sbin/sshd",
+    "ssh",
+    "ssh-keygen"
+)]
 #[test]
 fn the_playbook_studies_two_hosts_over_ssh_and_keeps_one_when_the_other_is_unreachable() {
-    let Some(mut campaign) = Campaign::new() else { return };
+    let mut campaign = Campaign::new();
     let started = Instant::now();
     // A baseline in the controller's store, as an earlier campaign would have left it: idle cells
     // only, so the hosts' idle cells are checked against it (and the seed takes seconds).
@@ -359,11 +355,10 @@ fn assert_nothing_left(campaign: &Campaign) {
     }
 }
 
+#[needs(ansible)]
 #[test]
 fn the_collection_passes_ansible_lint_and_a_syntax_check() {
-    let (Some(lint), Some(playbook)) = (venv_tool("ansible-lint"), venv_tool("ansible-playbook")) else {
-        return skip("ansible-lint is not installed in target/ansible-venv (scripts/setup.sh installs it)");
-    };
+    let (lint, playbook) = (venv_tool("ansible-lint"), venv_tool("ansible-playbook"));
     let lab = Lab::new();
     let mut c = Command::new(lint);
     c.args(["--offline", "--nocolor"]).current_dir(collection());

@@ -4,13 +4,10 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
-
-/// The tests here compare the machine's tracing state before and after: one at a time.
-pub static TRACING: Mutex<()> = Mutex::new(());
+use rtbench_testkit::needs;
 
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -109,51 +106,33 @@ pub fn tracing_state() -> Vec<String> {
     state
 }
 
-/// A tracing test's start: None where tracing cannot run here (said by [`can_trace`]), else
-/// the lock that keeps tracing tests one at a time, held for the test, and tracing's state
-/// before it.
-pub fn traced() -> Option<(std::sync::MutexGuard<'static, ()>, Vec<String>)> {
-    if !can_trace() {
-        return None;
-    }
-    let one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    Some((one, tracing_state()))
+/// A tracing test's start (it needs root, tracefs, python3 for the busy loop and a CPU 1 to
+/// measure on: `#[needs(root, tracefs, "python3", two_cpus)]`): its lab, alone on the machine
+/// — the tests here compare the machine's tracing state before and after, and run a FIFO 99
+/// loop — and tracing's state before it.
+pub fn traced() -> (Lab, Vec<String>) {
+    let lab = Lab::alone();
+    (lab, tracing_state())
 }
 
-pub fn can_trace() -> bool {
-    if !is_root() {
-        skip("tracing needs root");
-        return false;
-    }
-    if !Path::new(TRACEFS).is_dir() {
-        skip("this kernel has no tracefs mount point");
-        return false;
-    }
-    if Command::new("python3").arg("--version").output().is_err() {
-        skip("python3 runs the busy loop");
-        return false;
-    }
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        skip("the test measures on CPU 1");
-        return false;
-    }
-    true
-}
-
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
-    let Some((_one, before)) = traced() else { return };
-    let lab = Lab::new();
-    let run = ["timer", "-t", "1", "-a", "1", "--breach", "2000", "--breach-max", "30", "-D", "5s"];
+    let (lab, before) = traced();
+    let run = ["timer", "-t", "1", "-a", "1", "--breach", "2000", "--breach-max", "30", "-D", "60s"];
     let mut hog = held_hog(&lab, "1", "4", "0.005");
-    let timer = begun(&lab, lab.cmd(&run));
-    // Once the run has begun, four bursts, the last 3.5 s into the 5 s run.
+    let timer = measuring(&lab, lab.cmd(&run));
+    // Once the run measures, four bursts a second apart; the run is ended after the last, so
+    // all four fall inside it however late a loaded machine starts either (CI once saw a
+    // fixed-length run end before the bursts did).
     release(&mut hog);
     let hog_pid = hog.id();
     let bursts = hog_bursts(&mut hog);
     assert_eq!(bursts.len(), 4, "four bursts of the busy loop");
-    let said = succeeded(timer);
-    assert!(said.contains("traced with ftrace"), "{said}");
+    assert!(Command::new("kill").args(["-INT", &timer.id().to_string()]).status().unwrap().success());
+    let out = timer.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "ended by SIGINT, saved: {}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("traced with ftrace"), "{}", text(&out.stdout));
 
     let doc = lab.export_json(lab.last_run());
     assert_valid_export(&doc);
@@ -192,16 +171,6 @@ fn a_real_time_hog_is_named_as_the_cause_of_every_breach_it_makes() {
             assert!(!blames_hog, "a breach outside the busy loop does not blame it: {b:#}");
         }
         assert!(!b["window"].as_array().unwrap().is_empty(), "the window is stored");
-    }
-    // On a loaded machine the busy loop may start too late for its bursts to fall in the run.
-    let start = breaches.first().map(|b| b["mono_ns"].as_u64().unwrap() - b["t_ns"].as_u64().unwrap());
-    let inside = match start {
-        Some(s) => bursts.iter().filter(|&&(a, end)| a >= s && end <= s + 5_000_000_000).count(),
-        None => bursts.len(),
-    };
-    if inside < 2 {
-        skip(&format!("only {inside} of the busy loop's 4 bursts fell inside the run (a loaded machine)"));
-        return;
     }
     assert!(named >= 2, "most of the 4 bursts were traced as breaches: {named} of {} breaches", breaches.len());
     // The report lists them and draws the first ones.
@@ -351,10 +320,10 @@ pub fn probe_ended_by(lab: &Lab, state_dir: &Path, sig: &str, run: &[&str]) -> u
     pid
 }
 
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn tracing_leaves_nothing_after_sigint_and_after_sigkill_plus_one_command() {
-    let Some((_one, before)) = traced() else { return };
-    let lab = Lab::new();
+    let (lab, before) = traced();
     let state = lab.path("state");
     traced_run_ended_by(&lab, &state, "-INT");
     assert_eq!(tracing_state(), before, "SIGINT: tracing is as it was");
@@ -370,10 +339,10 @@ fn tracing_leaves_nothing_after_sigint_and_after_sigkill_plus_one_command() {
     assert_eq!(tracing_state(), before, "SIGKILL and one more command: tracing is as it was");
 }
 
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn at_most_breach_max_windows_are_kept_and_breach_stop_ends_the_run_at_the_first() {
-    let Some((_one, _)) = traced() else { return };
-    let lab = Lab::new();
+    let (lab, _) = traced();
     // Every sample is over 1 µs: a breach each millisecond.
     lab.ok(&["timer", "-t", "1", "-a", "1", "--breach", "1", "--breach-max", "2", "-D", "2s", "-q"]);
     let doc = lab.export_json(lab.last_run());

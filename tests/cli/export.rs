@@ -1,6 +1,7 @@
 //! Every export format carries the same numbers as the store.
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// A two-thread synthetic run and its JSON export.
 fn run() -> (Lab, String, serde_json::Value) {
@@ -140,27 +141,17 @@ fn timer_histfile_is_written_in_cyclictest_format() {
     assert_eq!(rows + over, 300);
 }
 
-/// numpy, for an independent computation of the statistics rtbench reports.
-fn numpy() -> Option<std::path::PathBuf> {
-    let ok =
-        std::process::Command::new("python3").args(["-c", "import numpy"]).output().is_ok_and(|o| o.status.success());
-    if !ok {
-        skip("python3 with numpy is not installed (scripts/setup.sh installs it)");
-        return None;
-    }
-    Some("python3".into())
-}
-
+#[needs(numpy)]
 #[test]
 fn reported_statistics_match_numpy_on_the_same_samples() {
-    let Some(python) = numpy() else { return };
+    let python = std::path::Path::new("python3");
     let lab = Lab::new();
     // Two threads of 2000 samples each, so the store keeps every sample: a synthetic run with a
     // heavy tail, and a real timer run.
     lab.ok(&["synthetic", "-t", "2", "-l", "2000", "--seed", "7", "--median", "4000", "-q"]);
-    check_against_numpy(&lab, &python, lab.last_run());
+    check_against_numpy(&lab, python, lab.last_run());
     lab.ok(&["timer", "-t", "2", "-i", "200", "-l", "2000", "-q"]);
-    check_against_numpy(&lab, &python, lab.last_run());
+    check_against_numpy(&lab, python, lab.last_run());
 }
 
 fn check_against_numpy(lab: &Lab, python: &std::path::Path, id: i64) {

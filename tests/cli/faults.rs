@@ -6,27 +6,22 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// A small tmpfs of the test's own, unmounted when dropped.
 struct SmallDisk(std::path::PathBuf);
 
 impl SmallDisk {
-    fn mount(lab: &Lab, name: &str, size: &str) -> Option<SmallDisk> {
-        if !is_root() {
-            skip("mounting a small tmpfs needs root");
-            return None;
-        }
+    /// Mounts one (the test needs root).
+    fn mount(lab: &Lab, name: &str, size: &str) -> SmallDisk {
         let dir = lab.path(name);
         std::fs::create_dir(&dir).unwrap();
         let ok = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", dir.to_str().unwrap()])
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            skip("could not mount a tmpfs");
-            return None;
-        }
-        Some(SmallDisk(dir))
+        assert!(ok, "could not mount a {size} tmpfs on {}", dir.display());
+        SmallDisk(dir)
     }
 
     /// Fills the disk to the last byte; returns the filler file.
@@ -61,10 +56,11 @@ fn wait_for(path: &std::path::Path) {
     }
 }
 
+#[needs(root)]
 #[test]
 fn a_full_disk_under_the_store_costs_checkpoints_not_the_run() {
     let lab = Lab::new();
-    let Some(disk) = SmallDisk::mount(&lab, "disk", "4m") else { return };
+    let disk = SmallDisk::mount(&lab, "disk", "4m");
     let db = disk.0.join("store.db");
     let child = lab
         .cmd(&["timer", "-t", "1", "-i", "500", "-l", "8000", "-q", "--db", db.to_str().unwrap()])
@@ -118,10 +114,11 @@ fn a_store_locked_by_another_writer_delays_checkpoints_not_the_run() {
     assert!(run["run"]["warnings"].to_string().contains("caught up"), "{}", run["run"]["warnings"]);
 }
 
+#[needs(root)]
 #[test]
 fn a_sample_log_whose_disk_fills_stops_and_the_run_goes_on() {
     let lab = Lab::new();
-    let Some(disk) = SmallDisk::mount(&lab, "logdisk", "512k") else { return };
+    let disk = SmallDisk::mount(&lab, "logdisk", "512k");
     let log = disk.0.join("samples.log");
     // A million samples at about 3 bytes each cannot fit in 512 KiB; a block of 65,536 does.
     let out = lab.run(&["synthetic", "-t", "1", "-l", "1000000", "-q", "--samples", log.to_str().unwrap()]);

@@ -3,6 +3,7 @@
 //! its caveats; and the page that opens with them, in headless Chromium.
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// Stores a cyclictest histogram (µs bucket, count) of one thread as a run of `label` under
 /// `load`; returns its id.
@@ -233,6 +234,7 @@ fn finding_links(html: &str) -> Vec<(String, bool)> {
         .collect()
 }
 
+#[needs("chromium")]
 #[test]
 fn the_page_opens_with_the_findings_on_the_first_screen_and_every_link_lands() {
     let lab = Lab::new();
@@ -270,10 +272,7 @@ fn the_page_opens_with_the_findings_on_the_first_screen_and_every_link_lands() {
         "every figure is still on the page"
     );
 
-    let Some(chromium) = chromium() else {
-        skip("chromium is not installed (scripts/setup.sh installs it)");
-        return;
-    };
+    let chromium = chromium().expect("chromium (the test needs it)");
     let url = format!("file://{}", out.join("index.html").display());
     let screen = "--window-size=1280,800".to_string();
     let dom =

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::helpers::*;
 use crate::net::Hosts;
+use rtbench_testkit::needs;
 
 /// A process that is killed however the test ends.
 struct Killed(Child);
@@ -84,17 +85,11 @@ fn bucket_quantile(q: f64, bounds_s: &[f64], per: &[u64]) -> f64 {
     f64::NAN
 }
 
+#[needs(full = "two monitors scraped by Prometheus between network namespaces", root, "ip", "prometheus", "curl")]
 #[test]
 fn prometheus_scrapes_two_hosts_and_its_quantile_matches_the_stored_window() {
-    let Some(prometheus) =
-        ["/usr/bin/prometheus", "/usr/local/bin/prometheus"].into_iter().find(|p| std::path::Path::new(p).exists())
-    else {
-        return skip("prometheus is not installed (scripts/setup.sh installs it)");
-    };
-    if Command::new("curl").arg("--version").output().is_err() {
-        return skip("curl is not installed (scripts/setup.sh installs it)");
-    }
-    let Some(hosts) = Hosts::new("f") else { return };
+    let prometheus = "prometheus";
+    let hosts = Hosts::new("f");
     let lab = Lab::new();
     let config = lab.path("prometheus.yml");
     std::fs::write(

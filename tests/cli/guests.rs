@@ -2,9 +2,9 @@
 //! killed when a test ends. Used by `kernels` here and by the performance-mode test, which has a
 //! test binary of its own (`tests/vm_perf.rs`).
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use crate::helpers::{is_root, skip, text};
+use crate::helpers::text;
 
 /// The package `linux-image-amd64` (or `-rt-amd64`) depends on now: Debian's current 6.1
 /// kernel, whatever its ABI number.
@@ -15,31 +15,10 @@ pub(crate) fn current_package(meta: &str) -> Option<String> {
         .find_map(|l| l.trim().strip_prefix("Depends: linux-image-").map(|p| format!("linux-image-{p}")))
 }
 
-pub(crate) fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// What this test needs: root (FIFO threads in the guest), QEMU, virtme-ng, apt's lists.
-pub(crate) fn prerequisites() -> Option<(String, String)> {
-    if !is_root() {
-        skip("booting guests and measuring at FIFO in them needs root");
-        return None;
-    }
-    for tool in ["qemu-system-x86_64", "vng", "apt-get"] {
-        if !have(tool) {
-            skip(&format!("{tool} is not installed (scripts/setup.sh installs it)"));
-            return None;
-        }
-    }
+/// Debian's current standard and RT kernel packages (what `#[needs(kernels)]` checked apt has).
+pub(crate) fn kernels() -> (String, String) {
     let found = current_package("linux-image-amd64").zip(current_package("linux-image-rt-amd64"));
-    if found.is_none() {
-        skip("apt knows no linux-image-amd64 / linux-image-rt-amd64 (apt-get update)");
-    }
-    found
+    found.expect("apt knows linux-image-amd64 and linux-image-rt-amd64")
 }
 
 /// Our guests' QEMU processes: their 9p share is under a `rtbench-kernels-` directory.

@@ -6,11 +6,46 @@ use std::time::Duration;
 
 pub struct Lab {
     pub dir: tempfile::TempDir,
+    /// The machine, shared with other tests that measure, or alone (see `Lab::alone`); None
+    /// for a second lab of a test that already holds it.
+    _machine: Option<std::fs::File>,
+    /// The rtbench it runs: this build's, or for guests [`guest_binary`].
+    bin: String,
+}
+
+thread_local! {
+    /// Whether this test (its thread) holds the machine already: a second lock would wait for
+    /// the first when one of them is alone.
+    static HOLDS_MACHINE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 impl Lab {
+    /// A private store for a test that measures beside other such tests, never beside one that
+    /// takes the machine.
     pub fn new() -> Lab {
-        Lab { dir: tempfile::tempdir().expect("temp dir") }
+        Lab::holding(|| rtbench_testkit::machine!(shared))
+    }
+
+    /// A private store for a test that takes the whole machine (FIFO hogs on every CPU, TCG
+    /// guests, the host's preemption model, system-wide cpusets, the load's cgroup): it waits
+    /// until no other test measures, and none starts until it ends.
+    pub fn alone() -> Lab {
+        Lab::holding(|| rtbench_testkit::machine!(alone))
+    }
+
+    /// [`Lab::alone`] for a test that boots guests: its commands run [`guest_binary`], which
+    /// `kernels` copies into each guest.
+    pub fn for_guests() -> Lab {
+        let mut lab = Lab::alone();
+        lab.bin = guest_binary();
+        lab
+    }
+
+    fn holding(lock: impl FnOnce() -> std::fs::File) -> Lab {
+        let machine = (HOLDS_MACHINE.get() == 0).then(lock);
+        HOLDS_MACHINE.set(HOLDS_MACHINE.get() + 1);
+        let bin = env!("CARGO_BIN_EXE_rtbench").to_string();
+        Lab { dir: tempfile::tempdir().expect("temp dir"), _machine: machine, bin }
     }
 
     pub fn db(&self) -> PathBuf {
@@ -23,7 +58,7 @@ impl Lab {
 
     /// rtbench with this lab's store, no terminal, and no inherited store settings.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_rtbench"));
+        let mut c = Command::new(&self.bin);
         c.args(args).env("RTBENCH_DB", self.db()).env_remove("XDG_DATA_HOME");
         c
     }
@@ -71,6 +106,22 @@ impl Lab {
     pub fn export_json(&self, id: i64) -> serde_json::Value {
         serde_json::from_str(&self.ok(&["export", &id.to_string(), "--format", "json"])).expect("export is JSON")
     }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        HOLDS_MACHINE.set(HOLDS_MACHINE.get().saturating_sub(1));
+    }
+}
+
+/// The rtbench a guest runs: `$RTBENCH_GUEST_BIN` (the full tier's command sets it to the
+/// release build), else this build's. Under TCG a debug binary's every start costs tens of
+/// seconds more than a release one's (55 s against 17 s for `timer -D 1s`: the BPF split's BTF
+/// and symbol look-ups above all).
+pub fn guest_binary() -> String {
+    let bin = std::env::var("RTBENCH_GUEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rtbench").to_string());
+    // A guest runs it from another directory.
+    std::fs::canonicalize(&bin).map_or(bin, |p| p.to_string_lossy().into_owned())
 }
 
 /// Seconds from a run's start to its end (`start`, `end` of its export: ISO 8601 times of
@@ -121,22 +172,6 @@ pub fn assert_matches_schema(doc: &serde_json::Value, file: &str) {
     panic!("the document does not match {file}: {msgs:?}");
 }
 
-/// The tests that boot TCG guests (`kernels`, the timerlat guests): one at a time. Two guests
-/// on the host's CPUs each take twice as long (the RT guest's test ran past its limit so).
-pub static GUESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Waits until no other test here boots a guest; the guard keeps it so until the test ends.
-pub fn one_guest_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    GUESTS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A test that cannot run here says why and passes, except on CI (`CI=true`): there a missing
-/// prerequisite fails the test, because `scripts/setup.sh` installs everything the tests need.
-pub fn skip(reason: &str) {
-    assert!(std::env::var("CI").map_or(true, |v| v != "true"), "a prerequisite is missing on CI: {reason}");
-    eprintln!("skipped: {reason}");
-}
-
 /// The headless Chromium installed here, if any.
 pub fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser"]
@@ -178,6 +213,14 @@ pub struct Srv {
     pub lines: std::sync::mpsc::Receiver<String>,
     /// Its first line: "serving … on ADDR; …".
     pub serving: String,
+}
+
+impl Srv {
+    /// The address it serves on, as it said: the port the kernel chose for `127.0.0.1:0`.
+    pub fn addr(&self) -> String {
+        let on = self.serving.split(" on ").nth(1).and_then(|a| a.split(';').next()).expect("serving … on ADDR;");
+        on.trim_end_matches(" (fixed token)").to_string()
+    }
 }
 
 /// Starts a child whose stdout lines come through a channel as it prints them.

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::guests::{our_qemus, prerequisites, Killed};
-use crate::helpers::{assert_rejected, one_guest_at_a_time, Lab};
+use crate::guests::{kernels, our_qemus, Killed};
+use crate::helpers::{assert_rejected, Lab};
+use rtbench_testkit::needs;
 
 const EMULATED: &str = "emulated CPU (TCG): these latencies are the emulator's, not the kernel's";
 
@@ -21,12 +22,12 @@ fn scratch_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+#[needs(full = "boots two TCG guests", root, "qemu-system-x86_64", "vng", kernels)]
 #[test]
 fn debians_standard_and_rt_kernels_side_by_side_in_tcg_guests() {
-    let Some((standard, rt)) = prerequisites() else { return };
-    let _one = one_guest_at_a_time();
+    let (standard, rt) = kernels();
     let release = |p: &str| p.trim_start_matches("linux-image-").to_string();
-    let lab = Lab::new();
+    let lab = Lab::for_guests();
     let out = lab.path("report");
     let (k1, k2) = (format!("deb:{standard}"), format!("deb:{rt}"));
     let o = out.to_str().unwrap();

@@ -4,6 +4,7 @@
 
 use crate::helpers::*;
 use crate::report::{count_attr, elements};
+use rtbench_testkit::needs;
 
 /// A baseline and two hosts' labels of synthetic runs; host b's body is 30 % slower.
 fn three_labels(lab: &Lab) {
@@ -70,7 +71,7 @@ fn report_says_its_caveats_first_among_the_findings() {
 
 #[test]
 fn a_study_without_its_report_stores_its_runs_and_writes_no_page() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let study = ["study", "--no-split", "--no-classify", "-D", "1s", "--load", "none", "--no-sysbench", "-q"];
     let cwd = lab.path("cwd");
     std::fs::create_dir(&cwd).unwrap();
@@ -155,6 +156,7 @@ fn two_racks(lab: &Lab) -> Vec<String> {
     labels
 }
 
+#[needs("chromium")]
 #[test]
 fn a_report_of_many_labels_opens_with_one_table_worst_first_and_a_pattern_picks_a_rack() {
     let lab = Lab::new();
@@ -194,10 +196,7 @@ fn a_report_of_many_labels_opens_with_one_table_worst_first_and_a_pattern_picks_
 
 /// The page fits a narrow window: every figure, however many labels it has, shrinks to it.
 fn no_sideways_scroll(lab: &Lab, out: &std::path::Path) {
-    let Some(chromium) = chromium() else {
-        skip("chromium is not installed (scripts/setup.sh installs it)");
-        return;
-    };
+    let chromium = chromium().expect("chromium (the test needs it)");
     let url = format!("file://{}", out.join("index.html").display());
     let flags = ["--dump-dom".into(), "--virtual-time-budget=3000".into(), "--window-size=800,800".into()];
     let page = text(&headless(chromium, lab, &url, &flags).stdout);

@@ -82,7 +82,7 @@ fn kill(pid: u32, sig: &str) {
 }
 
 fn case(sig: Option<&str>, expect_code: Option<i32>, name: &str) {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let mark = format!("{name}-{}", std::process::id());
     let mut child = start(&lab, &mark, &[]);
     assert!(marked(&mark).len() >= 4, "the load started its processes: {:?}", marked(&mark));
@@ -115,7 +115,7 @@ fn nothing_is_left_after_sigkill() {
 #[test]
 fn nothing_is_left_after_a_panic() {
     use std::io::BufRead;
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let mark = format!("panic-{}", std::process::id());
     let tmp = lab.dir.path().to_str().unwrap();
     let mut child = lab
@@ -142,7 +142,7 @@ fn nothing_is_left_after_a_panic() {
 
 #[test]
 fn nothing_is_left_after_a_normal_end_and_the_report_says_what_ran() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let mark = format!("end-{}", std::process::id());
     let tmp = lab.dir.path().to_str().unwrap();
     let out = lab
@@ -159,7 +159,7 @@ fn nothing_is_left_after_a_normal_end_and_the_report_says_what_ran() {
 
 #[test]
 fn a_measured_run_stores_what_the_load_did_and_the_load_never_runs_at_rt_priority() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let mark = format!("timer-{}", std::process::id());
     let tmp = lab.dir.path().to_str().unwrap();
     let mut child = lab
@@ -230,7 +230,7 @@ fn stress_ng_path(lab: &Lab) -> String {
 /// measured "under load" with nothing loading, and exited 0.
 #[test]
 fn a_load_that_fails_in_its_first_second_stops_the_command_and_stores_nothing() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let path = stress_ng_path(&lab);
     let mark = format!("failing-{}", std::process::id());
     let tmp = lab.dir.path().to_str().unwrap();
@@ -262,7 +262,7 @@ fn a_load_that_fails_in_its_first_second_stops_the_command_and_stores_nothing() 
 /// The same for a generator of rtbench's own: a kernel tree whose build stops at once.
 #[test]
 fn a_compile_whose_tree_fails_at_once_stops_the_command() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let tree = lab.path("tree");
     std::fs::create_dir_all(&tree).unwrap();
     std::fs::write(tree.join("Makefile"), "$(error no .config in this tree)\n").unwrap();

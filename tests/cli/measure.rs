@@ -1,6 +1,7 @@
 //! The measuring commands run, store what they measured, and say how they ran.
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 #[test]
 fn timer_runs_stores_and_writes_json() {
@@ -76,16 +77,9 @@ fn synthetic_is_deterministic() {
     assert_eq!(a["run"]["rt_priority"], false, "synthetic needs no privilege");
 }
 
+#[needs(root, "setpriv")]
 #[test]
 fn without_privilege_runs_at_sched_other_and_says_so() {
-    if !is_root() {
-        skip("needs root to drop to an unprivileged user");
-        return;
-    }
-    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
-        skip("setpriv (util-linux) is not installed");
-        return;
-    }
     let lab = Lab::new();
     std::fs::set_permissions(lab.dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let out = std::process::Command::new("setpriv")
@@ -136,7 +130,7 @@ fn store_path_follows_xdg_data_home() {
 
 #[test]
 fn noise_counts_every_gap_above_its_threshold_and_the_share_of_the_cpu_left() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     lab.ok(&["noise", "-t", "1", "-a", "0", "--threshold", "2", "-D", "2s", "-q"]);
     let id = lab.last_run();
     let doc = lab.export_json(id);
@@ -177,18 +171,10 @@ impl Drop for Cpuset {
     }
 }
 
+#[needs(root, cpuset_v1, two_cpus)]
 #[test]
 fn a_thread_that_cannot_be_on_its_cpu_measures_nothing_and_the_run_goes_on() {
     let root = std::path::Path::new("/sys/fs/cgroup/cpuset");
-    if !is_root() || !root.join("cpuset.cpus").exists() {
-        skip("needs root and a cgroup v1 cpuset hierarchy to take a CPU away from rtbench");
-        return;
-    }
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    if online.trim() == "0" {
-        skip("needs two CPUs");
-        return;
-    }
     let set = Cpuset(root.join(format!("rtbench-test-{}", std::process::id())));
     std::fs::create_dir(&set.0).unwrap();
     std::fs::write(set.0.join("cpuset.cpus"), "0").unwrap();
@@ -213,12 +199,10 @@ fn a_thread_that_cannot_be_on_its_cpu_measures_nothing_and_the_run_goes_on() {
 
 /// `--main-affinity` as cyclictest's `--mainaffinity`: the collector runs there, and the stored
 /// run, `show` and the JSON export say so; without it, the CPUs not measured, or a caveat.
+#[needs(two_cpus)]
 #[test]
 fn the_collector_runs_where_it_is_put_and_the_run_says_where() {
     let online = rtbench::sysinfo::online_cpus();
-    if online.len() < 2 {
-        return skip("one CPU: the collector cannot be kept off the measured one");
-    }
     let (main, measured) = (online[0].to_string(), online[1].to_string());
     let lab = Lab::new();
     let run = |extra: &[&str]| {

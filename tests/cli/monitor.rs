@@ -5,6 +5,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// A monitor that is killed however the test ends.
 struct Monitor(Child);
@@ -196,14 +197,11 @@ fn metrics_need_the_token_and_count_every_sample_of_each_cpu() {
     assert!(body.trim_end().ends_with("# EOF"));
 }
 
+// --split traces the kernel's timers (root), and the machine's tracing with them.
+#[needs(root, tracefs, btf)]
 #[test]
 fn with_split_the_metrics_hold_the_irq_latency_beside_the_wake_up_latency() {
-    if !is_root() {
-        skip("--split traces the kernel's timers, which needs root");
-        return;
-    }
-    let _one = crate::breach::TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let mut m = Monitor::start(&lab, &["--split", "--window", "2s", "--listen", "127.0.0.1:0"]);
     let addr = m.address();
     let series = |name: &str| format!("{name}{{cpu=\"0\",probe=\"timer\"}}");
@@ -251,7 +249,7 @@ fn bad_monitor_flags_are_refused_with_the_flag_named() {
 
 #[test]
 fn with_noise_the_windows_and_metrics_are_the_busy_loops_gaps() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let mut m =
         Monitor::start(&lab, &["--noise", "--noise-threshold", "2", "--window", "1s", "--listen", "127.0.0.1:0"]);
     let addr = m.address();
@@ -269,10 +267,10 @@ fn with_noise_the_windows_and_metrics_are_the_busy_loops_gaps() {
     assert_eq!(first["run"]["params"]["threshold_ns"], 2_000, "{}", first["run"]["params"]);
 }
 
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn with_noise_and_classify_the_metrics_count_the_gaps_by_what_ran_in_them() {
-    let Some((_one, before)) = crate::breach::traced() else { return };
-    let lab = Lab::new();
+    let (lab, before) = crate::breach::traced();
     let mut m = Monitor::start(
         &lab,
         &["--noise", "--classify", "--noise-threshold", "500", "--window", "2s", "--listen", "127.0.0.1:0"],

@@ -5,6 +5,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// Two namespaces, `a` (10.231.0.1) and `b` (10.231.0.2), joined by a veth pair.
 pub struct Hosts {
@@ -19,11 +20,8 @@ fn ip(args: &[&str]) -> bool {
 }
 
 impl Hosts {
-    pub fn new(tag: &str) -> Option<Hosts> {
-        if !is_root() {
-            skip("network namespaces need root");
-            return None;
-        }
+    /// Two namespaces joined by a veth pair (the test needs root and `ip`).
+    pub fn new(tag: &str) -> Hosts {
         let id = format!("{}{tag}", std::process::id() % 100_000);
         let h = Hosts { a: format!("rtbA{id}"), b: format!("rtbB{id}") };
         let (va, vb) = (format!("va{id}"), format!("vb{id}"));
@@ -36,11 +34,8 @@ impl Hosts {
             && ip(&["-n", &h.b, "link", "set", &vb, "up"])
             && ip(&["-n", &h.a, "link", "set", "lo", "up"])
             && ip(&["-n", &h.b, "link", "set", "lo", "up"]);
-        if !ok {
-            skip("could not make network namespaces with iproute2");
-            return None;
-        }
-        Some(h)
+        assert!(ok, "could not make network namespaces {} and {} with iproute2", h.a, h.b);
+        h
     }
 
     /// rtbench inside namespace `ns`.
@@ -72,9 +67,10 @@ fn stop(srv: Srv) -> (Option<i32>, String) {
     (code, last)
 }
 
+#[needs(root, "ip")]
 #[test]
 fn pingpong_crosses_a_network_between_two_hosts_on_every_transport() {
-    let Some(hosts) = Hosts::new("p") else { return };
+    let hosts = Hosts::new("p");
     let lab = Lab::new();
     for (i, transport) in ["udp", "tcp", "zmq"].iter().enumerate() {
         let addr = format!("{A_ADDR}:{}", 17_800 + i);
@@ -135,9 +131,10 @@ fn each_end_of_a_ping_pong_says_where_it_ran() {
     assert!(shown.contains(&format!("echo server ({}): {peer}", params["peer_host"].as_str().unwrap())), "{shown}");
 }
 
+#[needs(root, "ip")]
 #[test]
 fn response_measures_the_target_from_the_logger_host() {
-    let Some(hosts) = Hosts::new("r") else { return };
+    let hosts = Hosts::new("r");
     let lab = Lab::new();
     let addr = format!("{A_ADDR}:17810");
     let srv = server(hosts.rtbench(&lab, &hosts.a, &["response", "--target", &addr]));
@@ -159,8 +156,9 @@ fn response_measures_the_target_from_the_logger_host() {
 #[test]
 fn foreign_and_malformed_packets_are_dropped_and_counted() {
     let lab = Lab::new();
-    let addr = "127.0.0.1:17820";
-    let srv = server(lab.cmd(&["pingpong", "--serve", addr]));
+    let srv = server(lab.cmd(&["pingpong", "--serve", "127.0.0.1:0"]));
+    let addr = srv.addr();
+    let addr = addr.as_str();
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     sock.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
     let mut ping = vec![0u8; 40];
@@ -186,13 +184,11 @@ fn network_bad_input_is_rejected() {
     assert_rejected(&lab.run(&["pingpong", "-s", "0"]), "1 to 65536");
     assert_rejected(&lab.run(&["pingpong", "-s", "70000"]), "1 to 65536");
     assert_rejected(&lab.run(&["response", "-D", "1s"]), "--target");
-    let srv = server(lab.cmd(&["pingpong", "--serve", "127.0.0.1:17830", "--token", "5"]));
-    assert_rejected(
-        &lab.run(&["pingpong", "127.0.0.1:17830", "--token", "6", "-n", "10"]),
-        "refused the session token",
-    );
-    assert_rejected(&lab.run(&["pingpong", "--serve", "127.0.0.1:17830"]), "address already in use");
-    lab.ok(&["pingpong", "127.0.0.1:17830", "--token", "5", "-n", "100", "-q"]);
+    let srv = server(lab.cmd(&["pingpong", "--serve", "127.0.0.1:0", "--token", "5"]));
+    let addr = srv.addr();
+    assert_rejected(&lab.run(&["pingpong", &addr, "--token", "6", "-n", "10"]), "refused the session token");
+    assert_rejected(&lab.run(&["pingpong", "--serve", &addr]), "address already in use");
+    lab.ok(&["pingpong", &addr, "--token", "5", "-n", "100", "-q"]);
     stop(srv);
     assert_eq!(lab.runs().as_array().unwrap().len(), 1, "only the good run was stored");
 }
@@ -201,7 +197,7 @@ fn network_bad_input_is_rejected() {
 /// for its own echo server, which nobody told to stop, and took no notice of SIGTERM.
 #[test]
 fn a_study_whose_output_pipe_closes_ends_instead_of_hanging() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let report = lab.path("report");
     let tmp = lab.dir.path().to_str().unwrap().to_string();
     let args = [

@@ -4,18 +4,11 @@
 use std::process::{Command, Output};
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// Runs `bin` (rtbench or a copy of it) as nobody, with no inherited capabilities, on the lab's
-/// store; None (and a skip) where this cannot be done.
-fn as_nobody(lab: &Lab, bin: &std::path::Path, args: &[&str]) -> Option<Command> {
-    if !is_root() {
-        skip("needs root to drop to an unprivileged user");
-        return None;
-    }
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        skip("setpriv (util-linux) is not installed");
-        return None;
-    }
+/// store (the test needs root and setpriv).
+fn as_nobody(lab: &Lab, bin: &std::path::Path, args: &[&str]) -> Command {
     std::fs::set_permissions(lab.dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let mut c = Command::new("setpriv");
     c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
@@ -23,7 +16,7 @@ fn as_nobody(lab: &Lab, bin: &std::path::Path, args: &[&str]) -> Option<Command>
         .args(args)
         .env("RTBENCH_DB", lab.db())
         .env_remove("XDG_DATA_HOME");
-    Some(c)
+    c
 }
 
 fn rtbench() -> &'static std::path::Path {
@@ -36,10 +29,11 @@ fn ok(out: Output) -> (String, String) {
     (stdout, stderr)
 }
 
+#[needs(root, "setpriv")]
 #[test]
 fn unprivileged_threads_are_shown_at_the_policy_they_ran_at() {
     let lab = Lab::new();
-    let Some(mut cmd) = as_nobody(&lab, rtbench(), &["timer", "-t", "2", "-l", "200"]) else { return };
+    let mut cmd = as_nobody(&lab, rtbench(), &["timer", "-t", "2", "-l", "200"]);
     let (summary, _) = ok(cmd.output().unwrap());
     assert!(summary.contains("P:other") && !summary.contains("P:fifo"), "{summary}");
     let id = lab.last_run();
@@ -56,12 +50,9 @@ fn unprivileged_threads_are_shown_at_the_policy_they_ran_at() {
     assert!(ran.iter().all(|r| r["policy"] == "other"), "{ran:?}");
 }
 
+#[needs(root)]
 #[test]
 fn privileged_threads_are_shown_at_their_real_time_priority() {
-    if !is_root() {
-        skip("needs root for SCHED_FIFO");
-        return;
-    }
     let lab = Lab::new();
     let summary = lab.ok(&["timer", "-t", "1", "-l", "100", "-p", "42"]);
     assert!(summary.contains("P:fifo/42"), "{summary}");
@@ -90,10 +81,11 @@ fn thread_slack(pid: u32, name: &str, until: std::time::Instant) -> Option<u64> 
     seen
 }
 
+#[needs(root, "setpriv")]
 #[test]
 fn unprivileged_threads_measure_with_a_timer_slack_of_1_ns() {
     let lab = Lab::new();
-    let Some(mut cmd) = as_nobody(&lab, rtbench(), &["timer", "-t", "1", "-D", "4s", "-q"]) else { return };
+    let mut cmd = as_nobody(&lab, rtbench(), &["timer", "-t", "1", "-D", "4s", "-q"]);
     let child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     // setpriv execs rtbench: same process.
     let slack = thread_slack(child.id(), "rtbench-0", std::time::Instant::now() + std::time::Duration::from_secs(3));
@@ -104,10 +96,11 @@ fn unprivileged_threads_measure_with_a_timer_slack_of_1_ns() {
     assert_eq!(doc["run"]["params"]["ran"][0]["timer_slack_ns"], 1);
 }
 
+#[needs(root, "setpriv")]
 #[test]
 fn unprivileged_warnings_name_their_fixes() {
     let lab = Lab::new();
-    let Some(mut cmd) = as_nobody(&lab, rtbench(), &["timer", "-t", "1", "-l", "100", "-q"]) else { return };
+    let mut cmd = as_nobody(&lab, rtbench(), &["timer", "-t", "1", "-l", "100", "-q"]);
     let (_, err) = ok(cmd.output().unwrap());
     let line =
         |what: &str| err.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("{what}: {err}")).to_string();
@@ -126,33 +119,21 @@ fn unprivileged_warnings_name_their_fixes() {
     assert!(stored.contains("cap_sys_nice") && stored.contains("ulimit -l"), "{stored}");
 }
 
-/// A copy of rtbench given `caps` as file capabilities, in the lab; None (and a skip) where
-/// `setcap` is missing or the file system takes no capabilities.
-fn with_capabilities(lab: &Lab, caps: &str) -> Option<std::path::PathBuf> {
+/// A copy of rtbench given `caps` as file capabilities, in the lab (the test needs setcap).
+fn with_capabilities(lab: &Lab, caps: &str) -> std::path::PathBuf {
     let copy = lab.path("rtbench-caps");
     std::fs::copy(rtbench(), &copy).unwrap();
-    match Command::new("setcap").args([caps, copy.to_str().unwrap()]).output() {
-        Ok(out) if out.status.success() => Some(copy),
-        Ok(out) => {
-            skip(&format!("setcap failed: {}", text(&out.stderr)));
-            None
-        }
-        Err(_) => {
-            skip("setcap (libcap2-bin) is not installed");
-            None
-        }
-    }
+    let out = Command::new("setcap").args([caps, copy.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "setcap {caps}: {}", text(&out.stderr));
+    copy
 }
 
+#[needs(root, "setcap", "setpriv")]
 #[test]
 fn capabilities_give_an_unprivileged_user_fifo_and_locked_memory() {
     let lab = Lab::new();
-    if !is_root() {
-        skip("needs root to set file capabilities and drop to an unprivileged user");
-        return;
-    }
-    let Some(bin) = with_capabilities(&lab, "cap_sys_nice,cap_ipc_lock+ep") else { return };
-    let Some(mut cmd) = as_nobody(&lab, &bin, &["timer", "-t", "1", "-l", "100", "-p", "80"]) else { return };
+    let bin = with_capabilities(&lab, "cap_sys_nice,cap_ipc_lock+ep");
+    let mut cmd = as_nobody(&lab, &bin, &["timer", "-t", "1", "-l", "100", "-p", "80"]);
     let (summary, err) = ok(cmd.output().unwrap());
     assert!(summary.contains("P:fifo/80"), "{summary}");
     assert!(!err.contains("memory not locked") && !err.contains("SCHED_OTHER"), "{err}");
@@ -165,14 +146,11 @@ fn capabilities_give_an_unprivileged_user_fifo_and_locked_memory() {
     assert_eq!(doc["run"]["params"]["lacked"], serde_json::json!(["cpu_dma_latency"]));
 }
 
+#[needs(root, "setcap", "setpriv")]
 #[test]
 fn what_only_root_may_do_is_refused_up_front() {
     let lab = Lab::new();
-    if !is_root() {
-        skip("needs root to set file capabilities and drop to an unprivileged user");
-        return;
-    }
-    let Some(bin) = with_capabilities(&lab, "cap_sys_nice,cap_ipc_lock+ep") else { return };
+    let bin = with_capabilities(&lab, "cap_sys_nice,cap_ipc_lock+ep");
     let cases: [(&[&str], &str); 4] = [
         (&["timer", "-t", "1", "-l", "100", "--breach", "50"], "--breach needs root"),
         (&["timer", "-t", "1", "-l", "100", "--shield", "0"], "--shield needs root"),
@@ -180,18 +158,19 @@ fn what_only_root_may_do_is_refused_up_front() {
         (&["study", "-D", "1s", "--shield", "0"], "--shield needs root"),
     ];
     for (args, needle) in cases {
-        let Some(mut cmd) = as_nobody(&lab, &bin, args) else { return };
+        let mut cmd = as_nobody(&lab, &bin, args);
         assert_rejected(&cmd.output().unwrap(), needle);
     }
     assert!(!lab.db().exists() || lab.runs().as_array().is_none_or(|a| a.is_empty()), "nothing was half-done");
 }
 
+#[needs(root, "setpriv")]
 #[test]
 fn an_unprivileged_study_marks_each_cell_with_what_it_lacked() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let report = lab.path("report");
     let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "-o", report.to_str().unwrap()];
-    let Some(mut cmd) = as_nobody(&lab, rtbench(), &args) else { return };
+    let mut cmd = as_nobody(&lab, rtbench(), &args);
     let (out, _) = ok(cmd.output().unwrap());
     let rows: Vec<&str> = out
         .lines()

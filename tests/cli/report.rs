@@ -4,6 +4,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// Synthetic runs under two labels, a loaded-looking one per label, so reports have content.
 fn two_labels(lab: &Lab) {
@@ -69,12 +70,10 @@ fn report_writes_every_figure_as_svg_and_png_and_an_offline_page() {
     assert!(html.contains("⚠"), "the synthetic runs' caveats (SCHED_OTHER) are shown");
 }
 
+#[needs("chromium")]
 #[test]
 fn report_renders_in_headless_chromium_without_errors() {
-    let Some(chromium) = chromium() else {
-        skip("chromium is not installed (scripts/setup.sh installs it)");
-        return;
-    };
+    let chromium = chromium().expect("chromium (the test needs it)");
     let lab = Lab::new();
     two_labels(&lab);
     let out = lab.path("rep");
@@ -160,12 +159,9 @@ fn exports_in_cyclictest_formats_import_back_with_the_same_counts() {
     }
 }
 
+#[needs("cyclictest")]
 #[test]
 fn real_cyclictest_output_imports() {
-    if std::process::Command::new("cyclictest").arg("--help").output().is_err() {
-        skip("cyclictest (Debian rt-tests) is not installed");
-        return;
-    }
     let lab = Lab::new();
     let json = lab.path("c.json");
     let hist = lab.path("c.hist");
@@ -215,7 +211,7 @@ fn merge_brings_another_stores_runs_once() {
 
 #[test]
 fn a_short_study_stores_every_cell_and_reports_it() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let out = lab.path("study-report");
     let tmp = lab.dir.path().to_str().unwrap();
     let said = lab.ok(&[
@@ -269,7 +265,7 @@ fn a_short_study_stores_every_cell_and_reports_it() {
 
 #[test]
 fn an_interrupted_study_keeps_its_cells_and_says_what_is_missing() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let out = lab.path("study-report");
     let child = lab
         .cmd(&[
@@ -329,7 +325,7 @@ fn short_runs_are_drawn_sample_by_sample_and_long_ones_from_the_envelope() {
 
 #[test]
 fn a_study_across_preemption_models_switches_or_says_why_not_and_leaves_the_system_as_it_was() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     assert_rejected(&lab.run(&["study", "--preempt", "full,turbo", "-D", "1s"]), "'turbo' is not a preemption model");
     let mounts = || std::fs::read_to_string("/proc/mounts").unwrap().lines().filter(|l| l.contains("debugfs")).count();
     let before = mounts();
@@ -496,7 +492,7 @@ fn compare_writes_junit_that_names_the_failing_condition_and_json_ratios() {
 
 #[test]
 fn a_study_gates_on_its_baseline_in_the_same_command() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let (junit, out) = (lab.path("study.xml"), lab.path("rep"));
     let study = [
         "study",

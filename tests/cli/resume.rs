@@ -5,6 +5,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// Starts rtbench in the background and waits until its run is in the store; returns when it
 /// appeared.
@@ -43,6 +44,7 @@ fn export(lab: &Lab, id: i64) -> serde_json::Value {
 /// waits between the kill and the resume are in the gap and not in the count. The kill loses at
 /// most the second since the last checkpoint, and the test sees the run up to 0.2 s after it
 /// began.
+#[needs(full = "a 60-second run killed at 30 s and resumed for 30 s")]
 #[test]
 fn a_timer_run_killed_after_30_s_and_resumed_for_30_s_has_60_s_of_samples_and_one_gap() {
     let lab = Lab::new();
@@ -199,7 +201,7 @@ fn resumed_adds_up(lab: &Lab, id: i64, before: &serde_json::Value, last_index: i
 /// `--peer` is refused for it.
 #[test]
 fn a_study_pingpong_cell_killed_mid_run_resumes_with_an_echo_server_of_its_own_again() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let report = lab.path("report");
     let args = ["study", "-D", "4s", "--load", "none", "--no-split", "--no-classify", "--no-sysbench", "-q"];
     let mut study = lab
@@ -237,8 +239,9 @@ fn a_study_pingpong_cell_killed_mid_run_resumes_with_an_echo_server_of_its_own_a
 #[test]
 fn a_response_run_killed_mid_run_needs_its_target_again_and_continues_with_it() {
     let lab = Lab::new();
-    let addr = "127.0.0.1:17866";
-    let target = Serving(server(lab.cmd(&["response", "--target", addr])));
+    let target = Serving(server(lab.cmd(&["response", "--target", "127.0.0.1:0"])));
+    let addr = target.0.addr();
+    let addr = addr.as_str();
     let (mut child, seen) = start(&lab, &["response", "--logger", addr, "-D", "4s", "-q", "--label", "r"], 0);
     std::thread::sleep(Duration::from_millis(2000).saturating_sub(seen.elapsed()));
     signal(&mut child, "-KILL");
@@ -252,8 +255,9 @@ fn a_response_run_killed_mid_run_needs_its_target_again_and_continues_with_it() 
 
     // The target moved: the run keeps the one it was made with, and says where it went on.
     drop(target);
-    let moved = "127.0.0.1:17867";
-    let target = Serving(server(lab.cmd(&["response", "--target", moved])));
+    let target = Serving(server(lab.cmd(&["response", "--target", "127.0.0.1:0"])));
+    let moved = target.0.addr();
+    let moved = moved.as_str();
     lab.ok(&["resume", &id.to_string(), "-q", "--peer", moved]);
     drop(target);
     let doc = resumed_adds_up(&lab, id, &before, last_index);
@@ -319,10 +323,10 @@ fn a_killed_run_with_a_sample_log_appends_its_next_part_to_the_same_log() {
 /// samples add up. At 2.5 ms per period the new part's samples are all kept raw with their IRQ
 /// part, so its matched samples are counted apart: the stored IRQ count grew by them. The
 /// samples the kill left unpaired count unmatched.
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn a_killed_split_timer_run_resumes_split_and_its_matched_samples_add_up() {
-    let Some((_one, tracing_before)) = crate::breach::traced() else { return };
-    let lab = Lab::new();
+    let (lab, tracing_before) = crate::breach::traced();
     let run = ["timer", "-t", "1", "-a", "1", "--split", "-i", "2500", "-D", "4s", "-q", "--label", "split"];
     let (mut child, seen) = start(&lab, &run, 0);
     std::thread::sleep(Duration::from_millis(2000).saturating_sub(seen.elapsed()));

@@ -4,6 +4,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 fn signal(pid: u32, sig: &str) {
     let ok = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success();
@@ -130,7 +131,7 @@ fn load_supervisors_of(parent: u32) -> Vec<u32> {
 
 #[test]
 fn a_first_signal_cuts_a_loads_settling_short_and_stops_the_load() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let mut child = lab
         .cmd(&["timer", "-t", "1", "-D", "30s", "-q", "--load", "cpu", "--settle", "60s"])
         .stdout(Stdio::null())
@@ -178,7 +179,7 @@ impl Drop for KillOnDrop {
 
 #[test]
 fn a_first_signal_ends_a_load_within_2_s_when_its_supervisor_cannot_clean_up() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let tmp = lab.dir.path().to_str().unwrap();
     let mut child = lab
         .cmd(&["load", "cpu", "-D", "60s", "-q", "--tmpdir", tmp])
@@ -214,7 +215,7 @@ fn a_first_signal_ends_a_load_within_2_s_when_its_supervisor_cannot_clean_up() {
 
 #[test]
 fn a_first_signal_ends_sysbench_after_the_operation_it_interrupted_keeping_those_measured() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let mut child = lab
         .cmd(&["sysbench", "--load", "cpu", "--settle", "1s"])
         .stdout(Stdio::piped())
@@ -288,7 +289,7 @@ fn alive_rtbench(pid: u32) -> bool {
 /// within 2 s of the signal, a sound store, and no process of its left behind.
 /// None when it ended before the signal (its moment fell after its end).
 fn stop_at(args: &[&str], after: Duration) -> Option<Duration> {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let out = lab.path("report");
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["-o", out.to_str().unwrap()].iter().filter(|_| args[0] == "study"));
@@ -341,6 +342,7 @@ fn stop_counts() -> (usize, usize) {
 
 /// Issue 29: a first SIGTERM ends a study or a monitor at any moment (starting, between and
 /// inside cells, while a load starts or stops, while the report is drawn) within 2 s.
+#[needs(full = "kill trials at random moments of a study and a monitor")]
 #[test]
 fn a_first_sigterm_at_any_moment_ends_a_study_or_a_monitor_within_2_s() {
     let (studies, monitors) = stop_counts();

@@ -9,6 +9,7 @@ use crate::breach::{
     tracing_state,
 };
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// 2000 samples at 2.5 ms: about 5 s, every sample kept in the store (and so in the export).
 const RUN: [&str; 12] = ["timer", "-t", "1", "-a", "1", "--split", "-i", "2500", "-l", "2000", "-q", "--json"];
@@ -27,10 +28,10 @@ fn samples(lab: &Lab, id: i64) -> HashMap<u64, Vec<(u64, u64, Option<u64>)>> {
     out
 }
 
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn idle_nearly_every_sample_is_matched_and_no_irq_part_exceeds_its_sample() {
-    let Some((_one, before)) = traced() else { return };
-    let lab = Lab::new();
+    let (lab, before) = traced();
     let json = lab.path("run.json");
     lab.ok(&[&RUN[..], &[json.to_str().unwrap()]].concat());
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -57,10 +58,10 @@ fn idle_nearly_every_sample_is_matched_and_no_irq_part_exceeds_its_sample() {
     assert_eq!(tracing_state(), before, "tracing is as it was");
 }
 
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn a_real_time_burst_is_blamed_on_scheduling_not_on_the_interrupt() {
-    let Some((_one, _)) = traced() else { return };
-    let lab = Lab::new();
+    let (lab, _) = traced();
     // The breach tracer beside the split: its windows give the run's start on CLOCK_MONOTONIC.
     let json = lab.path("run.json");
     let mut hog = held_hog(&lab, "1", "5", "0.005");
@@ -99,10 +100,10 @@ fn a_real_time_burst_is_blamed_on_scheduling_not_on_the_interrupt() {
     assert!(blamed >= 3, "samples due during the bursts: {blamed}");
 }
 
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn a_killed_split_run_leaves_nothing_of_its_own_and_the_next_command_removes_the_breach_tracer_s() {
-    let Some((_one, before)) = traced() else { return };
-    let lab = Lab::new();
+    let (lab, before) = traced();
     let state = lab.path("state");
     run_ended_by(&lab, &state, "-INT", &["--split"]);
     assert_eq!(tracing_state(), before, "SIGINT: tracing is as it was");
@@ -119,10 +120,10 @@ fn split_is_refused_for_a_probe_without_a_timer() {
     assert_rejected(&lab.run(&["gtod", "--split", "-l", "10"]), "--split");
 }
 
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn compare_sets_the_irq_part_of_two_split_labels_beside_their_wake_up_latency() {
-    let Some((_one, _)) = traced() else { return };
-    let lab = Lab::new();
+    let (lab, _) = traced();
     for label in ["a", "b"] {
         lab.ok(&["timer", "-t", "1", "-a", "1", "--split", "-l", "300", "-q", "--label", label]);
     }
@@ -140,10 +141,10 @@ fn compare_sets_the_irq_part_of_two_split_labels_beside_their_wake_up_latency() 
     assert!(!unsplit.contains("irq "), "a label not split has no IRQ part to compare: {unsplit}");
 }
 
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn a_study_splits_its_timer_cells_by_default_and_only_those() {
-    let Some((_one, _)) = traced() else { return };
-    let lab = Lab::new();
+    let (lab, _) = traced();
     let out = lab.path("report");
     lab.ok(&["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "-o", out.to_str().unwrap()]);
     let runs = lab.runs();
@@ -161,10 +162,10 @@ fn a_study_splits_its_timer_cells_by_default_and_only_those() {
 
 /// A split run's part of the report, and the findings sentence, from a real `timer --split`
 /// run; a run not split beside it gets none of it.
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn the_report_overlays_both_sides_tables_their_shares_and_says_where_the_p99_went() {
-    let Some((_one, _)) = traced() else { return };
-    let lab = Lab::new();
+    let (lab, _) = traced();
     lab.ok(&["timer", "-t", "1", "-a", "1", "--split", "-D", "2s", "-q", "--label", "k"]);
     let id = lab.last_run();
     lab.ok(&["timer", "-t", "1", "-a", "1", "-l", "300", "-q", "--label", "plain"]);
@@ -224,10 +225,10 @@ fn the_report_overlays_both_sides_tables_their_shares_and_says_where_the_p99_wen
 /// Two traced runs at once: the first mounts tracefs and ends while the second still traces;
 /// the second, which found it mounted, is the last to go and unmounts it. Before, it was left
 /// mounted.
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn two_traced_runs_at_once_leave_tracefs_as_it_was() {
-    let Some((_one, before)) = traced() else { return };
-    let lab = Lab::new();
+    let (lab, before) = traced();
     let first = lab
         .cmd(&["timer", "-t", "1", "-a", "1", "--breach", "100000", "-D", "2s", "-q"])
         .stdout(Stdio::null())
@@ -244,9 +245,10 @@ fn two_traced_runs_at_once_leave_tracefs_as_it_was() {
 /// paired one by one or from the kernel's histograms, every sample matched or counted
 /// unmatched (the histogram may also hold the last sleep, whose sample the run's end cut), and
 /// the mode and why are stored, exported and shown.
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn both_modes_build_the_irq_statistics_and_say_which_was_used_and_why() {
-    let Some((_one, _before)) = traced() else { return };
+    let (_lab, _before) = traced();
     for mode in ["per-sample", "aggregate"] {
         let lab = Lab::new();
         let json = lab.path("run.json");
@@ -274,10 +276,10 @@ fn both_modes_build_the_irq_statistics_and_say_which_was_used_and_why() {
 
 /// In the aggregate mode the kernel hands on every expiry at or over the breach threshold:
 /// each breach learns its IRQ part, or that it was under the threshold, never nothing.
+#[needs(root, tracefs, "python3", two_cpus)]
 #[test]
 fn aggregated_a_breach_still_learns_its_irq_part() {
-    let Some((_one, _before)) = traced() else { return };
-    let lab = Lab::new();
+    let (lab, _before) = traced();
     let json = lab.path("run.json");
     let args = ["timer", "-t", "1", "-a", "1", "--split", "--split-mode", "aggregate", "-i", "1000", "-l", "800"];
     let traced = ["--breach", "1", "--breach-max", "3", "-q", "--json", json.to_str().unwrap()];

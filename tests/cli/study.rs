@@ -11,7 +11,7 @@ use crate::report::{count_attr, elements, figures_in};
 /// its address.
 fn peer(lab: &Lab) -> (Srv, String) {
     let srv = server(lab.cmd(&["pingpong", "--serve", "127.0.0.1:0"]));
-    let addr = srv.serving.split(" on ").nth(1).and_then(|a| a.split(';').next()).unwrap().to_string();
+    let addr = srv.addr();
     (srv, addr)
 }
 
@@ -92,7 +92,7 @@ fn study_losing_its_peer(lab: &Lab, extra: &[&str]) -> (Option<i32>, String, Str
 
 #[test]
 fn a_study_goes_on_when_a_cell_fails_and_says_which() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let out = lab.path("study-report");
     // The peer answered the study's check, then goes away before its cells (issue 29).
     let (code, said, peer) = study_losing_its_peer(&lab, &["-o", out.to_str().unwrap()]);
@@ -114,7 +114,7 @@ fn a_study_goes_on_when_a_cell_fails_and_says_which() {
 
 #[test]
 fn a_gated_study_with_failed_cells_prints_the_gate_and_writes_them_as_junit_errors() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let (junit, out) = (lab.path("study.xml"), lab.path("rep"));
     lab.ok(&["timer", "-D", "1s", "-q", "--label", "base"]);
     let gate = ["--label", "new", "--baseline", "base", "--fail-if", "max < 0ns", "--junit", junit.to_str().unwrap()];
@@ -142,7 +142,7 @@ fn a_gated_study_with_failed_cells_prints_the_gate_and_writes_them_as_junit_erro
 
 #[test]
 fn a_cell_whose_peer_stops_answering_fails_on_the_watchdog_and_the_study_goes_on() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let out = lab.path("study-report");
     let (srv, peer) = peer(&lab);
     let srv = Stoppable(srv);

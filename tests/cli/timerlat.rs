@@ -2,19 +2,13 @@
 //! (Debian's PREEMPT_RT kernel, booted in a guest) and refused in one line where it has not;
 //! a study runs it as a cell there and says why it has none here.
 
-use crate::guests::prerequisites;
+use crate::guests::kernels;
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
-fn host_has_timerlat() -> bool {
-    std::fs::read_to_string("/sys/kernel/tracing/available_tracers").is_ok_and(|t| t.contains("timerlat"))
-}
-
+#[needs(no_timerlat)]
 #[test]
 fn a_kernel_without_the_tracer_refuses_the_timerlat_source_in_one_line() {
-    if host_has_timerlat() {
-        skip("this kernel has the timerlat tracer: nothing to refuse");
-        return;
-    }
     let lab = Lab::new();
     let out = lab.run(&["timerlat", "-D", "1s"]);
     // Without root tracefs may not be readable; the refusal then says that instead.
@@ -27,11 +21,11 @@ fn a_kernel_without_the_tracer_refuses_the_timerlat_source_in_one_line() {
     assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "nothing stored");
 }
 
+#[needs(full = "boots Debian's RT kernel in a TCG guest", root, "qemu-system-x86_64", "vng", kernels)]
 #[test]
 fn the_rt_kernel_in_a_guest_gives_timerlat_runs_with_irq_and_thread_latency_and_a_study_cell() {
-    let Some((_, rt)) = prerequisites() else { return };
-    let _one = one_guest_at_a_time();
-    let lab = Lab::new();
+    let (_, rt) = kernels();
+    let lab = Lab::for_guests();
     let kernel = format!("deb:{rt}");
     let report = lab.path("report");
     let o = report.to_str().unwrap();
@@ -60,13 +54,11 @@ fn the_rt_kernel_in_a_guest_gives_timerlat_runs_with_irq_and_thread_latency_and_
     }
 }
 
+// Without root tracefs may not be readable, and the reason would be another.
+#[needs(no_timerlat, root)]
 #[test]
 fn a_study_on_a_kernel_without_the_tracer_says_why_it_has_no_timerlat_cell() {
-    if host_has_timerlat() || !is_root() {
-        skip("the tracer is here, or tracefs is not readable: the reason would be another");
-        return;
-    }
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let report = lab.path("report");
     let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "--no-split", "--no-classify", "-q", "-o"];
     let said = lab.ok(&[&args[..], &[report.to_str().unwrap()]].concat());
@@ -139,15 +131,6 @@ fn rtla_with_analysis() -> Option<String> {
     })
 }
 
-/// The binary run in the guest: `$RTBENCH_GUEST_BIN` (CI sets it to the release build), else
-/// this build's. Under TCG a debug binary's every start costs tens of seconds more than a
-/// release one's (the BPF split's BTF and symbol look-ups above all).
-fn guest_binary() -> String {
-    let bin = std::env::var("RTBENCH_GUEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rtbench").to_string());
-    // The guest runs it from the lab's directory.
-    std::fs::canonicalize(&bin).map_or(bin, |p| p.to_string_lossy().into_owned())
-}
-
 /// The Debian RT kernel's vmlinuz, as `rtbench kernels deb:PACKAGE` unpacked it into its cache.
 fn cached_vmlinuz(package: &str) -> Option<std::path::PathBuf> {
     let cache = std::path::Path::new(&std::env::var("HOME").ok()?).join(".cache/rtbench/kernels");
@@ -210,7 +193,7 @@ fn compare_breakdowns(ours: &serde_json::Value, rtla: &serde_json::Value) {
 // Booted as `rtbench kernels` boots (`light_boot_args`: no unused drivers or devices), it takes
 // under half its old time; before, 228-238 s against a 240 s limit, and past it with another
 // guest on the host. Measured on a 2-CPU host (TCG, release binary, rtla 6.12 `top -a`, no
-// other guest: all guest tests here take `one_guest_at_a_time`), guest uptime at each step's
+// other guest: each guest test takes the machine alone), guest uptime at each step's
 // end in s (start = booted), then the guest's wall time:
 //   start 19.7, timerlat 33.1, split+breach 48.6, rtla 91.9, copied 93.9: 99 s, passed
 //   start 20.2, timerlat 31.9, split+breach 70.0, rtla 98.7, copied 99.6: 105 s, failed: the
@@ -223,15 +206,19 @@ fn compare_breakdowns(ours: &serde_json::Value, rtla: &serde_json::Value) {
 // BPF load); `--breach` +12 s (the ftrace instance). The limit is three times that, for a host
 // busy with the other tests. CI runs it with the release binary, as
 // `RTBENCH_GUEST_BIN=target/release/rtbench cargo test --test cli in_the_rt_guest`.
+#[needs(
+    full = "boots Debian's RT kernel in a TCG guest and runs rtla there",
+    root,
+    "qemu-system-x86_64",
+    "vng",
+    kernels,
+    rtla_analysis
+)]
 #[test]
 fn in_the_rt_guest_rtbench_and_rtla_timerlat_both_blame_the_hog_for_the_breach_it_makes() {
-    let Some((_, rt)) = prerequisites() else { return };
-    let Some(rtla) = rtla_with_analysis() else {
-        skip("no rtla with timerlat auto-analysis (6.3 or later): scripts/setup.sh unpacks one into target/rtla");
-        return;
-    };
-    let _one = one_guest_at_a_time();
-    let lab = Lab::new();
+    let (_, rt) = kernels();
+    let rtla = rtla_with_analysis().expect("an rtla with timerlat's auto-analysis in target/rtla");
+    let lab = Lab::alone();
     if cached_vmlinuz(&rt).is_none() {
         // `kernels` fetches and unpacks the package into its cache (one boot more, once).
         lab.ok(&["kernels", &format!("deb:{rt}"), "--allow-emulated", "--", "timerlat", "-D", "1s", "-q"]);

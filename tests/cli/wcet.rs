@@ -44,7 +44,7 @@ fn a_run_with_its_sample_log_gets_levels_inside_their_intervals() {
 
 #[test]
 fn a_loaded_run_is_warned_that_its_tail_mixes_load_phases() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     lab.ok(&["synthetic", "-l", "200000", "-q", "--load", "cpu", "--settle", "200ms"]);
     let id = lab.last_run();
     let e = wcet_json(&lab, id, &[]);

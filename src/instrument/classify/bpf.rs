@@ -245,12 +245,11 @@ mod tests {
     use super::*;
 
     /// The programs as the kernel runs them: a switch on this CPU is queued with both tasks.
+    #[rtbench_testkit::needs(root, btf)]
     #[test]
     fn a_switch_on_a_followed_cpu_comes_back_with_the_next_task() {
         let cpus = crate::sysinfo::online_cpus();
-        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(&cpus)) else {
-            return;
-        };
+        let mut programs = crate::sys::attached(|| Programs::attach(&cpus));
         // Sleeping switches this thread out and back in.
         std::thread::sleep(std::time::Duration::from_millis(5));
         let timeline = Mutex::new(Timeline::new(&cpus));
@@ -277,12 +276,11 @@ mod tests {
 
     /// A hard interrupt comes as one record, its exit's with its entry's time: no entry of an
     /// IRQ handler or a vector is handed on by itself, and the reader makes both events of it.
+    #[rtbench_testkit::needs(root, btf)]
     #[test]
     fn an_interrupt_s_entry_travels_in_its_exit_s_record() {
         let cpus = crate::sysinfo::online_cpus();
-        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(&cpus)) else {
-            return;
-        };
+        let mut programs = crate::sys::attached(|| Programs::attach(&cpus));
         // A busy CPU takes the tick (an idle one may not): spin, bounded, on the last CPU.
         let busy = *cpus.last().unwrap();
         spin_100_ms_on(busy);
@@ -303,13 +301,12 @@ mod tests {
 
     /// The programs add up their own time on the CPU they follow, a run for each record and
     /// each interrupt entered, and nothing on a CPU they do not follow.
+    #[rtbench_testkit::needs(root, btf)]
     #[test]
     fn the_programs_count_their_own_time_where_they_follow() {
         let cpus = crate::sysinfo::online_cpus();
         let busy = *cpus.last().unwrap();
-        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(&[busy])) else {
-            return;
-        };
+        let mut programs = crate::sys::attached(|| Programs::attach(&[busy]));
         spin_100_ms_on(busy);
         let timeline = Mutex::new(Timeline::new(&[busy]));
         programs.drain(&timeline, &mut IrqNames::default()).unwrap();
@@ -327,11 +324,9 @@ mod tests {
 
     /// Built for a 256-CPU machine (issue 38): every followed CPU's entry is there, CPUs past
     /// 64 included, and each program passes the kernel's verifier with that map.
+    #[rtbench_testkit::needs(root, btf)]
     #[test]
     fn the_programs_follow_cpus_past_64() {
-        if !crate::sys::bpf_loads() {
-            return;
-        }
         let cpus = [0, 1, 63, 64, 130, 200, 255];
         let map = followed(&cpus, 256).expect("a map of 256 CPUs");
         for c in [0u32, 1, 2, 63, 64, 65, 130, 199, 200, 255] {
@@ -341,10 +336,7 @@ mod tests {
             assert_eq!(first == 1, cpus.contains(&(c as usize)), "CPU {c}");
         }
         assert!(followed(&[256], 256).is_err(), "a CPU past the machine's is refused");
-        let task = match crate::trace::bpf::btf::task_offsets() {
-            Ok(t) => t,
-            Err(why) => return eprintln!("skipped: {why}"),
-        };
+        let task = crate::trace::bpf::btf::task_offsets().expect("the kernel's task_struct in its BTF");
         for records in [Records::make(RECORD, 16).unwrap(), Records::queue(RECORD, 16).unwrap()] {
             let maps = Maps { followed: &map, records: &records };
             for (kind, name) in TRACEPOINTS.iter().enumerate() {
@@ -356,18 +348,12 @@ mod tests {
     }
 
     /// A CPU not followed queues nothing, however busy: the filter is the map's.
+    #[rtbench_testkit::needs(root, btf, two_cpus)]
     #[test]
     fn a_cpu_not_followed_queues_nothing() {
         let cpus = crate::sysinfo::online_cpus();
-        if cpus.len() < 2 || !crate::sys::bpf_loads() {
-            return eprintln!("skipped: needs two CPUs and BPF");
-        }
         let (followed, other) = (cpus[0], cpus[1]);
-        let mut programs = match Programs::attach(&[followed]) {
-            Ok(p) => p,
-            Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
-            Err(why) => panic!("the programs load and attach: {why}"),
-        };
+        let mut programs = crate::sys::attached(|| Programs::attach(&[followed]));
         // Sleeps switch on both CPUs.
         for cpu in [other, followed] {
             std::thread::spawn(move || {
@@ -384,11 +370,9 @@ mod tests {
 
     /// Attaching interrupts every CPU (text patching): no CPU is left "in" an interrupt whose
     /// entry was seen before its exit's program was attached.
+    #[rtbench_testkit::needs(root, btf)]
     #[test]
     fn no_cpu_is_left_in_an_interrupt_by_the_attaching() {
-        if !crate::sys::bpf_loads() {
-            return;
-        }
         let cpus = crate::sysinfo::online_cpus();
         // A busy CPU takes the patching's interrupts (an idle one polls and needs none): a
         // normal-priority spinner, bounded in time, on the last CPU.
@@ -401,11 +385,7 @@ mod tests {
             }
         });
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let reader = match start("rtbench-test", &cpus, &[]) {
-            Ok((r, _)) => r,
-            Err(why) if why.contains("BTF") => return eprintln!("skipped: {why}"),
-            Err(why) => panic!("the programs load and attach: {why}"),
-        };
+        let (reader, _) = crate::sys::attached(|| start("rtbench-test", &cpus, &[]));
         std::thread::sleep(std::time::Duration::from_millis(300));
         let state = reader.state();
         drop(reader);

@@ -106,12 +106,10 @@ mod tests {
     use super::*;
 
     /// Another process's sleeps expire on the same tracepoint: they are not queued.
+    #[rtbench_testkit::needs(root, btf)]
     #[test]
     fn another_process_s_sleep_is_not_queued() {
-        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id(), &Hist::make()?))
-        else {
-            return;
-        };
+        let mut programs = crate::sys::attached(|| Programs::attach(std::process::id(), &Hist::make()?));
         let mut child = std::process::Command::new("sleep").arg("0.005").spawn().expect("sleep starts");
         let status = child.wait();
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -126,12 +124,10 @@ mod tests {
 
     /// The programs as the kernel runs them: this thread's own sleep comes back as an expiry,
     /// due when it asked, handled no earlier.
+    #[rtbench_testkit::needs(root, btf)]
     #[test]
     fn a_sleep_of_this_thread_comes_back_as_its_expiry() {
-        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id(), &Hist::make()?))
-        else {
-            return;
-        };
+        let mut programs = crate::sys::attached(|| Programs::attach(std::process::id(), &Hist::make()?));
         let seen = Mutex::new(Seen::default());
         let me = crate::sys::gettid();
         lock(&seen).follow(&[me]);
@@ -149,12 +145,11 @@ mod tests {
     /// count grows, exact extremes within it, and the reader gets no record of them. An expiry
     /// the kernel did not run the program for (it was running on that CPU: a soft timer's
     /// expiry interrupted by this one's) is neither, and counted as missed.
+    #[rtbench_testkit::needs(root, btf)]
     #[test]
     fn an_aggregated_sleep_is_counted_in_the_kernel_not_handed_on() {
         let hist = Arc::new(Hist::make().unwrap());
-        let Some(mut programs) = crate::sys::attached_or_skip(|| Programs::attach(std::process::id(), &hist)) else {
-            return;
-        };
+        let mut programs = crate::sys::attached(|| Programs::attach(std::process::id(), &hist));
         let me = crate::sys::gettid();
         let seen = Mutex::new(Seen::default());
         let sleep_five = |programs: &mut Programs| {

@@ -57,24 +57,20 @@ mod tests {
     use super::*;
 
     /// This kernel's layout, where it has BTF: the members are where a sleep's timer has them.
+    #[rtbench_testkit::needs(btf)]
     #[test]
     fn this_kernel_s_layout_puts_the_task_after_the_timer() {
-        let Ok(l) = Layout::of_this_kernel() else {
-            eprintln!("skipped: this kernel has no BTF");
-            return;
-        };
+        let l = Layout::of_this_kernel().expect("the layout from the kernel's BTF");
         assert!(l.softexpires > 0 && l.function > l.softexpires, "{l:?}");
         assert!(l.task > l.function, "the sleeper's task follows its hrtimer: {l:?}");
         assert!(l.pid > 0 && l.tgid > 0 && l.pid != l.tgid, "{l:?}");
     }
 
     /// The program's misses are read at the offset this kernel's `struct bpf_prog_info` has.
+    #[rtbench_testkit::needs(btf)]
     #[test]
     fn a_program_s_misses_are_read_where_this_kernel_keeps_them() {
-        let Ok(blob) = std::fs::read(VMLINUX) else {
-            eprintln!("skipped: this kernel has no BTF");
-            return;
-        };
+        let blob = std::fs::read(VMLINUX).expect("the kernel's BTF");
         let at = Btf::parse(&blob).unwrap().offset("bpf_prog_info", "recursion_misses");
         assert_eq!(at, Ok(crate::sys::RECURSION_MISSES as u32));
     }

@@ -154,23 +154,19 @@ mod tests {
         got
     }
 
-    fn ring(size: usize, held: u32) -> Option<Records> {
-        if !crate::sys::bpf_loads() {
-            return None;
-        }
+    /// A ring buffer's records (the test needs root and Linux 5.8).
+    fn ring(size: usize, held: u32) -> Records {
         let r = Records::make(size, held).unwrap();
-        if r.transport() != "ringbuf" {
-            eprintln!("skipped: this kernel has no ring buffers");
-            return None;
-        }
-        Some(r)
+        assert_eq!(r.transport(), "ringbuf", "Linux 5.8 and later have ring buffers");
+        r
     }
 
     /// A real program's N records come back, exactly those and in order, none lost: through a
     /// ring buffer, and through the queue kernels before 5.8 fall back to.
+    #[rtbench_testkit::needs(root, linux_5_8)]
     #[test]
     fn a_program_s_records_come_back_exactly() {
-        let Some(ring) = ring(16, 4096) else { return };
+        let ring = ring(16, 4096);
         for mut records in [ring, Records::queue(16, 4096).unwrap()] {
             let program = echo(&records);
             write(&program, 0, 1000, 7);
@@ -183,9 +179,10 @@ mod tests {
 
     /// A one-page ring written and read many times over: records straddle its end (24 bytes a
     /// slot do not divide a page) and come back whole, in order.
+    #[rtbench_testkit::needs(root, linux_5_8)]
     #[test]
     fn records_wrap_around_the_ring_s_end_whole() {
-        let Some(mut records) = ring(16, 1) else { return };
+        let mut records = ring(16, 1);
         let program = echo(&records);
         let per_round = 100;
         for round in 0..40 {
@@ -197,9 +194,10 @@ mod tests {
     }
 
     /// A full ring drops the newest records and counts each: what fits is read, the rest is lost.
+    #[rtbench_testkit::needs(root, linux_5_8)]
     #[test]
     fn a_full_ring_counts_what_it_drops() {
-        let Some(mut records) = ring(16, 1) else { return };
+        let mut records = ring(16, 1);
         let program = echo(&records);
         write(&program, 0, 500, 1);
         let fits = (crate::sys::page_size() / 24) as u64;
@@ -220,9 +218,10 @@ mod tests {
 
     /// A program that goes on after its record returns what it returns next, whether the record
     /// was handed on or counted lost; what fits is read, the rest counted, on both transports.
+    #[rtbench_testkit::needs(root, linux_5_8)]
     #[test]
     fn a_program_that_goes_on_after_its_record_reaches_its_own_end() {
-        let Some(ring) = ring(16, 1) else { return };
+        let ring = ring(16, 1);
         let fits = (crate::sys::page_size() / 24) as u64;
         for (mut records, held) in [(ring, fits), (Records::queue(16, 8).unwrap(), 8)] {
             let mut a = Asm::default();

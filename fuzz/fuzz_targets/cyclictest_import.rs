@@ -3,11 +3,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    if let Ok(c) = rtbench::import::convert(&text) {
-        for t in &c.threads {
-            let _ = t.stats.summary();
-        }
-    }
-});
+fuzz_target!(|data: &[u8]| rtbench_fuzz::cyclictest_import(data));

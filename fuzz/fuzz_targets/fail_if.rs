@@ -3,6 +3,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = rtbench::report::compare::parse_conditions(&String::from_utf8_lossy(data));
-});
+fuzz_target!(|data: &[u8]| rtbench_fuzz::fail_if(data));

@@ -3,9 +3,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("log");
-    std::fs::write(&path, data).unwrap();
-    let _ = rtbench::analyze::analyze(&path, true);
-});
+fuzz_target!(|data: &[u8]| rtbench_fuzz::samplelog(data));

@@ -78,7 +78,7 @@ fn cpus_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-#[needs(root, cpuset_v1, two_cpus)]
+#[needs(full = "takes CPU 1 from the whole system for a shield", root, cpuset_v1, two_cpus)]
 #[test]
 fn a_load_never_runs_on_a_shielded_cpu_and_everything_comes_back() {
     let lab = Lab::alone();
@@ -118,7 +118,7 @@ fn a_load_never_runs_on_a_shielded_cpu_and_everything_comes_back() {
     assert!(doc["total"]["count"].as_u64().unwrap() > 1000, "the thread measured inside the shield");
 }
 
-#[needs(root, cpuset_v1, two_cpus)]
+#[needs(full = "takes CPU 1 from the whole system for a shield", root, cpuset_v1, two_cpus)]
 #[test]
 fn a_killed_shield_is_put_back_by_the_next_command() {
     let lab = Lab::alone();

@@ -483,6 +483,7 @@ mod tests {
     /// The bar of the GPD fit's coverage test (200 seeds, ≥ 90 % per ξ), through everything a
     /// stored run's estimate does: a body below the tail, the threshold chosen by the stability
     /// rule, binned exceedances from the histogram, the profile-likelihood interval.
+    #[rtbench_testkit::needs(full = "800 whole estimates, about a minute in a debug build")]
     #[test]
     fn the_whole_estimate_covers_the_true_level_in_nine_of_ten_runs() {
         const SEEDS: u64 = 200;

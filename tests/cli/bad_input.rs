@@ -233,7 +233,7 @@ fn inputs_that_hold_nothing_to_keep_are_refused_not_stored_as_empty_successes() 
          min:          -         -\navg:          -         -\nmax:          -         -\n",
     )
     .unwrap();
-    assert_rejected(&lab.run(&["import", empty.to_str().unwrap()]), "no samples");
+    assert_rejected(&lab.run(&["import", empty.to_str().unwrap(), "--label", "rt"]), "no samples");
     assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "no run stored");
 
     // An SQLite file of another program, and an empty file: neither is an rtbench store, and

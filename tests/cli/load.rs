@@ -4,6 +4,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
+use rtbench_testkit::needs;
 
 /// A small but real load: every kind of process a generator makes (threads, make and cc,
 /// forked hackbench children, a raw or UDP socket).
@@ -99,11 +100,13 @@ fn nothing_is_left_after_sigint() {
     case(Some("-INT"), Some(130), "int");
 }
 
+#[needs(full = "a kill trial of the load (SIGINT is in the fast tier)")]
 #[test]
 fn nothing_is_left_after_sigterm() {
     case(Some("-TERM"), Some(143), "term");
 }
 
+#[needs(full = "a kill trial of the load (SIGINT is in the fast tier)")]
 #[test]
 fn nothing_is_left_after_sigkill() {
     case(Some("-KILL"), None, "kill");
@@ -112,6 +115,7 @@ fn nothing_is_left_after_sigkill() {
 /// A panic while a load runs, provoked as a user would: rtbench's stderr is a pipe whose reader
 /// has gone (`rtbench timer … 2>&1 | head -1`), so the first message after the load is up, the
 /// `--policy other` warning once the settling ends, panics in `eprintln!`.
+#[needs(full = "a kill trial of the load: a panic after 8 s of settling")]
 #[test]
 fn nothing_is_left_after_a_panic() {
     use std::io::BufRead;

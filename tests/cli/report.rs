@@ -209,6 +209,7 @@ fn merge_brings_another_stores_runs_once() {
     assert_rejected(&a.run(&["merge", "/nonexistent.db"]), "does not exist");
 }
 
+#[needs(full = "a whole study with its loaded cells and sysbench (lab.rs holds a shorter one in the fast tier)")]
 #[test]
 fn a_short_study_stores_every_cell_and_reports_it() {
     let lab = Lab::alone();

@@ -98,6 +98,7 @@ fn a_timer_run_killed_after_30_s_and_resumed_for_30_s_has_60_s_of_samples_and_on
 
 /// A resumed run stopped again, by SIGINT this time, stays resumable and keeps what it measured;
 /// without -D each part measures what is left of the run's duration.
+#[needs(full = "two kill trials and two resumes of one run")]
 #[test]
 fn a_run_stopped_twice_is_resumed_twice_to_its_duration_with_two_gaps() {
     let lab = Lab::new();
@@ -199,6 +200,7 @@ fn resumed_adds_up(lab: &Lab, id: i64, before: &serde_json::Value, last_index: i
 /// A study served its network cells from an echo server of its own on loopback: its pingpong
 /// cell, killed with the study mid-cell, resumes against a new one (on a new port), and
 /// `--peer` is refused for it.
+#[needs(full = "a kill trial of a study and its resume")]
 #[test]
 fn a_study_pingpong_cell_killed_mid_run_resumes_with_an_echo_server_of_its_own_again() {
     let lab = Lab::alone();

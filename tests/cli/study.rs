@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::helpers::*;
 use crate::report::{count_attr, elements, figures_in};
+use rtbench_testkit::needs;
 
 /// An echo server of the test's own, as a second machine runs `rtbench pingpong --serve`, and
 /// its address.
@@ -140,6 +141,7 @@ fn a_gated_study_with_failed_cells_prints_the_gate_and_writes_them_as_junit_erro
     assert_eq!((count_attr(root, "errors"), count_attr(root, "failures"), count_attr(root, "tests")), (2, 0, 3));
 }
 
+#[needs(full = "a study of five 9-second cells")]
 #[test]
 fn a_cell_whose_peer_stops_answering_fails_on_the_watchdog_and_the_study_goes_on() {
     let lab = Lab::alone();

@@ -26,6 +26,12 @@ pub enum Need {
     Ansible,
     /// An rtla with timerlat's auto-analysis (6.3+), unpacked by scripts/setup.sh.
     RtlaAnalysis,
+    /// A kernel whose preemption model can be switched at run time: PREEMPT_DYNAMIC, and its
+    /// debugfs file `sched/preempt` readable (read in a mount namespace of its own, so the check
+    /// mounts nothing on the machine).
+    PreemptSwitch,
+    /// The opposite: the refusal is what is tested.
+    NoPreemptSwitch,
     /// A running kernel at least this release (`linux_5_8`).
     Linux(u32, u32),
     /// apt knows Debian's standard and RT kernels (linux-image-amd64, linux-image-rt-amd64).
@@ -46,6 +52,8 @@ impl Need {
             "ansible" => Need::Ansible,
             "rtla_analysis" => Need::RtlaAnalysis,
             "kernels" => Need::Kernels,
+            "preempt_switch" => Need::PreemptSwitch,
+            "no_preempt_switch" => Need::NoPreemptSwitch,
             _ => match name.strip_prefix("linux_").and_then(|v| v.split_once('_')) {
                 Some((a, b)) if a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok() => {
                     Need::Linux(a.parse().unwrap(), b.parse().unwrap())
@@ -70,6 +78,8 @@ impl Need {
             Need::Ansible => "ansible".into(),
             Need::RtlaAnalysis => "rtla_analysis".into(),
             Need::Kernels => "kernels".into(),
+            Need::PreemptSwitch => "preempt_switch".into(),
+            Need::NoPreemptSwitch => "no_preempt_switch".into(),
             Need::Linux(a, b) => format!("linux_{a}_{b}"),
         }
     }
@@ -94,6 +104,8 @@ pub fn missing(need: &Need, manifest: &str) -> Option<String> {
             .all(|t| repo.join("target/ansible-venv/bin").join(t).exists()),
         Need::RtlaAnalysis => rtla_with_analysis(repo),
         Need::Linux(a, b) => running_release() >= (*a, *b),
+        Need::PreemptSwitch => preempt_switches(),
+        Need::NoPreemptSwitch => !preempt_switches(),
         Need::Kernels => ["linux-image-amd64", "linux-image-rt-amd64"].iter().all(|m| kernel_package(m)),
     };
     if met {
@@ -116,6 +128,11 @@ pub fn missing(need: &Need, manifest: &str) -> Option<String> {
             "no rtla with timerlat auto-analysis (6.3 or later) in target/rtla (scripts/setup.sh unpacks one)".into()
         }
         Need::Linux(a, b) => format!("needs Linux {a}.{b} or later"),
+        Need::PreemptSwitch => {
+            "the preemption model cannot be switched here (not PREEMPT_DYNAMIC, or debugfs's sched/preempt refused)"
+                .into()
+        }
+        Need::NoPreemptSwitch => "the preemption model can be switched here: there is no refusal to test".into(),
         Need::Kernels => "apt knows no linux-image-amd64 / linux-image-rt-amd64 (apt-get update)".into(),
     })
 }
@@ -168,4 +185,13 @@ fn running_release() -> (u32, u32) {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut parts = release.trim().split(|c: char| !c.is_ascii_digit()).map(|p| p.parse().unwrap_or(0));
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+/// Whether the kernel is PREEMPT_DYNAMIC and lets root read its model, in a private mount
+/// namespace (util-linux `unshare`): the machine's own mounts are left as they are.
+fn preempt_switches() -> bool {
+    let dynamic = std::fs::read_to_string("/proc/sys/kernel/version")
+        .is_ok_and(|v| v.split_whitespace().any(|w| w == "PREEMPT_DYNAMIC"));
+    let read = "mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug; cat /sys/kernel/debug/sched/preempt";
+    dynamic && is_root() && runs("unshare", &["--mount", "--propagation", "private", "sh", "-c", read])
 }

@@ -324,12 +324,11 @@ fn short_runs_are_drawn_sample_by_sample_and_long_ones_from_the_envelope() {
     assert!(long.matches("<circle").count() <= 1200, "its dots are per envelope column");
 }
 
-#[test]
-fn a_study_across_preemption_models_switches_or_says_why_not_and_leaves_the_system_as_it_was() {
-    let lab = Lab::alone();
+/// A study of two preemption models, `full` and `lazy`, labelled `pd`: what it printed, its
+/// runs' labels, and the debugfs mounts before and after it.
+fn preempt_study(lab: &Lab) -> (String, Vec<String>, (usize, usize)) {
     assert_rejected(&lab.run(&["study", "--preempt", "full,turbo", "-D", "1s"]), "'turbo' is not a preemption model");
-    let mounts = || std::fs::read_to_string("/proc/mounts").unwrap().lines().filter(|l| l.contains("debugfs")).count();
-    let before = mounts();
+    let before = debugfs_mounts();
     let out = lab.path("rep");
     let said = lab.ok(&[
         "study",
@@ -348,29 +347,49 @@ fn a_study_across_preemption_models_switches_or_says_why_not_and_leaves_the_syst
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(mounts(), before, "debugfs is mounted as it was");
     let runs = lab.runs();
-    let labels: Vec<String> =
-        runs.as_array().unwrap().iter().map(|r| r["label"].as_str().unwrap().to_string()).collect();
+    let runs = runs.as_array().unwrap();
     assert!(
-        runs.as_array().unwrap().iter().all(|r| !r["probe"].as_str().unwrap().starts_with("sysbench.")),
+        runs.iter().all(|r| !r["probe"].as_str().unwrap().starts_with("sysbench.")),
         "--no-sysbench skips the last cell"
     );
-    if let Some(line) = said.lines().find(|l| l.starts_with("study: skipping --preempt:")) {
-        // Not switchable here (not PREEMPT_DYNAMIC, or the kernel refuses): one plain pass.
-        assert!(line.len() > "study: skipping --preempt: ".len(), "the reason is given: {line}");
-        assert!(labels.iter().all(|l| l == "pd"), "{labels:?}");
-    } else {
-        assert!(labels.iter().any(|l| l == "pd preempt=full") && labels.iter().any(|l| l == "pd preempt=lazy"));
-        // Where debugfs was mounted before, the model in force can be read back (else the study
-        // unmounted it again, as checked above).
-        if before > 0 {
-            let was = said.lines().find_map(|l| l.strip_prefix("preemption model now '")?.split('\'').next()).unwrap();
-            let now = std::fs::read_to_string("/sys/kernel/debug/sched/preempt").unwrap_or_default();
-            assert!(now.contains(&format!("({was})")), "the model in force is back: {now}");
-        }
-        killed_mid_study_the_model_is_put_back_by_the_next_command(&lab, before, &mounts);
+    let labels = runs.iter().map(|r| r["label"].as_str().unwrap().to_string()).collect();
+    (said, labels, (before, debugfs_mounts()))
+}
+
+fn debugfs_mounts() -> usize {
+    std::fs::read_to_string("/proc/mounts").unwrap().lines().filter(|l| l.contains("debugfs")).count()
+}
+
+#[needs(root, preempt_switch)]
+#[test]
+fn a_study_across_preemption_models_switches_and_leaves_the_system_as_it_was_even_when_killed() {
+    let lab = Lab::alone();
+    let (said, labels, (before, after)) = preempt_study(&lab);
+    assert_eq!(after, before, "debugfs is mounted as it was");
+    assert!(labels.iter().any(|l| l == "pd preempt=full") && labels.iter().any(|l| l == "pd preempt=lazy"), "{said}");
+    // Where debugfs was mounted before, the model in force can be read back (else the study
+    // unmounted it again, as checked above).
+    if before > 0 {
+        let was = said.lines().find_map(|l| l.strip_prefix("preemption model now '")?.split('\'').next()).unwrap();
+        let now = std::fs::read_to_string("/sys/kernel/debug/sched/preempt").unwrap_or_default();
+        assert!(now.contains(&format!("({was})")), "the model in force is back: {now}");
     }
+    killed_mid_study_the_model_is_put_back_by_the_next_command(&lab, before, &debugfs_mounts);
+}
+
+/// Where the model cannot be switched (not PREEMPT_DYNAMIC, or the kernel refuses its file, as
+/// this kind of machine's does), the study says why in one line and makes one plain pass.
+#[needs(root, no_preempt_switch)]
+#[test]
+fn a_study_that_cannot_switch_the_preemption_model_says_why_and_makes_one_plain_pass() {
+    let lab = Lab::alone();
+    let (said, labels, (before, after)) = preempt_study(&lab);
+    assert_eq!(after, before, "debugfs is mounted as it was");
+    let line = said.lines().find(|l| l.starts_with("study: skipping --preempt:"));
+    let line = line.unwrap_or_else(|| panic!("the study says why it does not switch: {said}"));
+    assert!(line.len() > "study: skipping --preempt: ".len(), "the reason is given: {line}");
+    assert!(labels.iter().all(|l| l == "pd"), "{labels:?}");
 }
 
 /// A study killed while it had switched the model leaves a journal; the next command (with the

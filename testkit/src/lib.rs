@@ -13,14 +13,17 @@
 //! fn …() {}
 //! ```
 //!
-//! `full = "why"` puts the test in the full tier: ignored with that reason unless the crate is
-//! built with the `full-tests` feature (the full tier's command in README).
+//! `full = "why"` puts the test in the full tier: `cargo test` lists it as ignored with that
+//! reason, and its name gains the suffix `_full_tier`, which is how the full tier's command
+//! (README: cargo-nextest's `full` profile, `--run-ignored only`) picks exactly these tests. A full
+//! test whose need is missing keeps its own name, so the full tier never runs what cannot run here.
 //!
 //! What was found is fixed when the test binary is built: a tool installed afterwards is seen by
 //! the next build that compiles the test again (cargo's attribute has the same limit). A change of
-//! `CI` or of the list rebuilds the tests.
+//! `CI` or of the list rebuilds the tests (of the list only once it exists: a build that found
+//! none had nothing to read). `tests/skip_rule.rs` shows the whole rule on a crate of its own.
 
-use proc_macro::{Delimiter, Group, Literal, Punct, Spacing, TokenStream, TokenTree};
+use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, TokenStream, TokenTree};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -44,13 +47,7 @@ pub fn needs(attr: TokenStream, item: TokenStream) -> TokenStream {
     // The expansion reads CI and the list: rustc records both, so cargo rebuilds when they change.
     out.extend(tracked(&list_path));
     if missing.is_empty() {
-        if let Some(why) = &asked.full {
-            out.extend(attribute(&format!(
-                "cfg_attr(not(feature = \"full-tests\"), ignore = {})",
-                Literal::string(&format!("full tier: {why}"))
-            )));
-        }
-        out.extend(item);
+        out.extend(full_tier(&asked, item));
         return out;
     }
     let said: Vec<String> = missing.iter().map(|(_, why)| why.clone()).collect();
@@ -63,7 +60,7 @@ pub fn needs(attr: TokenStream, item: TokenStream) -> TokenStream {
             unlisted.join(", ")
         );
         out.extend(attribute("allow(unreachable_code, unused_variables)"));
-        out.extend(prefix_body(item, &message));
+        out.extend(full_tier(&asked, prefix_body(item, &message)));
         return out;
     }
     let reason = if on_ci {
@@ -120,6 +117,24 @@ fn listed(list: &str, name: &str) -> bool {
         .map(str::trim)
         .filter(|l| !l.starts_with('#'))
         .any(|l| l.split(':').next().map(str::trim) == Some(name))
+}
+
+/// The test as it is, or for a full-tier test: ignored with its reason and named `…_full_tier`.
+fn full_tier(asked: &Asked, item: TokenStream) -> TokenStream {
+    let Some(why) = &asked.full else { return item };
+    let mut out = attribute(&format!("ignore = {}", Literal::string(&format!("full tier: {why}"))));
+    let mut after_fn = false;
+    out.extend(item.into_iter().map(|t| match t {
+        TokenTree::Ident(name) if after_fn => {
+            after_fn = false;
+            TokenTree::Ident(Ident::new(&format!("{name}_full_tier"), name.span()))
+        }
+        t => {
+            after_fn = matches!(&t, TokenTree::Ident(i) if i.to_string() == "fn");
+            t
+        }
+    }));
+    out
 }
 
 fn attribute(inner: &str) -> TokenStream {

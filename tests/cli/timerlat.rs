@@ -204,8 +204,8 @@ fn compare_breakdowns(ours: &serde_json::Value, rtla: &serde_json::Value) {
 //   start 30.0, timerlat 53.3, split+breach 80.4, rtla 117.1, copied 118.5: 125 s, passed
 // Each start under TCG: `timer -D 1s` 17 s release / 55 s debug; `--split` +8 s (BTF, symbols,
 // BPF load); `--breach` +12 s (the ftrace instance). The limit is three times that, for a host
-// busy with the other tests. CI runs it with the release binary, as
-// `RTBENCH_GUEST_BIN=target/release/rtbench cargo test --test cli in_the_rt_guest`.
+// busy with the other tests. The full tier runs it with the release binary; alone, as
+// `RTBENCH_GUEST_BIN=target/release/rtbench cargo test --test cli -- --ignored in_the_rt_guest`.
 #[needs(
     full = "boots Debian's RT kernel in a TCG guest and runs rtla there",
     root,

@@ -60,9 +60,15 @@ fi
 # The full tier runs under cargo-nextest (its JUnit file times each test), built from crates.io:
 # without its self-update (an HTTP client and TLS stack of its own) and unoptimised, which only
 # starts and watches test processes, so it builds in under 2 minutes on two CPUs instead of 7.
+# It builds while the downloads below wait on the network.
+nextest_pid=
 if ! cargo nextest --version >/dev/null 2>&1; then
+  nextest_log=$(mktemp)
   cargo install --locked --quiet --debug --no-default-features --features default-no-update cargo-nextest \
-    || { echo "setup: could not install cargo-nextest" >&2; exit 1; }
+    >"$nextest_log" 2>&1 &
+  nextest_pid=$!
+  # A setup that fails below does not leave the build running.
+  trap 'kill "$nextest_pid" 2>/dev/null || true; rm -f "$nextest_log"' EXIT
 fi
 # The guest tests boot Debian's standard and RT kernels: their packages are downloaded once, here,
 # into the cache `rtbench kernels deb:PACKAGE` reads, not at each test.
@@ -112,5 +118,10 @@ rtla_backport() {
 }
 if ! "$rtla_dir/usr/bin/rtla" timerlat top -h 2>&1 | grep -q -- --no-aa; then
   rtla_backport
+fi
+if [ -n "$nextest_pid" ] && ! wait "$nextest_pid"; then
+  cat "$nextest_log" >&2
+  echo "setup: could not install cargo-nextest" >&2
+  exit 1
 fi
 echo "setup: ready"

@@ -5,6 +5,21 @@
 #   scripts/setup.sh --bench  also the reference tools the benchmarks compare against
 set -euo pipefail
 
+# The full tier runs under cargo-nextest (its JUnit file times each test), built from crates.io:
+# without its self-update (an HTTP client and TLS stack of its own) and unoptimised, which only
+# starts and watches test processes, so it builds in under 2 minutes on two CPUs instead of 7.
+# It builds while the packages below download and unpack. (cargo links with the system's cc,
+# so a machine that has cargo has what this build needs.)
+nextest_pid=
+if ! cargo nextest --version >/dev/null 2>&1; then
+  nextest_log=$(mktemp)
+  cargo install --locked --quiet --debug --no-default-features --features default-no-update cargo-nextest \
+    >"$nextest_log" 2>&1 &
+  nextest_pid=$!
+  # A setup that fails below does not leave the build running.
+  trap 'kill "$nextest_pid" 2>/dev/null || true; rm -f "$nextest_log"' EXIT
+fi
+
 need=()
 command -v setpriv >/dev/null || need+=(util-linux)   # the unprivileged-run test drops to nobody
 command -v setcap >/dev/null || need+=(libcap2-bin)  # the capabilities test gives a copy cap_sys_nice
@@ -56,19 +71,6 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
-# The full tier runs under cargo-nextest (its JUnit file times each test), built from crates.io:
-# without its self-update (an HTTP client and TLS stack of its own) and unoptimised, which only
-# starts and watches test processes, so it builds in under 2 minutes on two CPUs instead of 7.
-# It builds while the downloads below wait on the network.
-nextest_pid=
-if ! cargo nextest --version >/dev/null 2>&1; then
-  nextest_log=$(mktemp)
-  cargo install --locked --quiet --debug --no-default-features --features default-no-update cargo-nextest \
-    >"$nextest_log" 2>&1 &
-  nextest_pid=$!
-  # A setup that fails below does not leave the build running.
-  trap 'kill "$nextest_pid" 2>/dev/null || true; rm -f "$nextest_log"' EXIT
 fi
 # The guest tests boot Debian's standard and RT kernels: their packages are downloaded once, here,
 # into the cache `rtbench kernels deb:PACKAGE` reads, not at each test.

@@ -137,9 +137,10 @@ pub fn acquire(session: &mut Session, policy: Policy, priority: i32, mlock: bool
 
 /// What gives an unprivileged user locked memory.
 const MEMLOCK_FIX: &str = "raise the memlock limit (`ulimit -l unlimited`, or a memlock line in \
-     /etc/security/limits.d/), or give rtbench the capability cap_ipc_lock (see the README), or run as root";
+     /etc/security/limits.d/), or give rtbench the capability cap_ipc_lock (docs/GUIDE.md: real-time privileges without root), or run as root";
 /// What gives an unprivileged user a real-time policy.
-const POLICY_FIX: &str = "give rtbench the capability cap_sys_nice (see the README), or join a group \
+const POLICY_FIX: &str =
+    "give rtbench the capability cap_sys_nice (docs/GUIDE.md: real-time privileges without root), or join a group \
      with an rtprio limit in /etc/security/limits.d/, or run as root";
 /// What lets an unprivileged user hold the CPUs out of deep idle states.
 const DMA_FIX: &str = "make /dev/cpu_dma_latency writable for the user (its permissions, e.g. a udev rule), \

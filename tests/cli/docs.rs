@@ -1,4 +1,5 @@
-//! Shell completions and man pages, as a shell and `man` read them.
+//! Shell completions and man pages, as a shell and `man` read them; the README and docs/ as a
+//! reader follows them.
 
 use std::process::Command;
 
@@ -96,4 +97,81 @@ fn every_command_has_a_man_page_that_man_reads() {
     }
     let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), pages.len(), "one page per listed command, no other: {names:?}");
+}
+
+/// The repository's own file `rel`.
+fn repo_file(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+#[test]
+fn the_readme_lists_every_command_as_its_help_does_each_linked_to_its_man_page() {
+    let lab = Lab::new();
+    let help = lab.ok(&["--help"]);
+    let section = help.split("Commands:").nth(1).unwrap().split("\n\n").next().unwrap();
+    let want: Vec<(String, String)> = section
+        .lines()
+        .filter_map(|l| l.trim().split_once(' ').map(|(name, about)| (name.to_string(), about.trim().to_string())))
+        .filter(|(name, _)| name != "help")
+        .collect();
+    let readme = std::fs::read_to_string(repo_file("README.md")).unwrap();
+    let listed: Vec<(String, String)> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("| [`"))
+        .map(|row| {
+            let (name, rest) = row.split_once('`').unwrap();
+            let link = format!("](docs/man/rtbench-{name}.1) | ");
+            let about = rest.strip_prefix(&link).unwrap_or_else(|| panic!("{name}: no link to its man page: {row}"));
+            (name.to_string(), about.strip_suffix(" |").unwrap_or(about).to_string())
+        })
+        .collect();
+    assert_eq!(listed, want, "README's command lines, against `rtbench --help`");
+    assert!(readme.lines().count() <= 150, "README reads in two minutes: {} lines", readme.lines().count());
+}
+
+#[test]
+fn the_man_pages_in_docs_are_those_rtbench_writes() {
+    let lab = Lab::new();
+    let dir = lab.path("man");
+    lab.ok(&["__man", dir.to_str().unwrap()]);
+    let names = |d: &std::path::Path| {
+        let mut n: Vec<String> =
+            std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        n.sort();
+        n
+    };
+    let committed = repo_file("docs/man");
+    assert_eq!(names(&committed), names(&dir), "after a change of commands: rtbench __man docs/man");
+    for page in names(&dir) {
+        assert_eq!(
+            std::fs::read_to_string(committed.join(&page)).unwrap(),
+            std::fs::read_to_string(dir.join(&page)).unwrap(),
+            "docs/man/{page} is not what rtbench writes now: rtbench __man docs/man"
+        );
+    }
+}
+
+#[test]
+fn every_link_of_the_readme_and_docs_to_a_file_of_the_repository_lands_on_one() {
+    let mut docs = vec![repo_file("README.md")];
+    docs.extend(
+        std::fs::read_dir(repo_file("docs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md")),
+    );
+    let mut checked = 0;
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap();
+        for target in text.split("](").skip(1).filter_map(|rest| rest.split(')').next()) {
+            let path = target.split('#').next().unwrap();
+            if path.is_empty() || path.contains("://") {
+                continue;
+            }
+            let file = doc.parent().unwrap().join(path);
+            assert!(file.exists(), "{}: the link to {target} lands nowhere", doc.display());
+            checked += 1;
+        }
+    }
+    assert!(checked >= 25, "the README's man pages and docs are links: {checked} checked");
 }

@@ -485,7 +485,7 @@ mod tests {
     /// rule, binned exceedances from the histogram, the profile-likelihood interval.
     /// Each ξ on a thread of its own (every CPU busy for half a minute in a debug build), so the
     /// test holds the machine shared: never beside one that takes it alone.
-    #[rtbench_testkit::needs(full = "800 whole estimates, about a minute of every CPU in a debug build")]
+    #[rtbench_testkit::needs(full = "800 whole estimates: half a minute of every CPU in a debug build")]
     #[test]
     fn the_whole_estimate_covers_the_true_level_in_nine_of_ten_runs() {
         const SEEDS: u64 = 200;

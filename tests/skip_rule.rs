@@ -40,12 +40,13 @@ impl Crate {
         std::fs::write(dir.path().join("src/lib.rs"), "").unwrap();
         std::fs::create_dir_all(dir.path().join("tests")).unwrap();
         std::fs::write(dir.path().join("tests/skips.rs"), TESTS).unwrap();
-        // As in this repository the list is there from the start: cargo rebuilds on a change to
-        // it only when the build that came before had read it.
-        std::fs::write(dir.path().join("tests/cannot-here.txt"), "# what this kind of machine cannot do\n").unwrap();
         // Kept between runs of this test, so testkit is compiled once.
         let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("skip-rule");
-        Crate { dir, target }
+        let krate = Crate { dir, target };
+        // As in this repository the list is there from the start: cargo rebuilds on a change to
+        // it only when the build that came before had read it.
+        krate.list("# what this kind of machine cannot do\n");
+        krate
     }
 
     fn list(&self, text: &str) {

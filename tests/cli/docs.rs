@@ -7,14 +7,18 @@ use crate::helpers::*;
 
 /// The subcommands `rtbench --help` lists, `help` aside.
 fn listed_commands(lab: &Lab) -> Vec<String> {
+    listed_commands_and_help(lab).into_iter().map(|(name, _)| name).collect()
+}
+
+/// Each subcommand `rtbench --help` lists, `help` aside, with the line it says of it.
+fn listed_commands_and_help(lab: &Lab) -> Vec<(String, String)> {
     let help = lab.ok(&["--help"]);
     let section = help.split("Commands:").nth(1).expect("--help lists commands");
     let section = section.split("\n\n").next().unwrap();
     section
         .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|name| *name != "help")
-        .map(str::to_string)
+        .filter_map(|l| l.trim().split_once(' ').map(|(name, said)| (name.to_string(), said.trim().to_string())))
+        .filter(|(name, _)| name != "help")
         .collect()
 }
 
@@ -106,14 +110,7 @@ fn repo_file(rel: &str) -> std::path::PathBuf {
 
 #[test]
 fn the_readme_lists_every_command_as_its_help_does_each_linked_to_its_man_page() {
-    let lab = Lab::new();
-    let help = lab.ok(&["--help"]);
-    let section = help.split("Commands:").nth(1).unwrap().split("\n\n").next().unwrap();
-    let want: Vec<(String, String)> = section
-        .lines()
-        .filter_map(|l| l.trim().split_once(' ').map(|(name, about)| (name.to_string(), about.trim().to_string())))
-        .filter(|(name, _)| name != "help")
-        .collect();
+    let want = listed_commands_and_help(&Lab::new());
     let readme = std::fs::read_to_string(repo_file("README.md")).unwrap();
     let listed: Vec<(String, String)> = readme
         .lines()

@@ -1,6 +1,6 @@
 //! What the tests that boot guests share (their needs are in their `#[needs]`): Debian's kernel
-//! packages, their QEMU processes, a child killed when a test ends. Used by `kernels` here and by the performance-mode test, which has a
-//! test binary of its own (`tests/vm_perf.rs`).
+//! packages, their QEMU processes, a child killed when a test ends. Used by `kernels` here and by
+//! the performance-mode test, which has a test binary of its own (`tests/vm_perf.rs`).
 
 use std::process::Command;
 

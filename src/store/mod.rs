@@ -47,6 +47,24 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// Puts the store in WAL mode (kept in the file: a no-op once it is). SQLite refuses the switch
+/// at once, without waiting, while another connection's switch holds the file: tried again
+/// until the lock wait is over.
+fn wal(conn: &Connection) -> rusqlite::Result<()> {
+    let until = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            done => return done,
+        }
+    }
+}
+
 impl Store {
     /// Opens (creating if needed) the store at `path` and migrates it. Reading never changes a
     /// run: a command that writes runs calls [`Store::recover_abandoned`] first.
@@ -59,6 +77,9 @@ impl Store {
             return Err(bad("is a directory, expected an SQLite file".into()).into());
         }
         let conn = Connection::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
+        // From the first statement on: another command opening the store at the same moment
+        // holds its lock while it switches the journal or migrates.
+        conn.busy_timeout(LOCK_WAIT).map_err(|e| bad(e.to_string()))?;
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(|e| bad(format!("not a readable rtbench database ({e})")))?;
@@ -68,8 +89,7 @@ impl Store {
             ))
             .into());
         }
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| bad(format!("cannot enable WAL ({e})")))?;
-        conn.busy_timeout(LOCK_WAIT).map_err(|e| bad(e.to_string()))?;
+        wal(&conn).map_err(|e| bad(format!("cannot enable WAL ({e})")))?;
         conn.pragma_update(None, "foreign_keys", true).map_err(|e| bad(e.to_string()))?;
         // A database of another program is refused before any migration touches it.
         if version > 0 {
@@ -529,6 +549,31 @@ pub(crate) mod tests {
 
     /// A store at schema `version` holding one complete timer run labelled 'old'; the
     /// connection is returned for more rows of that schema.
+    /// Commands that open one new store at the same moment (two monitors of a fleet test, found
+    /// failing: "cannot enable WAL (database is locked)") each wait for the other's lock: every
+    /// one opens it.
+    #[test]
+    fn commands_that_open_a_new_store_at_once_all_open_it() {
+        let dir = tempfile::tempdir().unwrap();
+        for round in 0..20 {
+            let path = dir.path().join(format!("s{round}.db"));
+            let start = std::sync::Barrier::new(4);
+            std::thread::scope(|s| {
+                let opened: Vec<_> = (0..4)
+                    .map(|_| {
+                        s.spawn(|| {
+                            start.wait();
+                            Store::open(&path).map(|_| ())
+                        })
+                    })
+                    .collect();
+                for o in opened {
+                    o.join().unwrap().unwrap_or_else(|e| panic!("round {round}: {e:#}"));
+                }
+            });
+        }
+    }
+
     pub(crate) fn old_store(path: &Path, version: usize) -> Connection {
         let c = Connection::open(path).unwrap();
         for m in &schema::MIGRATIONS[..version] {

@@ -198,12 +198,8 @@ impl RunConfig {
         }
         // Samples per thread: -l, else the probe's own count flag, else its default unless a
         // duration bounds the run.
-        let loops = opts.loops.or(info.count_flag.and_then(|f| args.number(&f))).or(if opts.duration.is_some() {
-            None
-        } else {
-            info.default_loops
-        });
-        let built = (info.build)(args, &Shape { loops })?;
+        let loops = opts.loops.or(args.count()).or(if opts.duration.is_some() { None } else { info.default_loops });
+        let built = args.build(&Shape { loops })?;
         let envelope_ns = opts.envelope_interval.as_nanos().min(u64::MAX as u128) as u64;
         let db = crate::store::default_path(opts.db.as_deref());
         let load = crate::load::LoadSpec::parse(&opts.load, load_options(&opts.load_flags))?;

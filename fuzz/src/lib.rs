@@ -47,8 +47,15 @@ pub fn flags(data: &[u8]) {
     let _ = rtbench::parse::message_size(&s);
     let _ = rtbench::sysinfo::parse_cpu_list(&s);
     for info in rtbench::probe::REGISTRY {
-        for flag in info.flags {
-            let _ = flag.parse(&s);
+        let cmd = (info.flags.command)(clap::Command::new(info.name).no_binary_name(true));
+        for arg in cmd.get_arguments() {
+            let words = match arg.get_long() {
+                Some(long) => vec![format!("--{long}"), s.to_string()],
+                None => vec![s.to_string()],
+            };
+            if let Ok(m) = cmd.clone().try_get_matches_from(words) {
+                let _ = (info.flags.read)(&m);
+            }
         }
     }
 }

@@ -27,7 +27,7 @@ struct Cell {
 fn study_probes() -> (Vec<&'static ProbeInfo>, Vec<(&'static str, String)>) {
     let mut run = Vec::new();
     let mut skipped = Vec::new();
-    for info in crate::probe::REGISTRY.iter().filter(|p| p.study.is_some()) {
+    for info in crate::probe::REGISTRY.iter().filter(|p| p.in_study) {
         match (info.supported)() {
             Ok(()) => run.push(info),
             Err(why) => skipped.push((info.name, why)),
@@ -234,9 +234,7 @@ fn plan<'a>(
     for (label, model) in passes {
         for cell in pass_cells {
             let mut args = cell.info.defaults();
-            if let Some(study) = cell.info.study {
-                study(&env, &mut args);
-            }
+            args.study(&env);
             let mut cfg = RunConfig::new(cell.info, &args, &cell_options(a, cell, label))?;
             // Without --peer the network cells talk to the study's own echo server: stored, so
             // that resume starts it again.

@@ -8,6 +8,9 @@ use clap::Args;
 
 use super::DbArg;
 use crate::config::{Ask, MonitorConfig, RunConfig, RunOptions};
+use crate::probe::noise::NoiseFlags;
+use crate::probe::timer::{Interval, TimerFlags};
+use crate::probe::{ProbeArgs, ProbeFlags};
 
 #[derive(Args, Debug)]
 pub struct MonitorArgs {
@@ -78,12 +81,13 @@ impl MonitorArgs {
         let info = crate::probe::info(probe).expect("the monitor's probes are registered");
         (info.supported)().map_err(|why| crate::invalid!("the monitor cannot run here: {why}"))?;
         let thresholds = thresholds(&self.threshold)?;
-        let mut args = info.defaults();
-        match self.noise {
+        let args = match self.noise {
             // The busy loop has no interval: what it counts is set by its threshold.
-            true => args.set(&crate::probe::noise::THRESHOLD, crate::probe::FlagValue::Number(self.noise_threshold)),
-            false => args.set(&crate::probe::timer::INTERVAL, crate::probe::FlagValue::Number(self.interval)),
-        }
+            true => ProbeArgs::new(NoiseFlags { threshold: self.noise_threshold }),
+            false => {
+                ProbeArgs::new(TimerFlags { interval: Interval { interval: self.interval }, ..TimerFlags::defaults() })
+            }
+        };
         let opts = RunOptions {
             affinity: self.affinity,
             priority: self.priority,

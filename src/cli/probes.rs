@@ -1,10 +1,10 @@
-//! One subcommand per registered probe, made from the probe's flag table plus the run flags
-//! every probe takes. A new probe needs nothing here.
+//! One subcommand per registered probe, made from the probe's flags (a struct clap's derive
+//! reads) plus the run flags every probe takes. A new probe needs nothing here.
 
-use clap::{Arg, ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches};
+use clap::{Args, CommandFactory, FromArgMatches};
 
 use super::{Cli, Command, RunArgs};
-use crate::probe::{self, FlagValue, Kind, ProbeArgs, ProbeInfo};
+use crate::probe::{self, ProbeArgs, ProbeInfo};
 
 /// What the command line asks for.
 pub enum Invocation {
@@ -29,7 +29,7 @@ where
     if let Some((name, sub)) = matches.subcommand() {
         if let Some(info) = probe::info(name) {
             let run = RunArgs::from_arg_matches(sub)?;
-            return Ok(Invocation::Probe(ProbeCall { info, run, args: probe_args(info, sub) }));
+            return Ok(Invocation::Probe(ProbeCall { info, run, args: (info.flags.read)(sub)? }));
         }
     }
     Ok(Invocation::Command(Cli::from_arg_matches(&matches)?.command))
@@ -52,55 +52,9 @@ pub fn command() -> clap::Command {
 
 fn subcommand(info: &'static ProbeInfo) -> clap::Command {
     // -h is cyclictest's histogram flag, so help is --help only.
-    let mut cmd = clap::Command::new(info.name).about(info.help).hide(info.synthetic).disable_help_flag(true);
-    let mut positional = 0;
-    for flag in info.flags {
-        let mut arg = Arg::new(flag.name).help(flag.help);
-        if let Kind::Positional = flag.kind {
-            positional += 1;
-            arg = arg.index(positional);
-        } else {
-            arg = arg.long(flag.name);
-        }
-        if let Some(c) = flag.short {
-            arg = arg.short(c);
-        }
-        if !flag.value_name.is_empty() {
-            arg = arg.value_name(flag.value_name);
-        }
-        arg = match flag.kind {
-            Kind::Switch => arg.action(ArgAction::SetTrue),
-            _ => {
-                let f = *flag;
-                arg.value_parser(move |s: &str| f.parse(s)).action(ArgAction::Set)
-            }
-        };
-        if let Kind::OptionalText = flag.kind {
-            arg = arg.num_args(0..=1).default_missing_value("");
-        }
-        if let Some(d) = flag.default {
-            arg = arg.default_value(d.to_string());
-        }
-        cmd = cmd.arg(arg);
-    }
-    // The run flags' own doc comment would otherwise become the subcommand's description.
-    RunArgs::augment_args(cmd).about(info.help)
-}
-
-/// The probe's flag values out of clap's matches.
-fn probe_args(info: &ProbeInfo, m: &ArgMatches) -> ProbeArgs {
-    let mut args = ProbeArgs::default();
-    for flag in info.flags {
-        match flag.kind {
-            Kind::Switch => args.set(flag, FlagValue::Switch(m.get_flag(flag.name))),
-            _ => {
-                if let Some(v) = m.get_one::<FlagValue>(flag.name) {
-                    args.set(flag, v.clone());
-                }
-            }
-        }
-    }
-    args
+    let cmd = clap::Command::new(info.name).hide(info.synthetic).disable_help_flag(true);
+    // The flag structs' own doc comments would otherwise become the subcommand's description.
+    RunArgs::augment_args((info.flags.command)(cmd)).about(info.help).long_about(None)
 }
 
 #[cfg(test)]
@@ -115,53 +69,29 @@ mod tests {
         }
     }
 
-    /// A probe's flag by its name.
-    fn flag(probe: &str, name: &str) -> probe::Flag {
-        *probe::info(probe).unwrap().flags.iter().find(|f| f.name == name).unwrap()
-    }
-
     #[test]
     fn every_registered_probe_is_a_subcommand_with_its_defaults() {
+        command().debug_assert();
         for info in probe::REGISTRY {
             let call = probe(&[info.name]);
             assert_eq!(call.info.name, info.name);
-            let defaults = info.defaults();
-            for f in info.flags {
-                assert_eq!(
-                    format!(
-                        "{:?}{:?}{:?}{}",
-                        call.args.number(f),
-                        call.args.duration(f),
-                        call.args.text(f),
-                        call.args.switch(f)
-                    ),
-                    format!(
-                        "{:?}{:?}{:?}{}",
-                        defaults.number(f),
-                        defaults.duration(f),
-                        defaults.text(f),
-                        defaults.switch(f)
-                    ),
-                    "{}: --{} from the command line and from the table agree",
-                    info.name,
-                    f.name
-                );
-            }
+            assert_eq!(call.args, info.defaults(), "{}: the subcommand without flags gives the defaults", info.name);
         }
     }
 
     #[test]
     fn probe_flags_and_run_flags_parse_together() {
+        use crate::model::Transport;
+        use crate::probe::pingpong::PingpongFlags;
         let call = probe(&["pingpong", "10.0.0.1:9", "--transport", "tcp", "-s", "64", "--rtt", "-n", "5", "-D", "2s"]);
-        let f = |name| flag("pingpong", name);
-        assert_eq!(call.args.text(&f("addr")), Some("10.0.0.1:9"));
-        assert_eq!(call.args.text(&f("transport")), Some("tcp"));
-        assert_eq!(call.args.number(&f("size")), Some(64));
-        assert!(call.args.switch(&f("rtt")) && !call.args.switch(&f("busy-poll")));
-        assert_eq!(call.args.number(&f("round-trips")), Some(5));
+        let f = call.args.get::<PingpongFlags>().expect("pingpong's own flags");
+        assert_eq!((f.addr.as_deref(), f.transport, f.size), (Some("10.0.0.1:9"), Transport::Tcp, 64));
+        assert!(f.rtt && !f.busy_poll);
+        assert_eq!((f.round_trips, call.args.count()), (Some(5), Some(5)));
         assert_eq!(call.run.duration, Some(std::time::Duration::from_secs(2)));
-        assert_eq!(probe(&["pingpong", "--serve"]).args.text(&f("serve")), Some(""));
-        assert_eq!(probe(&["pingpong"]).args.text(&f("serve")), None);
+        let serve = |argv: &[&str]| probe(argv).args.get::<PingpongFlags>().unwrap().serve.clone();
+        assert_eq!(serve(&["pingpong", "--serve"]), Some(String::new()));
+        assert_eq!(serve(&["pingpong"]), None);
     }
 }
 

@@ -15,7 +15,7 @@ fn probe(call: super::ProbeCall) -> Result<ProbeTask> {
     let info = call.info;
     (info.supported)().map_err(|why| crate::invalid!("{} cannot run here: {why}", info.name))?;
     let opts = call.run.options();
-    if let Some(spec) = info.serve.map(|serve| serve(&call.args)).transpose()?.flatten() {
+    if let Some(spec) = call.args.serve()? {
         return Ok(ProbeTask::Serve { spec, opts });
     }
     Ok(ProbeTask::Measure(RunConfig::new(info, &call.args, &opts)?))
@@ -197,6 +197,8 @@ mod tests {
         }
     }
 
+    /// Below the command line nothing sees its types, and clap only in a probe's own flags: a
+    /// struct clap's derive reads from the probe's subcommand, which the probe is built from.
     #[test]
     fn nothing_below_the_command_line_sees_its_flags() {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -209,12 +211,8 @@ mod tests {
             let text = std::fs::read_to_string(file).unwrap();
             for (n, line) in text.lines().enumerate() {
                 let code = line.split("//").next().unwrap_or("");
-                assert!(
-                    !code.contains("crate::cli") && !code.contains("clap::"),
-                    "{}:{}: {line}",
-                    file.display(),
-                    n + 1
-                );
+                let clap = code.contains("clap::") && !file.starts_with(src.join("probe"));
+                assert!(!code.contains("crate::cli") && !clap, "{}:{}: {line}", file.display(), n + 1);
             }
         }
     }

@@ -145,8 +145,8 @@ impl RunConfig {
         (info.supported)().map_err(|why| invalid!("run {id}: {} cannot run here: {why}", info.name))?;
         let mut args =
             info.resumed_args(&m.probe).map_err(|why| invalid!("run {id} ({}) cannot be resumed: {why}", h.probe))?;
-        if let (Some(flag), Some(addr)) = (info.peer(), peer) {
-            args.set(&flag, crate::probe::FlagValue::Text(addr.to_string()));
+        if let Some(addr) = peer {
+            args.set_peer(addr);
         }
         let (duration, loops) = match rest {
             Rest::For(d) => (Some(d), None),
@@ -350,8 +350,8 @@ mod tests {
     fn config(probe: &str) -> RunConfig {
         let info = crate::probe::info(probe).unwrap();
         let mut args = info.defaults();
-        if let Some(flag) = info.peer() {
-            args.set(&flag, crate::probe::FlagValue::Text("127.0.0.1:9".into()));
+        if info.peer().is_some() {
+            args.set_peer("127.0.0.1:9");
         }
         RunConfig::new(info, &args, &RunOptions::default()).unwrap()
     }

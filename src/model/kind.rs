@@ -137,7 +137,7 @@ mod tests {
     }
 
     #[test]
-    fn a_sysbench_part_is_stored_as_the_keys_it_always_was() {
+    fn a_sysbench_part_is_stored_as_its_tag_and_the_keys_it_always_was() {
         let op = SysbenchOpParams {
             op: "null-call".into(),
             group: "processes".into(),
@@ -146,7 +146,10 @@ mod tests {
             image: None,
         };
         let text = serde_json::to_string(&ProbeParams::SysbenchOp(op.clone())).unwrap();
-        assert_eq!(text, r#"{"op":"null-call","group":"processes","iterations":7,"min_repetition_ms":2.0}"#);
+        assert_eq!(
+            text,
+            r#"{"probe":"sysbench-op","op":"null-call","group":"processes","iterations":7,"min_repetition_ms":2.0}"#
+        );
         // A fork row adds its image, and reads back as it was written.
         let libraries = vec!["libc.so.6".to_string()];
         let image = Some(ForkImage { mappings: 23, libraries, mark: None });
@@ -161,6 +164,9 @@ mod tests {
             iterations: [("a".to_string(), 3), ("b".to_string(), 4)].into(),
         };
         let text = serde_json::to_string(&ProbeParams::SysbenchTotal(total)).unwrap();
-        assert_eq!(text, r#"{"load_item":"cpu+disk","baseline":"k","operations":2,"iterations":{"a":3,"b":4}}"#);
+        assert_eq!(
+            text,
+            r#"{"probe":"sysbench-total","load_item":"cpu+disk","baseline":"k","operations":2,"iterations":{"a":3,"b":4}}"#
+        );
     }
 }

@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn params_keep_their_layout_and_probe_part() {
-        let text = r#"{"threads":2,"cpus":[0,1],"policy":"fifo","priority":95,"mlock":true,"loops":null,"duration_s":12.0,"envelope_interval_ns":20000000,"samples_file":null,"interval_us":1000,"distance_us":0}"#;
+        let text = r#"{"threads":2,"cpus":[0,1],"policy":"fifo","priority":95,"mlock":true,"loops":null,"duration_s":12.0,"envelope_interval_ns":20000000,"samples_file":null,"probe":"timer","interval_us":1000,"distance_us":0}"#;
         let p: RunParams = serde_json::from_str(text).unwrap();
         let m = p.measured().expect("a measured run");
         assert!(matches!(&m.probe, ProbeParams::Timer(super::super::TimerParams { interval_us: 1000, .. })));

@@ -21,9 +21,11 @@ pub enum Transport {
 }
 
 impl Transport {
+    pub const ALL: [Transport; 4] = [Transport::Udp, Transport::Tcp, Transport::Unix, Transport::Zmq];
+
     /// By its lowercase name, as flags and stored runs spell it.
     pub fn parse(name: &str) -> Option<Transport> {
-        [Transport::Udp, Transport::Tcp, Transport::Unix, Transport::Zmq].into_iter().find(|t| t.name() == name)
+        Transport::ALL.into_iter().find(|t| t.name() == name)
     }
 
     /// Its lowercase name, as flags and stored runs spell it.

@@ -1,21 +1,27 @@
 //! A probe's own parameters, typed: what the probe was set to and what it learnt while
 //! running, one struct per probe. They are stored flat beside the settings every run shares
-//! (the layout runs always had), so which probe's they are is read from the keys: each
-//! probe's struct requires a key no other has (timer `distance_us`, gtod `pairs`, pingpong
-//! `transport`, response `target`, noise `threshold_ns`, synthetic `seed`, a sysbench
-//! operation `op`, a sysbench pass `load_item`), and a run with none of them has no probe part.
+//! (the layout runs always had), after a `"probe"` key that says whose they are (`"timer"`,
+//! `"timerlat"`, …, `"sysbench-op"`, `"sysbench-total"`).
+//!
+//! Runs stored before that key was written are told apart by their keys, as they always were:
+//! each probe's struct requires a key no other has (timer `distance_us`, gtod `pairs`, pingpong
+//! `transport`, response `target`, noise `threshold_ns`, synthetic `seed`, a sysbench operation
+//! `op`, a sysbench pass `load_item`; a timerlat run reads as the timer's), and a run with none
+//! of them has no probe part.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
 
 pub use super::pingpong_params::{PingpongParams, RoundTripsApart, ThreadRoundTrips, Transport, Warmup};
 use super::{SysbenchOpParams, SysbenchTotalParams};
 
-/// The stored parameters of one probe's run, by probe.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+/// The stored parameters of one probe's run, by probe: written after its tag.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "probe", rename_all = "kebab-case")]
 pub enum ProbeParams {
     Timer(TimerParams),
+    Timerlat(TimerParams),
     Gtod(GtodParams),
     Pingpong(PingpongParams),
     Response(ResponseParams),
@@ -23,13 +29,55 @@ pub enum ProbeParams {
     Synthetic(SyntheticParams),
     SysbenchOp(SysbenchOpParams),
     SysbenchTotal(SysbenchTotalParams),
-    /// No probe part at all (a run written by hand). Last: it takes only an empty part.
+    /// No probe part at all (a run written by hand): stored as nothing, without a tag.
+    #[serde(untagged)]
     Absent(Absent),
 }
 
 impl Default for ProbeParams {
     fn default() -> Self {
         ProbeParams::Absent(Absent {})
+    }
+}
+
+/// Reads one probe's part from its keys.
+type Read = fn(Value) -> serde_json::Result<ProbeParams>;
+
+/// Each tag (as the derive writes it) and how its part reads, in the order untagged parts are
+/// tried (the order rtbench always tried them in; a timerlat part without its tag reads as the
+/// timer's, first).
+const TAGS: [(&str, Read); 10] = [
+    ("timer", |v| serde_json::from_value(v).map(ProbeParams::Timer)),
+    ("timerlat", |v| serde_json::from_value(v).map(ProbeParams::Timerlat)),
+    ("gtod", |v| serde_json::from_value(v).map(ProbeParams::Gtod)),
+    ("pingpong", |v| serde_json::from_value(v).map(ProbeParams::Pingpong)),
+    ("response", |v| serde_json::from_value(v).map(ProbeParams::Response)),
+    ("noise", |v| serde_json::from_value(v).map(ProbeParams::Noise)),
+    ("synthetic", |v| serde_json::from_value(v).map(ProbeParams::Synthetic)),
+    ("sysbench-op", |v| serde_json::from_value(v).map(ProbeParams::SysbenchOp)),
+    ("sysbench-total", |v| serde_json::from_value(v).map(ProbeParams::SysbenchTotal)),
+    // Last: it takes only an empty part.
+    ("absent", |v| serde_json::from_value(v).map(ProbeParams::Absent)),
+];
+
+impl<'de> Deserialize<'de> for ProbeParams {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut keys = Map::deserialize(d)?;
+        match keys.remove("probe") {
+            Some(Value::String(tag)) => {
+                let (_, read) = TAGS[..TAGS.len() - 1]
+                    .iter()
+                    .find(|(t, _)| *t == tag)
+                    .ok_or_else(|| D::Error::custom(format!("'{tag}' is no probe this rtbench knows")))?;
+                read(Value::Object(keys)).map_err(|e| D::Error::custom(format!("{tag}'s parameters: {e}")))
+            }
+            Some(other) => Err(D::Error::custom(format!("a probe's name is a string, not {other}"))),
+            None => TAGS
+                .iter()
+                .find_map(|(_, read)| read(Value::Object(keys.clone())).ok())
+                .ok_or_else(|| D::Error::custom("the parameters are no probe's")),
+        }
     }
 }
 
@@ -216,6 +264,7 @@ mod tests {
     fn variant(p: &ProbeParams) -> &'static str {
         match p {
             ProbeParams::Timer(_) => "timer",
+            ProbeParams::Timerlat(_) => "timerlat",
             ProbeParams::Gtod(_) => "gtod",
             ProbeParams::Pingpong(_) => "pingpong",
             ProbeParams::Response(_) => "response",
@@ -227,22 +276,49 @@ mod tests {
         }
     }
 
-    /// Each old probe part reads as its probe's typed parameters, and is written back key for
-    /// key: an export of an old run is what it was.
+    /// Each old probe part (no tag) reads as its probe's typed parameters, and is written back
+    /// key for key after its tag: an export of an old run is what it was, and says whose its
+    /// part is. Written back, it reads the same by its tag.
     #[test]
-    fn old_probe_parts_read_as_their_probe_s_and_write_back_unchanged() {
+    fn old_probe_parts_read_as_their_probe_s_and_write_back_unchanged_after_their_tag() {
         for (what, part) in OLD {
-            let text = format!("{{{SHARED},{part}}}");
-            let read: RunParams = serde_json::from_str(&text).unwrap();
+            let probe = what.split(' ').next().unwrap();
+            let read: RunParams = serde_json::from_str(&format!("{{{SHARED},{part}}}")).unwrap();
             let m = read.measured().unwrap_or_else(|| panic!("{what}: not read as measured: {read:?}"));
-            assert_eq!(variant(&m.probe), what.split(' ').next().unwrap(), "{what}");
-            assert_eq!(serde_json::to_string(&read).unwrap(), text, "{what}");
+            assert_eq!(variant(&m.probe), probe, "{what}");
+            let written = serde_json::to_string(&read).unwrap();
+            assert_eq!(written, format!("{{{SHARED},\"probe\":\"{probe}\",{part}}}"), "{what}");
+            assert_eq!(serde_json::from_str::<RunParams>(&written).unwrap(), read, "{what}");
         }
         let none: RunParams = serde_json::from_str(&format!("{{{SHARED}}}")).unwrap();
         assert_eq!(none.measured().map(|m| variant(&m.probe)), Some("absent"));
         // A probe part no rtbench wrote is not taken for one: the row is kept as it is.
         let odd: RunParams = serde_json::from_str(&format!("{{{SHARED},\"interval_us\":5}}")).unwrap();
         assert!(matches!(odd, RunParams::Unknown(_)), "{odd:?}");
+    }
+
+    /// A tagged part reads as its tag says, even where its keys alone would say another probe
+    /// (a timerlat run has the timer's keys); a tag no rtbench wrote, or a part that is not
+    /// what its tag says, leaves the row as it is.
+    #[test]
+    fn a_tagged_part_reads_by_its_tag() {
+        let timer = r#""interval_us":1000,"distance_us":0"#;
+        let read = |part: &str| serde_json::from_str::<RunParams>(&format!("{{{SHARED},{part}}}")).unwrap();
+        let tagged = read(&format!("\"probe\":\"timerlat\",{timer}"));
+        assert_eq!(tagged.measured().map(|m| variant(&m.probe)), Some("timerlat"));
+        assert_eq!(read(timer).measured().map(|m| variant(&m.probe)), Some("timer"), "untagged: by its keys");
+        for odd in [
+            format!("\"probe\":\"oslat\",{timer}"),
+            format!("\"probe\":\"gtod\",{timer}"),
+            format!("\"probe\":7,{timer}"),
+        ] {
+            assert!(matches!(read(&odd), RunParams::Unknown(_)), "{odd}");
+        }
+        let p = ProbeParams::Timerlat(TimerParams { interval_us: 500, distance_us: 0, monitor_window_s: None });
+        let text = serde_json::to_string(&p).unwrap();
+        assert_eq!(text, r#"{"probe":"timerlat","interval_us":500,"distance_us":0}"#);
+        assert_eq!(serde_json::from_str::<ProbeParams>(&text).unwrap(), p);
+        assert_eq!(serde_json::to_string(&ProbeParams::default()).unwrap(), "{}");
     }
 
     #[test]

@@ -1,224 +1,177 @@
-//! A probe's own flags, declared as data in its file. The command line turns the table into
-//! its subcommand; the study fills the same table from its defaults. Neither needs to know the
-//! probe, and the probe never sees the command line.
+//! A probe's own flags: a struct in the probe's file that clap's derive reads from the probe's
+//! subcommand, and that the probe is built from. The registry carries it type-erased
+//! ([`ProbeArgs`]) between the command line, the study, the monitor and `resume`; only the
+//! probe's own code reads its fields.
 
+use std::any::Any;
+use std::fmt::Debug;
 use std::time::Duration;
 
-/// How a flag's value is read.
-#[derive(Clone, Copy, Debug)]
-pub enum Kind {
-    /// Present or not.
-    Switch,
-    /// A whole number of microseconds, at least 1.
-    PositiveUs,
-    /// A whole number of microseconds, 0 or more.
-    Us,
-    /// A count, at least 1.
-    Positive,
-    /// A count, 0 or more.
-    Count,
-    /// 30s, 10m, 250ms, …
-    Duration,
-    /// A message payload, 1 to 64 KiB.
-    MessageSize,
-    /// Free text.
-    Text,
-    /// Free text whose value may be left out (`--serve` alone); then it is empty.
-    OptionalText,
-    /// The first positional argument, optional.
-    Positional,
-    /// One of these names.
-    Choice(&'static [&'static str]),
-}
+use anyhow::Result;
+use clap::ArgMatches;
 
-/// One flag of a probe. A probe declares each as a `const` in its file and reads its value by
-/// that const, so a flag's name is written once.
-#[derive(Clone, Copy, Debug)]
-pub struct Flag {
-    /// The long name, and the key its value is kept under.
-    pub name: &'static str,
-    pub short: Option<char>,
-    pub value_name: &'static str,
-    pub help: &'static str,
-    pub kind: Kind,
-    /// The value when the flag is not given: the probe's own `const`, which `--help` shows.
-    pub default: Option<Preset>,
-}
+use super::{Built, ServeSpec, Shape, StudyEnv};
+use crate::model::ProbeParams;
 
-/// A flag's default, typed as the probe reads it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Preset {
-    Number(u64),
-    Duration(Duration),
-    Text(&'static str),
-}
+/// What a probe's flags do: everything the runner asks of a probe before it runs.
+pub trait ProbeFlags: clap::Args + Clone + Debug + PartialEq + Send + Sync + 'static {
+    /// The probe these flags ask for, and its parameters as stored with the run.
+    fn build(&self, shape: &Shape) -> Result<Built>;
 
-impl Preset {
-    /// The value a probe reads when the flag is not given.
-    pub fn value(self) -> Value {
-        match self {
-            Preset::Number(n) => Value::Number(n),
-            Preset::Duration(d) => Value::Duration(d),
-            Preset::Text(t) => Value::Text(t.to_string()),
-        }
+    /// A server the flags ask for instead of a measurement (`pingpong --serve`).
+    fn serve(&self) -> Result<Option<ServeSpec>> {
+        Ok(None)
+    }
+
+    /// The probe's own name for `-l` (`--pairs`), when given.
+    fn count(&self) -> Option<u64> {
+        None
+    }
+
+    /// How the study runs the probe, beyond its defaults.
+    fn study(&mut self, _env: &StudyEnv) {}
+
+    /// The flags a stored run was made with, read back from its parameters (the peer left
+    /// out); `None` when they are another probe's.
+    fn resumed(_stored: &ProbeParams) -> Option<Self> {
+        None
+    }
+
+    /// Names the probe's peer (an echo server, a trigger's target) for a resumed run.
+    fn set_peer(&mut self, _addr: &str) {}
+
+    /// Every flag at its default: what the subcommand gives without any.
+    fn defaults() -> Self {
+        let cmd = Self::augment_args(clap::Command::new("defaults").no_binary_name(true));
+        let matches = cmd.try_get_matches_from(std::iter::empty::<&str>()).expect("a probe's flags all have defaults");
+        Self::from_arg_matches(&matches).expect("a probe's defaults read back")
     }
 }
 
-/// As a user would type it (what `--help` shows); [`Flag::parse`] reads it back.
-impl std::fmt::Display for Preset {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        match self {
-            Preset::Number(n) => write!(f, "{n}"),
-            Preset::Text(t) => f.write_str(t),
-            Preset::Duration(d) if d.subsec_nanos() == 0 => write!(f, "{}s", d.as_secs()),
-            Preset::Duration(d) if d.subsec_nanos() % 1_000_000 == 0 => write!(f, "{}ms", d.as_millis()),
-            Preset::Duration(d) => write!(f, "{}ms", d.as_nanos() as f64 / 1e6),
-        }
+/// How the registry reaches one probe's flags without naming their type.
+#[derive(Clone, Copy)]
+pub struct FlagSet {
+    /// Adds the flags to a command (the probe's subcommand).
+    pub command: fn(clap::Command) -> clap::Command,
+    /// Reads them out of that command's matches.
+    pub read: fn(&ArgMatches) -> Result<ProbeArgs, clap::Error>,
+    pub defaults: fn() -> ProbeArgs,
+    /// [`ProbeFlags::resumed`].
+    pub resumed: fn(&ProbeParams) -> Option<ProbeArgs>,
+}
+
+impl FlagSet {
+    /// The flag set of the probe whose flags are `F`.
+    pub const fn of<F: ProbeFlags>() -> FlagSet {
+        FlagSet { command: F::augment_args, read: read::<F>, defaults: defaults::<F>, resumed: resumed::<F> }
     }
 }
 
-impl Flag {
-    pub const fn new(name: &'static str, kind: Kind, help: &'static str) -> Flag {
-        Flag { name, short: None, value_name: "", help, kind, default: None }
-    }
-
-    pub const fn short(self, c: char) -> Flag {
-        Flag { short: Some(c), ..self }
-    }
-
-    pub const fn value_name(self, v: &'static str) -> Flag {
-        Flag { value_name: v, ..self }
-    }
-
-    pub const fn default_number(self, n: u64) -> Flag {
-        Flag { default: Some(Preset::Number(n)), ..self }
-    }
-
-    pub const fn default_duration(self, d: Duration) -> Flag {
-        Flag { default: Some(Preset::Duration(d)), ..self }
-    }
-
-    pub const fn default_text(self, t: &'static str) -> Flag {
-        Flag { default: Some(Preset::Text(t)), ..self }
-    }
-
-    /// Reads a value given for this flag.
-    pub fn parse(&self, s: &str) -> Result<Value, String> {
-        use crate::parse;
-        Ok(match self.kind {
-            Kind::Switch => Value::Switch(matches!(s, "true" | "1" | "yes")),
-            Kind::PositiveUs => Value::Number(parse::positive_us(s)?),
-            Kind::Us => Value::Number(parse::us(s)?),
-            Kind::Positive => Value::Number(parse::positive(s)?),
-            Kind::Count => Value::Number(s.trim().parse().map_err(|_| format!("'{s}' must be a whole number"))?),
-            Kind::Duration => Value::Duration(parse::duration(s)?),
-            Kind::MessageSize => Value::Number(parse::message_size(s)? as u64),
-            Kind::Text | Kind::OptionalText | Kind::Positional => Value::Text(s.to_string()),
-            Kind::Choice(names) => match names.iter().find(|n| **n == s) {
-                Some(n) => Value::Text(n.to_string()),
-                None => return Err(format!("'{s}' is not one of {}", names.join(", "))),
-            },
-        })
-    }
+fn read<F: ProbeFlags>(m: &ArgMatches) -> Result<ProbeArgs, clap::Error> {
+    F::from_arg_matches(m).map(ProbeArgs::new)
 }
 
-/// A flag's value.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Value {
-    Switch(bool),
-    Number(u64),
-    Duration(Duration),
-    Text(String),
+fn defaults<F: ProbeFlags>() -> ProbeArgs {
+    ProbeArgs::new(F::defaults())
 }
 
-/// The values of a probe's flags: what was given, else the defaults. A flag without a default
-/// that was not given is absent. Values are read and set by the flag's `const`.
-#[derive(Clone, Debug, Default)]
-pub struct ProbeArgs {
-    values: Vec<(&'static str, Value)>,
+fn resumed<F: ProbeFlags>(stored: &ProbeParams) -> Option<ProbeArgs> {
+    F::resumed(stored).map(ProbeArgs::new)
 }
+
+/// One probe's flags, typed by the probe and opaque to everything else.
+#[derive(Debug)]
+pub struct ProbeArgs(Box<dyn Erased>);
 
 impl ProbeArgs {
-    /// Every flag at its default, as a command line without the flag would give it.
-    pub fn defaults(flags: &[Flag]) -> ProbeArgs {
-        let mut args = ProbeArgs::default();
-        for f in flags {
-            match (f.kind, f.default) {
-                (Kind::Switch, _) => args.set(f, Value::Switch(false)),
-                (_, Some(d)) => args.set(f, d.value()),
-                (_, None) => {}
-            }
-        }
-        args
+    pub fn new<F: ProbeFlags>(flags: F) -> ProbeArgs {
+        ProbeArgs(Box::new(flags))
     }
 
-    /// Sets (or replaces) one value.
-    pub fn set(&mut self, flag: &Flag, value: Value) {
-        match self.values.iter_mut().find(|(n, _)| *n == flag.name) {
-            Some(slot) => slot.1 = value,
-            None => self.values.push((flag.name, value)),
-        }
+    /// The flags as their probe's type; `None` when they are another probe's.
+    pub fn get<F: ProbeFlags>(&self) -> Option<&F> {
+        self.0.as_any().downcast_ref()
     }
 
-    pub(super) fn get(&self, flag: &Flag) -> Option<&Value> {
-        self.values.iter().find(|(n, _)| *n == flag.name).map(|(_, v)| v)
+    pub fn build(&self, shape: &Shape) -> Result<Built> {
+        self.0.build(shape)
     }
 
-    pub fn number(&self, flag: &Flag) -> Option<u64> {
-        match self.get(flag) {
-            Some(Value::Number(n)) => Some(*n),
-            _ => None,
-        }
+    pub fn serve(&self) -> Result<Option<ServeSpec>> {
+        self.0.serve()
     }
 
-    pub fn duration(&self, flag: &Flag) -> Option<Duration> {
-        match self.get(flag) {
-            Some(Value::Duration(d)) => Some(*d),
-            _ => None,
-        }
+    pub fn count(&self) -> Option<u64> {
+        self.0.count()
     }
 
-    pub fn text(&self, flag: &Flag) -> Option<&str> {
-        match self.get(flag) {
-            Some(Value::Text(t)) => Some(t),
-            _ => None,
-        }
+    pub fn study(&mut self, env: &StudyEnv) {
+        self.0.study(env)
     }
 
-    pub fn switch(&self, flag: &Flag) -> bool {
-        matches!(self.get(flag), Some(Value::Switch(true)))
+    pub fn set_peer(&mut self, addr: &str) {
+        self.0.set_peer(addr)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_typed_default_is_shown_as_a_user_types_it_and_reads_back_the_same() {
-        let flag = |kind, d| Flag { default: Some(d), ..Flag::new("f", kind, "") };
-        for (kind, d, shown) in [
-            (Kind::Duration, Preset::Duration(Duration::from_millis(1)), "1ms"),
-            (Kind::Duration, Preset::Duration(Duration::from_millis(100)), "100ms"),
-            (Kind::Duration, Preset::Duration(Duration::from_secs(2)), "2s"),
-            (Kind::Duration, Preset::Duration(Duration::from_micros(1500)), "1.5ms"),
-            (Kind::PositiveUs, Preset::Number(1000), "1000"),
-            (Kind::Choice(&["udp", "tcp"]), Preset::Text("udp"), "udp"),
-        ] {
-            assert_eq!(d.to_string(), shown);
-            assert_eq!(flag(kind, d).parse(shown), Ok(d.value()), "{shown}");
-        }
+impl Clone for ProbeArgs {
+    fn clone(&self) -> Self {
+        ProbeArgs(self.0.clone_box())
     }
+}
 
-    #[test]
-    fn values_are_kept_per_flag_and_defaults_fill_the_rest() {
-        const A: Flag = Flag::new("a", Kind::Count, "").default_number(7);
-        const B: Flag = Flag::new("b", Kind::Switch, "");
-        const C: Flag = Flag::new("c", Kind::Text, "");
-        let mut args = ProbeArgs::defaults(&[A, B, C]);
-        assert_eq!((args.number(&A), args.switch(&B), args.text(&C)), (Some(7), false, None));
-        args.set(&A, Value::Number(9));
-        args.set(&C, Value::Text("x".into()));
-        assert_eq!((args.number(&A), args.text(&C), args.duration(&A)), (Some(9), Some("x"), None));
+impl PartialEq for ProbeArgs {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.same(other.0.as_any())
     }
+}
+
+/// [`ProbeFlags`] without its type: what [`ProbeArgs`] holds.
+trait Erased: Debug + Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+    fn clone_box(&self) -> Box<dyn Erased>;
+    fn same(&self, other: &dyn Any) -> bool;
+    fn build(&self, shape: &Shape) -> Result<Built>;
+    fn serve(&self) -> Result<Option<ServeSpec>>;
+    fn count(&self) -> Option<u64>;
+    fn study(&mut self, env: &StudyEnv);
+    fn set_peer(&mut self, addr: &str);
+}
+
+impl<F: ProbeFlags> Erased for F {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn clone_box(&self) -> Box<dyn Erased> {
+        Box::new(self.clone())
+    }
+    fn same(&self, other: &dyn Any) -> bool {
+        other.downcast_ref::<F>() == Some(self)
+    }
+    fn build(&self, shape: &Shape) -> Result<Built> {
+        ProbeFlags::build(self, shape)
+    }
+    fn serve(&self) -> Result<Option<ServeSpec>> {
+        ProbeFlags::serve(self)
+    }
+    fn count(&self) -> Option<u64> {
+        ProbeFlags::count(self)
+    }
+    fn study(&mut self, env: &StudyEnv) {
+        ProbeFlags::study(self, env)
+    }
+    fn set_peer(&mut self, addr: &str) {
+        ProbeFlags::set_peer(self, addr)
+    }
+}
+
+/// The session flags of the network probes, on both ends.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq)]
+pub struct Session {
+    /// Session token (decimal); a server given one accepts only it [default: random per session]
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<u64>,
+    /// Server or target only: stop after this long
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse::duration)]
+    pub serve_for: Option<Duration>,
 }

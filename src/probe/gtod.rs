@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{anywhere, Built, DefaultThreads, Flag, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use super::{anywhere, Built, DefaultThreads, FlagSet, Probe, ProbeFlags, ProbeInfo, Shape, ThreadCtx};
 use crate::model::{GtodParams, Metric, ProbeParams};
 use crate::sys;
 
@@ -16,26 +16,33 @@ pub const INFO: ProbeInfo = ProbeInfo {
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::One,
     default_loops: Some(1_000_000),
-    count_flag: Some(PAIRS),
-    flags: &[PAIRS],
+    flags: FlagSet::of::<GtodFlags>(),
     supported: anywhere,
-    build,
-    serve: None,
-    study: Some(|_, _| {}),
+    in_study: true,
     // Its pair count is the run's loop count, which resume reads from the run.
-    resume: super::Resume::Settings(|p| matches!(p, ProbeParams::Gtod(_)).then(Vec::new)),
+    resume: super::Resume::Settings,
 };
 
-const PAIRS: Flag = Flag::new(
-    "pairs",
-    Kind::Positive,
-    "Clock-read pairs per thread (the same as -l) [default: 1000000, or unlimited with -D]",
-)
-.short('n')
-.value_name("N");
+/// `gtod`'s flags.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct GtodFlags {
+    /// Clock-read pairs per thread (the same as -l) [default: 1000000, or unlimited with -D]
+    #[arg(short = 'n', long, value_name = "N", value_parser = crate::parse::positive)]
+    pub pairs: Option<u64>,
+}
 
-fn build(_: &ProbeArgs, shape: &Shape) -> Result<Built> {
-    Ok(Built { probe: Arc::new(Gtod), params: ProbeParams::Gtod(GtodParams { pairs: shape.loops }) })
+impl ProbeFlags for GtodFlags {
+    fn build(&self, shape: &Shape) -> Result<Built> {
+        Ok(Built { probe: Arc::new(Gtod), params: ProbeParams::Gtod(GtodParams { pairs: shape.loops }) })
+    }
+
+    fn count(&self) -> Option<u64> {
+        self.pairs
+    }
+
+    fn resumed(stored: &ProbeParams) -> Option<Self> {
+        matches!(stored, ProbeParams::Gtod(_)).then_some(GtodFlags { pairs: None })
+    }
 }
 
 /// Pairs between pauses. A FIFO thread that never sleeps is throttled by the kernel

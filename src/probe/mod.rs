@@ -5,7 +5,7 @@
 mod flags;
 mod gtod;
 pub mod noise;
-mod pingpong;
+pub mod pingpong;
 mod response;
 mod resume;
 mod synthetic;
@@ -23,8 +23,8 @@ use crate::net::transport::Transport;
 use crate::recorder::Recorder;
 use crate::restore::Guard;
 
-pub use flags::{Flag, Kind, Preset, ProbeArgs, Value as FlagValue};
-pub use resume::{ReadBack, Resume};
+pub use flags::{FlagSet, ProbeArgs, ProbeFlags, Session};
+pub use resume::Resume;
 
 /// What one measuring thread gets from the runner.
 pub struct ThreadCtx<'a> {
@@ -141,9 +141,6 @@ pub struct ServeSpec {
     pub what: &'static str,
 }
 
-/// Reads a probe's flags for a server mode: `Some` when they ask for one.
-pub type ServeFn = fn(&ProbeArgs) -> Result<Option<ServeSpec>>;
-
 /// What the study tells a probe about its surroundings.
 pub struct StudyEnv {
     /// The echo server of the network probes.
@@ -165,24 +162,20 @@ pub struct ProbeInfo {
     pub default_threads: DefaultThreads,
     /// Samples per thread when neither `-l`, the count flag nor a duration bounds the run.
     pub default_loops: Option<u64>,
-    /// The probe's own name for `-l` (`--pairs`), if it has one; it is in `flags` too.
-    pub count_flag: Option<Flag>,
-    pub flags: &'static [Flag],
+    /// Its flags, a struct of its file ([`ProbeFlags`]), which builds it.
+    pub flags: FlagSet,
     /// Whether it can run here; if not, why (stress-ng's way: a skip with a reason).
     pub supported: fn() -> Result<(), String>,
-    pub build: fn(&ProbeArgs, &Shape) -> Result<Built>,
-    /// A server mode, when the flags ask for one.
-    pub serve: Option<ServeFn>,
-    /// How the study runs it (its flags beyond the defaults); `None`: not in the study.
-    pub study: Option<fn(&StudyEnv, &mut ProbeArgs)>,
-    /// How `rtbench resume` reads its stored settings back as its flags.
+    /// Whether the study runs it (with its flags' [`ProbeFlags::study`]).
+    pub in_study: bool,
+    /// Whether `rtbench resume` can continue its run.
     pub resume: Resume,
 }
 
 impl ProbeInfo {
     /// The flags at their defaults.
     pub fn defaults(&self) -> ProbeArgs {
-        ProbeArgs::defaults(self.flags)
+        (self.flags.defaults)()
     }
 }
 
@@ -200,52 +193,36 @@ pub fn info(name: &str) -> Option<&'static ProbeInfo> {
     REGISTRY.iter().find(|p| p.name == name)
 }
 
-/// The session flags of the network probes.
-const TOKEN: Flag = Flag::new(
-    "token",
-    Kind::Count,
-    "Session token (decimal); a server given one accepts only it [default: random per session]",
-)
-.value_name("TOKEN");
-const SERVE_FOR: Flag =
-    Flag::new("serve-for", Kind::Duration, "Server or target only: stop after this long").value_name("DURATION");
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Each probe's flags are well formed (clap's own checks: no flag twice, no short letter
+    /// twice) and the study's flags build.
     #[test]
-    fn every_probe_declares_parsable_defaults_and_unique_flags() {
+    fn every_probe_s_flags_are_well_formed_and_the_study_s_build() {
         for info in REGISTRY {
-            let args = info.defaults();
-            for f in info.flags {
-                if let Some(d) = f.default {
-                    // What --help shows reads back as the value the probe gets.
-                    assert_eq!(
-                        f.parse(&d.to_string()),
-                        Ok(d.value()),
-                        "{}: default of --{} does not parse",
-                        info.name,
-                        f.name
-                    );
-                }
-                assert_eq!(
-                    info.flags.iter().filter(|g| g.name == f.name).count(),
-                    1,
-                    "{}: --{} twice",
-                    info.name,
-                    f.name
-                );
-            }
-            if let Some(count) = info.count_flag.map(|f| f.name) {
-                assert!(info.flags.iter().any(|f| f.name == count), "{}: count flag --{count} undeclared", info.name);
-            }
-            if let Some(study) = info.study {
-                let mut args = args;
-                study(&StudyEnv { peer: "127.0.0.1:1".into() }, &mut args);
-                (info.build)(&args, &Shape { loops: None })
+            (info.flags.command)(clap::Command::new(info.name).disable_help_flag(true)).debug_assert();
+            let defaults = info.defaults();
+            assert_eq!(defaults, defaults.clone(), "{}", info.name);
+            if info.in_study {
+                let mut args = defaults;
+                args.study(&StudyEnv { peer: "127.0.0.1:1".into() });
+                args.build(&Shape { loops: None })
                     .unwrap_or_else(|e| panic!("{}: the study's flags do not build: {e:#}", info.name));
             }
         }
+    }
+
+    /// Flags are held as their probe's type: read back as it, never as another's, and equal
+    /// only to flags of the same probe and values.
+    #[test]
+    fn flags_are_held_as_their_probe_s_type() {
+        let (timer, noise) = (info("timer").unwrap().defaults(), info("noise").unwrap().defaults());
+        assert!(timer.get::<timer::TimerFlags>().is_some() && timer.get::<noise::NoiseFlags>().is_none());
+        assert_ne!(timer, noise);
+        let mut faster = timer.get::<timer::TimerFlags>().unwrap().clone();
+        faster.interval.interval += 1;
+        assert_ne!(ProbeArgs::new(faster), timer);
     }
 }

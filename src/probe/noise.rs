@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
-use super::{anywhere, Built, DefaultThreads, Flag, FlagValue, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use super::{anywhere, Built, DefaultThreads, FlagSet, Probe, ProbeFlags, ProbeInfo, Shape, ThreadCtx};
 use crate::model::{Metric, NoiseParams, ProbeParams, ThreadNoise};
 use crate::sys;
 
@@ -23,24 +23,33 @@ pub const INFO: ProbeInfo = ProbeInfo {
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::PerCpu,
     default_loops: None,
-    count_flag: None,
-    flags: &[THRESHOLD],
+    flags: FlagSet::of::<NoiseFlags>(),
     supported: anywhere,
-    build,
-    serve: None,
-    study: Some(|_, _| {}),
-    resume: super::Resume::Settings(|p| {
-        let ProbeParams::Noise(p) = p else { return None };
-        Some(vec![(THRESHOLD, FlagValue::Number(p.threshold_ns / 1000))])
-    }),
+    in_study: true,
+    resume: super::Resume::Settings,
 };
 
 /// Gaps longer than this count when `--threshold` is not given, in µs; the monitor's too.
 pub const THRESHOLD_US: u64 = 1;
 
-pub const THRESHOLD: Flag = Flag::new("threshold", Kind::PositiveUs, "Gaps longer than this count as noise, in µs")
-    .value_name("US")
-    .default_number(THRESHOLD_US);
+/// `noise`'s flags.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct NoiseFlags {
+    /// Gaps longer than this count as noise, in µs
+    #[arg(long, value_name = "US", value_parser = crate::parse::positive_us, default_value_t = THRESHOLD_US)]
+    pub threshold: u64,
+}
+
+impl ProbeFlags for NoiseFlags {
+    fn build(&self, _: &Shape) -> Result<Built> {
+        build(self.threshold * 1000)
+    }
+
+    fn resumed(stored: &ProbeParams) -> Option<Self> {
+        let ProbeParams::Noise(p) = stored else { return None };
+        Some(NoiseFlags { threshold: p.threshold_ns / 1000 })
+    }
+}
 
 /// The throttling-proof pause schedule repeats every this long, or a tenth of the throttling
 /// period if that is shorter. Each pause costs the loop more than its length: in the RT guest
@@ -72,8 +81,7 @@ fn jitter(pause: u64, rng: &mut crate::rng::SplitMix64) -> u64 {
     rng.next_u64() % (pause / 4 + 1)
 }
 
-fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let threshold_ns = args.number(&THRESHOLD).unwrap_or(THRESHOLD_US) * 1000;
+fn build(threshold_ns: u64) -> Result<Built> {
     let t = crate::sysinfo::rt_throttling();
     let schedule = pause_schedule(t.sched_rt_runtime_us, t.sched_rt_period_us);
     let params = NoiseParams {

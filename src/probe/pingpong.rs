@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::{
-    anywhere, Built, DefaultThreads, Flag, FlagValue, Kind, Probe, ProbeArgs, ProbeInfo, ServeSpec, Shape, ThreadCtx,
+    anywhere, Built, DefaultThreads, FlagSet, Probe, ProbeFlags, ProbeInfo, ServeSpec, Session, Shape, StudyEnv,
+    ThreadCtx,
 };
 use crate::model::{Metric, PingpongParams, ProbeParams, RoundTripsApart, ThreadRoundTrips, Warmup};
 use crate::net::transport::{self, Conn, Transport};
@@ -22,49 +23,13 @@ pub const INFO: ProbeInfo = ProbeInfo {
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::One,
     default_loops: Some(1_000_000),
-    count_flag: Some(ROUND_TRIPS),
-    flags: &[ADDR, SERVE, TRANSPORT, SIZE, ROUND_TRIPS, RTT, WARMUP, BUSY_POLL, super::TOKEN, super::SERVE_FOR],
+    flags: FlagSet::of::<PingpongFlags>(),
     supported: anywhere,
-    build,
-    serve: Some(serve),
-    study: Some(|env, args| args.set(&ADDR, super::FlagValue::Text(env.peer.clone()))),
+    in_study: true,
     // Its round-trip count is the run's loop count, which resume reads from the run; its
     // session token is new, as every session's is.
-    resume: super::Resume::Peer { settings: resumed, flag: ADDR },
+    resume: super::Resume::Peer { flag: "addr" },
 };
-
-/// The transport when `--transport` is not given.
-const TRANSPORT_DEFAULT: Transport = Transport::Udp;
-/// Payload when `-s` is not given, in bytes (the ØMQ study's 1-byte messages).
-const SIZE_BYTES: u64 = 1;
-/// Round trips before measuring when `--warmup` is not given.
-const WARMUP_ROUND_TRIPS: u64 = 1000;
-
-const ADDR: Flag =
-    Flag::new("addr", Kind::Positional, "Server address (HOST:PORT, or a socket path for unix) [default: loopback]")
-        .value_name("ADDR");
-const SERVE: Flag = Flag::new("serve", Kind::OptionalText, "Run the echo server, on ADDR [default: 127.0.0.1:17700]")
-    .value_name("ADDR");
-const TRANSPORT: Flag = Flag::new("transport", Kind::Choice(&["udp", "tcp", "unix", "zmq"]), "udp, tcp, unix or zmq")
-    .value_name("TRANSPORT")
-    .default_text(TRANSPORT_DEFAULT.name());
-const SIZE: Flag = Flag::new("size", Kind::MessageSize, "Message payload in bytes (1 to 65536)")
-    .short('s')
-    .value_name("BYTES")
-    .default_number(SIZE_BYTES);
-const ROUND_TRIPS: Flag = Flag::new(
-    "round-trips",
-    Kind::Positive,
-    "Round trips per thread (the same as -l) [default: 1000000, or unlimited with -D]",
-)
-.short('n')
-.value_name("N");
-const RTT: Flag = Flag::new("rtt", Kind::Switch, "Store full round-trip times instead of one-way (RTT/2)");
-const WARMUP: Flag = Flag::new("warmup", Kind::Count, "Round trips before measuring, reported apart")
-    .value_name("N")
-    .default_number(WARMUP_ROUND_TRIPS);
-const BUSY_POLL: Flag =
-    Flag::new("busy-poll", Kind::Switch, "Spin on a non-blocking socket instead of sleeping in recv (UDP)");
 
 /// What a sample is with `--rtt`, as the run stores it.
 const SAMPLE_RTT: &str = "round trip";
@@ -72,69 +37,116 @@ const SAMPLE_RTT: &str = "round trip";
 /// How long a client waits for the hello's answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-fn transport_of(args: &ProbeArgs) -> Transport {
-    args.text(&TRANSPORT).and_then(Transport::parse).unwrap_or(TRANSPORT_DEFAULT)
+/// `pingpong`'s flags: the client's, and the echo server's (`--serve`).
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct PingpongFlags {
+    /// Server address (HOST:PORT, or a socket path for unix) [default: loopback]
+    #[arg(value_name = "ADDR")]
+    pub addr: Option<String>,
+    /// Run the echo server, on ADDR [default: 127.0.0.1:17700]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    pub serve: Option<String>,
+    /// How the messages travel
+    #[arg(long, value_name = "TRANSPORT", default_value = "udp", value_parser = transport_arg())]
+    pub transport: Transport,
+    /// Message payload in bytes (1 to 65536)
+    #[arg(short = 's', long, value_name = "BYTES", value_parser = crate::parse::message_size, default_value_t = 1)]
+    pub size: usize,
+    /// Round trips per thread (the same as -l) [default: 1000000, or unlimited with -D]
+    #[arg(short = 'n', long, value_name = "N", value_parser = crate::parse::positive)]
+    pub round_trips: Option<u64>,
+    /// Store full round-trip times instead of one-way (RTT/2)
+    #[arg(long)]
+    pub rtt: bool,
+    /// Round trips before measuring, reported apart
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub warmup: u64,
+    /// Spin on a non-blocking socket instead of sleeping in recv (UDP)
+    #[arg(long)]
+    pub busy_poll: bool,
+    #[command(flatten)]
+    pub session: Session,
 }
 
-fn serve(args: &ProbeArgs) -> Result<Option<ServeSpec>> {
-    let Some(addr) = args.text(&SERVE) else { return Ok(None) };
-    let transport = transport_of(args);
-    Ok(Some(ServeSpec {
-        transport,
-        addr: transport::address(transport, (!addr.is_empty()).then_some(addr)),
-        token: args.number(&super::TOKEN),
-        serve_for: args.duration(&super::SERVE_FOR),
-        what: "pingpong",
-    }))
+/// `--transport`: one of the transports' names.
+fn transport_arg() -> impl clap::builder::TypedValueParser<Value = Transport> {
+    use clap::builder::TypedValueParser;
+    let names = clap::builder::PossibleValuesParser::new(Transport::ALL.map(Transport::name));
+    names.map(|name: String| Transport::parse(&name).expect("one of the names"))
 }
 
-/// The client's parameters as stored with the run, and the session token asked for (a random
-/// one when none is).
-fn params(args: &ProbeArgs) -> (PingpongParams, Option<u64>) {
-    let transport = transport_of(args);
-    let params = PingpongParams {
-        transport,
-        peer: transport::address(transport, args.text(&ADDR)),
-        size_bytes: args.number(&SIZE).unwrap_or(SIZE_BYTES) as usize,
-        sample: if args.switch(&RTT) { SAMPLE_RTT } else { "one-way = RTT/2" }.to_string(),
-        warmup_round_trips: args.number(&WARMUP).unwrap_or(WARMUP_ROUND_TRIPS),
-        busy_poll: args.switch(&BUSY_POLL),
-        // A study that serves its network cells itself says so when it plans them.
-        own_peer: Some(false),
-        peer_host: None,
-        peer_placement: None,
-        threads: RoundTripsApart::default(),
-    };
-    (params, args.number(&super::TOKEN))
+impl ProbeFlags for PingpongFlags {
+    fn build(&self, _: &Shape) -> Result<Built> {
+        let p = self.params();
+        let probe = Pingpong {
+            transport: p.transport,
+            addr: p.peer.clone(),
+            size: p.size_bytes,
+            token: self.session.token.unwrap_or_else(wire::random_token),
+            rtt: p.sample == SAMPLE_RTT,
+            warmup: p.warmup_round_trips,
+            busy_poll: p.busy_poll,
+            timeout: CONNECT_TIMEOUT,
+            conns: Mutex::new(Vec::new()),
+            findings: Mutex::new(Findings::default()),
+        };
+        Ok(Built { probe: Arc::new(probe), params: ProbeParams::Pingpong(p) })
+    }
+
+    fn serve(&self) -> Result<Option<ServeSpec>> {
+        let Some(addr) = &self.serve else { return Ok(None) };
+        Ok(Some(ServeSpec {
+            transport: self.transport,
+            addr: transport::address(self.transport, (!addr.is_empty()).then_some(addr)),
+            token: self.session.token,
+            serve_for: self.session.serve_for,
+            what: "pingpong",
+        }))
+    }
+
+    fn count(&self) -> Option<u64> {
+        self.round_trips
+    }
+
+    fn study(&mut self, env: &StudyEnv) {
+        self.addr = Some(env.peer.clone());
+    }
+
+    /// The flags a stored run was made with (its peer aside).
+    fn resumed(stored: &ProbeParams) -> Option<Self> {
+        let ProbeParams::Pingpong(p) = stored else { return None };
+        Some(PingpongFlags {
+            transport: p.transport,
+            size: p.size_bytes,
+            rtt: p.sample == SAMPLE_RTT,
+            warmup: p.warmup_round_trips,
+            busy_poll: p.busy_poll,
+            ..Self::defaults()
+        })
+    }
+
+    fn set_peer(&mut self, addr: &str) {
+        self.addr = Some(addr.to_string());
+    }
 }
 
-/// The flags a stored run was made with (its peer aside).
-fn resumed(p: &ProbeParams) -> Option<Vec<(Flag, FlagValue)>> {
-    let ProbeParams::Pingpong(p) = p else { return None };
-    Some(vec![
-        (TRANSPORT, FlagValue::Text(p.transport.name().to_string())),
-        (SIZE, FlagValue::Number(p.size_bytes as u64)),
-        (RTT, FlagValue::Switch(p.sample == SAMPLE_RTT)),
-        (WARMUP, FlagValue::Number(p.warmup_round_trips)),
-        (BUSY_POLL, FlagValue::Switch(p.busy_poll)),
-    ])
-}
-
-fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let (p, token) = params(args);
-    let probe = Pingpong {
-        transport: p.transport,
-        addr: p.peer.clone(),
-        size: p.size_bytes,
-        token: token.unwrap_or_else(wire::random_token),
-        rtt: p.sample == SAMPLE_RTT,
-        warmup: p.warmup_round_trips,
-        busy_poll: p.busy_poll,
-        timeout: CONNECT_TIMEOUT,
-        conns: Mutex::new(Vec::new()),
-        findings: Mutex::new(Findings::default()),
-    };
-    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Pingpong(p) })
+impl PingpongFlags {
+    /// The client's parameters as stored with the run.
+    fn params(&self) -> PingpongParams {
+        PingpongParams {
+            transport: self.transport,
+            peer: transport::address(self.transport, self.addr.as_deref()),
+            size_bytes: self.size,
+            sample: if self.rtt { SAMPLE_RTT } else { "one-way = RTT/2" }.to_string(),
+            warmup_round_trips: self.warmup,
+            busy_poll: self.busy_poll,
+            // A study that serves its network cells itself says so when it plans them.
+            own_peer: Some(false),
+            peer_host: None,
+            peer_placement: None,
+            threads: RoundTripsApart::default(),
+        }
+    }
 }
 
 struct Pingpong {

@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::{
-    anywhere, Built, DefaultThreads, Flag, FlagValue, Kind, Probe, ProbeArgs, ProbeInfo, ServeSpec, Shape, ThreadCtx,
+    anywhere, Built, DefaultThreads, FlagSet, Probe, ProbeFlags, ProbeInfo, ServeSpec, Session, Shape, StudyEnv,
+    ThreadCtx,
 };
 use crate::model::{Metric, ProbeParams, ResponseParams};
 use crate::net::transport::{self, Conn, Transport};
@@ -23,88 +24,97 @@ pub const INFO: ProbeInfo = ProbeInfo {
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::One,
     default_loops: None,
-    count_flag: None,
-    flags: &[TARGET, LOGGER, PERIOD, TIMEOUT, super::TOKEN, super::SERVE_FOR],
+    flags: FlagSet::of::<ResponseFlags>(),
     supported: anywhere,
-    build,
-    serve: Some(serve),
-    study: Some(|env, args| args.set(&LOGGER, super::FlagValue::Text(env.peer.clone()))),
-    resume: super::Resume::Peer {
-        settings: |p| {
-            let ProbeParams::Response(p) = p else { return None };
-            let ns = |ns| FlagValue::Duration(Duration::from_nanos(ns));
-            Some(vec![(PERIOD, ns(p.period_ns)), (TIMEOUT, ns(p.timeout_ns))])
-        },
-        flag: LOGGER,
-    },
+    in_study: true,
+    resume: super::Resume::Peer { flag: "logger" },
 };
-
-/// Time between triggers when `--period` is not given (the I-pipe study's logger: 1 ms).
-const PERIOD_DEFAULT: Duration = Duration::from_millis(1);
-/// How long a trigger may go unanswered when `--timeout` is not given.
-const TIMEOUT_DEFAULT: Duration = Duration::from_millis(100);
-
-const TARGET: Flag =
-    Flag::new("target", Kind::OptionalText, "Answer triggers on ADDR [default: 127.0.0.1:17700]").value_name("ADDR");
-const LOGGER: Flag =
-    Flag::new("logger", Kind::Text, "Send triggers to TARGET and measure its answers").value_name("TARGET");
-const PERIOD: Flag =
-    Flag::new("period", Kind::Duration, "Time between triggers").value_name("PERIOD").default_duration(PERIOD_DEFAULT);
-const TIMEOUT: Flag = Flag::new("timeout", Kind::Duration, "A trigger not answered within this long is lost")
-    .value_name("TIMEOUT")
-    .default_duration(TIMEOUT_DEFAULT);
 
 /// How long the target has to answer the hello.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
 
-fn serve(args: &ProbeArgs) -> Result<Option<ServeSpec>> {
-    let Some(addr) = args.text(&TARGET) else { return Ok(None) };
-    if args.text(&LOGGER).is_some() {
-        return Err(crate::invalid!("--target and --logger are the two ends: give one"));
-    }
-    Ok(Some(ServeSpec {
-        transport: Transport::Udp,
-        addr: transport::address(Transport::Udp, (!addr.is_empty()).then_some(addr)),
-        token: args.number(&super::TOKEN),
-        serve_for: args.duration(&super::SERVE_FOR),
-        what: "response",
-    }))
+/// `response`'s flags: the two ends, the target (`--target`) and the logger (`--logger`).
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct ResponseFlags {
+    /// Answer triggers on ADDR [default: 127.0.0.1:17700]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    pub target: Option<String>,
+    /// Send triggers to TARGET and measure its answers
+    #[arg(long, value_name = "TARGET")]
+    pub logger: Option<String>,
+    /// Time between triggers
+    #[arg(long, value_name = "PERIOD", value_parser = crate::parse::duration, default_value = "1ms")]
+    pub period: Duration,
+    /// A trigger not answered within this long is lost
+    #[arg(long, value_name = "TIMEOUT", value_parser = crate::parse::duration, default_value = "100ms")]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub session: Session,
 }
 
-/// The logger's parameters as stored with the run, and the session token asked for (a random
-/// one when none is).
-fn params(args: &ProbeArgs) -> Result<(ResponseParams, Option<u64>)> {
-    let Some(target) = args.text(&LOGGER) else {
-        return Err(crate::invalid!("response needs --target (on the machine under test) or --logger TARGET"));
-    };
-    let period = args.duration(&PERIOD).unwrap_or(PERIOD_DEFAULT);
-    if period < Duration::from_micros(10) {
-        return Err(crate::invalid!("--period must be at least 10us"));
+impl ProbeFlags for ResponseFlags {
+    fn build(&self, _: &Shape) -> Result<Built> {
+        let p = self.params()?;
+        let probe = Response {
+            target: p.target.clone(),
+            period_ns: p.period_ns,
+            token: self.session.token.unwrap_or_else(wire::random_token),
+            timeout: Duration::from_nanos(p.timeout_ns),
+            conn: Mutex::new(None),
+            findings: Mutex::new(Findings::default()),
+        };
+        Ok(Built { probe: Arc::new(probe), params: ProbeParams::Response(p) })
     }
-    let params = ResponseParams {
-        target: transport::address(Transport::Udp, Some(target)),
-        period_ns: period.as_nanos() as u64,
-        timeout_ns: args.duration(&TIMEOUT).unwrap_or(TIMEOUT_DEFAULT).as_nanos() as u64,
-        // A study that serves its network cells itself says so when it plans them.
-        own_peer: Some(false),
-        target_host: None,
-        lost_triggers: None,
-        late_answers: None,
-    };
-    Ok((params, args.number(&super::TOKEN)))
+
+    fn serve(&self) -> Result<Option<ServeSpec>> {
+        let Some(addr) = &self.target else { return Ok(None) };
+        if self.logger.is_some() {
+            return Err(crate::invalid!("--target and --logger are the two ends: give one"));
+        }
+        Ok(Some(ServeSpec {
+            transport: Transport::Udp,
+            addr: transport::address(Transport::Udp, (!addr.is_empty()).then_some(addr)),
+            token: self.session.token,
+            serve_for: self.session.serve_for,
+            what: "response",
+        }))
+    }
+
+    fn study(&mut self, env: &StudyEnv) {
+        self.logger = Some(env.peer.clone());
+    }
+
+    fn resumed(stored: &ProbeParams) -> Option<Self> {
+        let ProbeParams::Response(p) = stored else { return None };
+        let (period, timeout) = (Duration::from_nanos(p.period_ns), Duration::from_nanos(p.timeout_ns));
+        Some(ResponseFlags { period, timeout, ..Self::defaults() })
+    }
+
+    fn set_peer(&mut self, addr: &str) {
+        self.logger = Some(addr.to_string());
+    }
 }
 
-fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let (p, token) = params(args)?;
-    let probe = Response {
-        target: p.target.clone(),
-        period_ns: p.period_ns,
-        token: token.unwrap_or_else(wire::random_token),
-        timeout: Duration::from_nanos(p.timeout_ns),
-        conn: Mutex::new(None),
-        findings: Mutex::new(Findings::default()),
-    };
-    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Response(p) })
+impl ResponseFlags {
+    /// The logger's parameters as stored with the run.
+    fn params(&self) -> Result<ResponseParams> {
+        let Some(target) = &self.logger else {
+            return Err(crate::invalid!("response needs --target (on the machine under test) or --logger TARGET"));
+        };
+        if self.period < Duration::from_micros(10) {
+            return Err(crate::invalid!("--period must be at least 10us"));
+        }
+        Ok(ResponseParams {
+            target: transport::address(Transport::Udp, Some(target)),
+            period_ns: self.period.as_nanos() as u64,
+            timeout_ns: self.timeout.as_nanos() as u64,
+            // A study that serves its network cells itself says so when it plans them.
+            own_peer: Some(false),
+            target_host: None,
+            lost_triggers: None,
+            late_answers: None,
+        })
+    }
 }
 
 struct Response {

@@ -1,24 +1,19 @@
-//! How `rtbench resume` reads a probe's stored settings back as its flags: each probe declares
-//! in its [`ProbeInfo`] how its typed parameters read back as its flags, and whether it talks
-//! to a peer that the resumed part must be given again.
+//! How `rtbench resume` reads a probe's stored settings back as its flags: each probe's flags
+//! read themselves back from its typed parameters ([`super::ProbeFlags::resumed`]), and its
+//! [`ProbeInfo`] says whether it talks to a peer that the resumed part must be given again.
 
-use super::{Flag, FlagValue, ProbeArgs, ProbeInfo};
+use super::{ProbeArgs, ProbeInfo};
 use crate::model::ProbeParams;
 
-/// A probe's stored settings as the flags that make them, each with its value; `None` when
-/// the parameters are not the probe's own.
-pub type ReadBack = fn(&ProbeParams) -> Option<Vec<(Flag, FlagValue)>>;
-
-/// Whether a probe's stopped run can be continued (`rtbench resume`), and how its stored
-/// settings read back as its flags.
+/// Whether a probe's stopped run can be continued (`rtbench resume`).
 pub enum Resume {
-    /// Its settings; the rest of its flags at their defaults.
-    Settings(ReadBack),
+    /// Its settings read back; the rest of its flags at their defaults.
+    Settings,
     /// A session with a peer (an echo server, a trigger's target): its settings, and the flag
-    /// that names the peer (stored as [`ProbeParams::peer`]). The peer is not a setting read
-    /// back: resume starts rtbench's own again where the run had it (a study's echo server on
-    /// loopback, on a port of the moment), and is given the others again (`--peer`).
-    Peer { settings: ReadBack, flag: Flag },
+    /// (its id) that names the peer (stored as [`ProbeParams::peer`]). The peer is not a setting
+    /// read back: resume starts rtbench's own again where the run had it (a study's echo server
+    /// on loopback, on a port of the moment), and is given the others again (`--peer`).
+    Peer { flag: &'static str },
     /// Why not, in words that follow "it is not resumable: ".
     Not(&'static str),
 }
@@ -28,22 +23,16 @@ impl ProbeInfo {
     /// when the probe cannot be resumed or the parameters are another probe's. A peer's flag
     /// is not among them (see [`Resume::Peer`]).
     pub fn resumed_args(&self, stored: &ProbeParams) -> Result<ProbeArgs, String> {
-        let read = match self.resume {
-            Resume::Settings(read) | Resume::Peer { settings: read, .. } => read,
-            Resume::Not(why) => return Err(format!("it is not resumable: {why}")),
-        };
-        let settings = read(stored).ok_or(format!("its stored parameters are not a {} run's", self.name))?;
-        let mut args = self.defaults();
-        for (flag, value) in settings {
-            args.set(&flag, value);
+        if let Resume::Not(why) = self.resume {
+            return Err(format!("it is not resumable: {why}"));
         }
-        Ok(args)
+        (self.flags.resumed)(stored).ok_or(format!("its stored parameters are not a {} run's", self.name))
     }
 
     /// The flag naming the probe's peer, for a probe that talks to one.
-    pub fn peer(&self) -> Option<Flag> {
+    pub fn peer(&self) -> Option<&'static str> {
         match self.resume {
-            Resume::Peer { flag, .. } => Some(flag),
+            Resume::Peer { flag } => Some(flag),
             _ => None,
         }
     }
@@ -51,58 +40,87 @@ impl ProbeInfo {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{info, Kind, Shape, REGISTRY};
+    use super::super::{info, Shape, REGISTRY};
     use super::*;
 
-    /// A value of `flag` other than its default.
-    fn other(flag: &Flag, args: &ProbeArgs, i: u64) -> FlagValue {
-        match flag.kind {
-            Kind::Switch => FlagValue::Switch(!args.switch(flag)),
-            Kind::Duration => {
-                FlagValue::Duration(args.duration(flag).unwrap_or_default() + std::time::Duration::from_millis(7 + i))
-            }
-            Kind::Choice(names) => {
-                FlagValue::Text(names.iter().find(|n| Some(**n) != args.text(flag)).unwrap().to_string())
-            }
-            Kind::Text | Kind::OptionalText | Kind::Positional => FlagValue::Text(format!("text{i}")),
-            _ => FlagValue::Number(args.number(flag).unwrap_or(0) + 7 + i),
+    const PEER: &str = "127.0.0.1:9";
+
+    /// The probe's flags as a command line gives them (`argv`, no program name), the peer's
+    /// given; `None` when clap refuses them.
+    fn parse(info: &ProbeInfo, argv: &[String]) -> Option<ProbeArgs> {
+        let cmd = (info.flags.command)(clap::Command::new(info.name).no_binary_name(true));
+        let mut words = Vec::new();
+        if let Some(peer) = info.peer() {
+            let arg = cmd.get_arguments().find(|a| a.get_id() == peer).unwrap();
+            words.extend(arg.get_long().map(|l| format!("--{l}")).into_iter().chain([PEER.to_string()]));
         }
+        words.extend(argv.iter().cloned());
+        (info.flags.read)(&cmd.try_get_matches_from(words).ok()?).ok()
     }
 
-    /// Each setting given a value other than its default is stored, read back, and builds the
-    /// same stored settings again.
+    /// Command lines that give each flag of the probe a value other than its default: a switch
+    /// given, a choice's other value, or the first of a few values its parser takes.
+    fn others(info: &ProbeInfo) -> Vec<(String, Vec<String>)> {
+        let cmd = (info.flags.command)(clap::Command::new(info.name));
+        let mut lines = Vec::new();
+        for arg in cmd.get_arguments().filter(|a| Some(a.get_id().as_str()) != info.peer()) {
+            let name = arg.get_id().to_string();
+            let word = |v: &str| match arg.get_long() {
+                Some(l) => vec![format!("--{l}"), v.to_string()],
+                None => vec![v.to_string()],
+            };
+            let shown: Vec<_> = arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
+            let tries: Vec<Vec<String>> = if !arg.get_action().takes_values() {
+                vec![vec![format!("--{}", arg.get_long().unwrap())]]
+            } else if !arg.get_possible_values().is_empty() {
+                let names = arg.get_possible_values();
+                names.iter().filter(|v| !shown.iter().any(|s| s == v.get_name())).map(|v| word(v.get_name())).collect()
+            } else {
+                ["17", "17ms", "text17"].iter().map(|v| word(v)).collect()
+            };
+            let given =
+                tries.into_iter().find(|line| parse(info, line).is_some_and(|a| a != parse(info, &[]).unwrap()));
+            let given = given.unwrap_or_else(|| panic!("{}: no value other than the default for --{name}", info.name));
+            lines.push((name, given));
+        }
+        lines
+    }
+
+    /// Each flag that changes what a run stores reads back from it: given a value other than
+    /// its default, the run's stored settings give back the same flags (the peer aside), which
+    /// build the same stored settings again. A flag that stores nothing (a server's, the
+    /// session token, a count the run keeps as its loops) is not a setting.
     #[test]
     fn every_resumable_probe_reads_its_stored_settings_back() {
         let shape = Shape { loops: Some(5) };
-        for info in REGISTRY {
-            let read = match info.resume {
-                Resume::Settings(read) | Resume::Peer { settings: read, .. } => read,
-                Resume::Not(_) => continue,
-            };
-            let mut args = info.defaults();
-            let peer = info.peer();
-            if let Some(flag) = &peer {
-                args.set(flag, FlagValue::Text("127.0.0.1:9".into()));
+        let mut read_back = 0;
+        for info in REGISTRY.iter().filter(|i| !matches!(i.resume, Resume::Not(_))) {
+            let stored = |args: &ProbeArgs| args.build(&shape).unwrap().params;
+            let base = stored(&parse(info, &[]).unwrap());
+            let mut all = Vec::new();
+            for (name, line) in others(info) {
+                let args = parse(info, &line).unwrap();
+                if stored(&args) == base {
+                    continue;
+                }
+                all.extend(line);
+                let mut again = info.resumed_args(&stored(&args)).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+                if info.peer().is_some() {
+                    again.set_peer(PEER);
+                }
+                assert_eq!(again, args, "{}: --{name} reads back", info.name);
+                read_back += 1;
             }
-            let flags: Vec<Flag> =
-                read(&(info.build)(&args, &shape).unwrap().params).unwrap().into_iter().map(|(f, _)| f).collect();
-            for (i, flag) in flags.iter().enumerate() {
-                let value = other(flag, &args, i as u64);
-                args.set(flag, value);
+            let args = parse(info, &all).unwrap();
+            let mut again = info.resumed_args(&stored(&args)).unwrap();
+            if info.peer().is_some() {
+                again.set_peer(PEER);
             }
-            let stored = (info.build)(&args, &shape).unwrap().params;
-            let mut again = info.resumed_args(&stored).unwrap_or_else(|e| panic!("{}: {e}", info.name));
-            for flag in &flags {
-                assert_eq!(again.get(flag), args.get(flag), "{}: --{}", info.name, flag.name);
-            }
-            if let Some(flag) = &peer {
-                assert_eq!(again.text(flag), None, "{}: the peer is not read back", info.name);
-                again.set(flag, FlagValue::Text("127.0.0.1:9".into()));
-            }
-            assert_eq!((info.build)(&again, &shape).unwrap().params, stored, "{}", info.name);
+            assert_eq!(stored(&again), stored(&args), "{}: all at once", info.name);
         }
+        assert!(read_back >= 10, "settings read back: {read_back}");
         let (timer, gtod) = (info("timer").unwrap(), info("gtod").unwrap());
-        let gtod_run = (gtod.build)(&gtod.defaults(), &shape).unwrap().params;
+        let gtod_run = gtod.defaults().build(&shape).unwrap().params;
         assert_eq!(timer.resumed_args(&gtod_run).unwrap_err(), "its stored parameters are not a timer run's");
         assert!(gtod.resumed_args(&gtod_run).is_ok());
         assert!(info("pingpong").unwrap().peer().is_some() && info("response").unwrap().peer().is_some());

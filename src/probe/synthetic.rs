@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{anywhere, Built, DefaultThreads, Flag, FlagValue, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use super::{anywhere, Built, DefaultThreads, FlagSet, Probe, ProbeFlags, ProbeInfo, Shape, ThreadCtx};
 use crate::model::{Metric, ProbeParams, SyntheticParams};
 use crate::rng::SplitMix64;
 
@@ -18,49 +18,37 @@ pub const INFO: ProbeInfo = ProbeInfo {
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::One,
     default_loops: Some(1_000_000),
-    count_flag: None,
-    flags: &[SEED, INTERVAL, MEDIAN],
+    flags: FlagSet::of::<SyntheticFlags>(),
     supported: anywhere,
-    build,
-    serve: None,
-    study: None,
-    resume: super::Resume::Settings(|p| {
-        let ProbeParams::Synthetic(p) = p else { return None };
-        let number = FlagValue::Number;
-        Some(vec![(SEED, number(p.seed)), (INTERVAL, number(p.interval_us)), (MEDIAN, number(p.median_ns))])
-    }),
+    in_study: false,
+    resume: super::Resume::Settings,
 };
 
-/// The seed when `--seed` is not given.
-const SEED_DEFAULT: u64 = 1;
-/// Synthetic time between samples when `-i` is not given, in µs.
-const INTERVAL_US: u64 = 1000;
-/// Median of the lognormal body when `--median` is not given, in ns.
-const MEDIAN_NS: u64 = 5000;
-
-const SEED: Flag = Flag::new("seed", Kind::Count, "Seed of the generator: the same seed gives the same samples")
-    .default_number(SEED_DEFAULT);
-const INTERVAL: Flag = Flag::new("interval", Kind::PositiveUs, "Synthetic time between samples, in µs")
-    .short('i')
-    .value_name("US")
-    .default_number(INTERVAL_US);
-const MEDIAN: Flag = Flag::new("median", Kind::Positive, "Median of the lognormal body, in ns")
-    .value_name("NS")
-    .default_number(MEDIAN_NS);
-
-/// The generator's parameters, stored with the run as they are.
-fn params(args: &ProbeArgs) -> SyntheticParams {
-    SyntheticParams {
-        seed: args.number(&SEED).unwrap_or(SEED_DEFAULT),
-        interval_us: args.number(&INTERVAL).unwrap_or(INTERVAL_US),
-        median_ns: args.number(&MEDIAN).unwrap_or(MEDIAN_NS),
-    }
+/// `synthetic`'s flags.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct SyntheticFlags {
+    /// Seed of the generator: the same seed gives the same samples
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Synthetic time between samples, in µs
+    #[arg(short = 'i', long, value_name = "US", value_parser = crate::parse::positive_us, default_value_t = 1000)]
+    pub interval: u64,
+    /// Median of the lognormal body, in ns
+    #[arg(long, value_name = "NS", value_parser = crate::parse::positive, default_value_t = 5000)]
+    pub median: u64,
 }
 
-fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let p = params(args);
-    let probe = Synthetic { seed: p.seed, step_ns: p.interval_us * 1000, median_ns: p.median_ns as f64 };
-    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Synthetic(p) })
+impl ProbeFlags for SyntheticFlags {
+    fn build(&self, _: &Shape) -> Result<Built> {
+        let p = SyntheticParams { seed: self.seed, interval_us: self.interval, median_ns: self.median };
+        let probe = Synthetic { seed: p.seed, step_ns: p.interval_us * 1000, median_ns: p.median_ns as f64 };
+        Ok(Built { probe: Arc::new(probe), params: ProbeParams::Synthetic(p) })
+    }
+
+    fn resumed(stored: &ProbeParams) -> Option<Self> {
+        let ProbeParams::Synthetic(p) = stored else { return None };
+        Some(SyntheticFlags { seed: p.seed, interval: p.interval_us, median: p.median_ns })
+    }
 }
 
 struct Synthetic {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{anywhere, Built, DefaultThreads, Flag, FlagValue, Kind, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use super::{anywhere, Built, DefaultThreads, FlagSet, Probe, ProbeFlags, ProbeInfo, Shape, ThreadCtx};
 use crate::model::{Metric, ProbeParams, TimerParams};
 use crate::sys;
 
@@ -17,45 +17,44 @@ pub const INFO: ProbeInfo = ProbeInfo {
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::PerCpu,
     default_loops: None,
-    count_flag: None,
-    flags: &[INTERVAL, DISTANCE],
+    flags: FlagSet::of::<TimerFlags>(),
     supported: anywhere,
-    build,
-    serve: None,
-    study: Some(|_, _| {}),
-    resume: super::Resume::Settings(|p| {
-        let ProbeParams::Timer(p) = p else { return None };
-        Some(vec![(INTERVAL, FlagValue::Number(p.interval_us)), (DISTANCE, FlagValue::Number(p.distance_us))])
-    }),
+    in_study: true,
+    resume: super::Resume::Settings,
 };
 
 /// Wake-up interval when `-i` is not given, in µs (cyclictest's); the monitor's too.
 pub const INTERVAL_US: u64 = 1000;
-/// Per-thread addition to the interval when `-d` is not given, in µs.
-const DISTANCE_US: u64 = 0;
 
-pub const INTERVAL: Flag = Flag::new("interval", Kind::PositiveUs, "Wake-up interval in µs")
-    .short('i')
-    .value_name("US")
-    .default_number(INTERVAL_US);
-const DISTANCE: Flag = Flag::new("distance", Kind::Us, "Added to the interval per thread, in µs (cyclictest's -d)")
-    .short('d')
-    .value_name("US")
-    .default_number(DISTANCE_US);
-
-/// The timer's parameters, stored with the run as they are.
-fn params(args: &ProbeArgs) -> TimerParams {
-    TimerParams {
-        interval_us: args.number(&INTERVAL).unwrap_or(INTERVAL_US),
-        distance_us: args.number(&DISTANCE).unwrap_or(DISTANCE_US),
-        monitor_window_s: None,
-    }
+/// `-i`, the wake-up interval: the timer's, and timerlat's period.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct Interval {
+    /// Wake-up interval in µs
+    #[arg(short = 'i', long, value_name = "US", value_parser = crate::parse::positive_us, default_value_t = INTERVAL_US)]
+    pub interval: u64,
 }
 
-fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let p = params(args);
-    let probe = Timer { interval_ns: p.interval_us * 1000, distance_ns: p.distance_us * 1000 };
-    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Timer(p) })
+/// `timer`'s flags.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct TimerFlags {
+    #[command(flatten)]
+    pub interval: Interval,
+    /// Added to the interval per thread, in µs (cyclictest's -d)
+    #[arg(short = 'd', long, value_name = "US", value_parser = crate::parse::us, default_value_t = 0)]
+    pub distance: u64,
+}
+
+impl ProbeFlags for TimerFlags {
+    fn build(&self, _: &Shape) -> Result<Built> {
+        let p = TimerParams { interval_us: self.interval.interval, distance_us: self.distance, monitor_window_s: None };
+        let probe = Timer { interval_ns: p.interval_us * 1000, distance_ns: p.distance_us * 1000 };
+        Ok(Built { probe: Arc::new(probe), params: ProbeParams::Timer(p) })
+    }
+
+    fn resumed(stored: &ProbeParams) -> Option<Self> {
+        let ProbeParams::Timer(p) = stored else { return None };
+        Some(TimerFlags { interval: Interval { interval: p.interval_us }, distance: p.distance_us })
+    }
 }
 
 struct Timer {

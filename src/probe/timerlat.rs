@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Result;
 
-use super::timer::{INTERVAL, INTERVAL_US};
-use super::{Built, DefaultThreads, FlagValue, Probe, ProbeArgs, ProbeInfo, Shape, ThreadCtx};
+use super::timer::Interval;
+use super::{Built, DefaultThreads, FlagSet, Probe, ProbeFlags, ProbeInfo, Shape, ThreadCtx};
 use crate::model::{IrqSplit, Metric, ProbeParams, TimerParams};
 use crate::restore::{Guard, Held};
 use crate::stats::Stats;
@@ -32,19 +32,35 @@ pub const INFO: ProbeInfo = ProbeInfo {
     metric: Metric::LATENCY,
     default_threads: DefaultThreads::PerCpu,
     default_loops: None,
-    count_flag: None,
-    flags: &[INTERVAL],
+    flags: FlagSet::of::<TimerlatFlags>(),
     supported,
-    build,
-    serve: None,
     // Beside the timer cells where the kernel has the tracer; elsewhere `supported` gives the
     // study its reason to skip the cell.
-    study: Some(|_, _| {}),
-    resume: super::Resume::Settings(|p| {
-        let ProbeParams::Timer(p) = p else { return None };
-        Some(vec![(INTERVAL, FlagValue::Number(p.interval_us))])
-    }),
+    in_study: true,
+    resume: super::Resume::Settings,
 };
+
+/// `timerlat`'s flags: its period is the timer's `-i`.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct TimerlatFlags {
+    #[command(flatten)]
+    pub interval: Interval,
+}
+
+impl ProbeFlags for TimerlatFlags {
+    fn build(&self, _: &Shape) -> Result<Built> {
+        let interval_us = self.interval.interval;
+        let params = TimerParams { interval_us, distance_us: 0, monitor_window_s: None };
+        let probe = Timerlat { period_us: interval_us, armed: OnceLock::new(), irq: Mutex::new(Vec::new()) };
+        Ok(Built { probe: Arc::new(probe), params: ProbeParams::Timerlat(params) })
+    }
+
+    /// Its runs stored before parameters were tagged read as the timer's.
+    fn resumed(stored: &ProbeParams) -> Option<Self> {
+        let (ProbeParams::Timerlat(p) | ProbeParams::Timer(p)) = stored else { return None };
+        Some(TimerlatFlags { interval: Interval { interval: p.interval_us } })
+    }
+}
 
 /// How long a reader sleeps between two reads of its CPU's buffer: the tracer's own kernel
 /// thread measures, so the reader only has to keep the buffer from filling. Woken more often,
@@ -62,13 +78,6 @@ const BUFFER_KB: u64 = 4096;
 fn supported() -> Result<(), String> {
     let root = instance::tracefs()?.root;
     timerlat::present(&root)?.then_some(()).ok_or_else(|| timerlat::ABSENT.to_string())
-}
-
-fn build(args: &ProbeArgs, _: &Shape) -> Result<Built> {
-    let interval_us = args.number(&INTERVAL).unwrap_or(INTERVAL_US);
-    let params = TimerParams { interval_us, distance_us: 0, monitor_window_s: None };
-    let probe = Timerlat { period_us: interval_us, armed: OnceLock::new(), irq: Mutex::new(Vec::new()) };
-    Ok(Built { probe: Arc::new(probe), params: ProbeParams::Timer(params) })
 }
 
 struct Timerlat {

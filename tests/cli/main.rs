@@ -21,6 +21,7 @@ mod load;
 mod measure;
 mod monitor;
 mod net;
+mod old_store;
 mod privilege;
 mod report;
 mod resume;

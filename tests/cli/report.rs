@@ -235,9 +235,9 @@ fn a_short_study_stores_every_cell_and_reports_it() {
     ]);
     // The study's cells come from the probe registry: every probe with a study entry that can
     // run here, idle and loaded; timerlat only where the kernel has the tracer.
-    let entries: Vec<&str> = rtbench::probe::REGISTRY.iter().filter(|p| p.study.is_some()).map(|p| p.name).collect();
+    let entries: Vec<&str> = rtbench::probe::REGISTRY.iter().filter(|p| p.in_study).map(|p| p.name).collect();
     assert_eq!(entries, ["timer", "timerlat", "gtod", "pingpong", "response", "noise"], "the probes the study runs");
-    let runnable = rtbench::probe::REGISTRY.iter().filter(|p| p.study.is_some() && (p.supported)().is_ok());
+    let runnable = rtbench::probe::REGISTRY.iter().filter(|p| p.in_study && (p.supported)().is_ok());
     let probes: Vec<&str> = runnable.map(|p| p.name).collect();
     let n = 2 * probes.len();
     assert!(said.contains(&format!("cell {n} of {n}")), "{said}");

@@ -70,7 +70,7 @@ fn machine_strings(run: &serde_json::Value) -> Vec<(String, String)> {
 
 /// Replaces the masked strings (whole words only, longest first), RFC 3339 timestamps and the
 /// tool version.
-fn mask(text: &str, masks: &[(String, String)]) -> String {
+pub(crate) fn mask(text: &str, masks: &[(String, String)]) -> String {
     let mut masks = masks.to_vec();
     masks.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
     masks.dedup();
@@ -267,7 +267,7 @@ fn table(toks: &[Tok], i: &mut usize, attrs: &str, lines: &mut Vec<String>) {
 }
 
 /// The page as lines of text: title, headings, notes, figures by id and caption, tables, lists.
-fn outline(html: &str) -> String {
+pub(crate) fn outline(html: &str) -> String {
     let toks = tokens(html);
     let mut lines: Vec<String> = Vec::new();
     let mut i = 0;

@@ -119,6 +119,20 @@ fn production_code_has_no_test_hooks() {
     assert!(found.is_empty(), "{hook}_* read in {found:?}");
 }
 
+/// One module style: a module with submodules is a folder with its `mod.rs`, never `foo.rs`
+/// beside a `foo/`.
+#[test]
+fn a_module_with_submodules_is_a_folder_with_its_mod_rs() {
+    let pairs: Vec<String> = sources(&src())
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| path.file_name().is_some_and(|n| n != "mod.rs") && path.with_extension("").is_dir())
+        .map(|path| path.strip_prefix(src()).unwrap().display().to_string())
+        .collect();
+    assert!(pairs.is_empty(), "beside a folder of the same name: {pairs:?}");
+    assert!(src().join("config/mod.rs").is_file() && src().join("runner/mod.rs").is_file(), "the walk sees modules");
+}
+
 #[test]
 fn crate_paths_are_read_in_both_forms() {
     let text = "use crate::model::Run;\nuse crate::{stats::Stats, units};\nlet x = crate::sysinfo::read(p);";

@@ -53,6 +53,29 @@ pub struct TraceEvent {
     pub detail: String,
 }
 
+impl TraceEvent {
+    /// The value of `key=` in its detail ([`event_field`]).
+    pub fn field(&self, key: &str) -> Option<&str> {
+        event_field(&self.detail, key)
+    }
+}
+
+/// The value of `key=` in an event's detail, up to the next space (or the `]` of softirq's
+/// `[action=…]`).
+pub fn event_field<'a>(detail: &'a str, key: &str) -> Option<&'a str> {
+    let mut from = 0;
+    while let Some(i) = detail[from..].find(key).map(|i| i + from) {
+        let starts_word = i == 0 || matches!(detail.as_bytes()[i - 1], b' ' | b'[');
+        if starts_word && detail[i + key.len()..].starts_with('=') {
+            let v = &detail[i + key.len() + 1..];
+            let end = v.find([' ', ']']).unwrap_or(v.len());
+            return Some(&v[..end]);
+        }
+        from = i + key.len();
+    }
+    None
+}
+
 /// A traced breach, stored with its run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Breach {

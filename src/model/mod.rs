@@ -22,7 +22,7 @@ mod system;
 mod timerlat_aa;
 
 pub use audit::{Evidence, Finding, Severity};
-pub use breach::{unseen as breach_unseen, Breach, Cause, CauseKind, TraceEvent};
+pub use breach::{event_field, unseen as breach_unseen, Breach, Cause, CauseKind, TraceEvent};
 pub use classes::{
     ClassInterval, ClassTotal, ClassifyRecord, Interference, InterferenceNs, LongGap, NoiseClass, ThreadClasses, Unseen,
 };

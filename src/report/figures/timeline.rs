@@ -21,7 +21,7 @@ struct Lane {
 /// what a switch names as next); interrupt rows pair entries with exits.
 fn lane(events: &[&TraceEvent], end_us: f64) -> Lane {
     let mut l = Lane::default();
-    let field = |e: &TraceEvent, key: &str| crate::trace::field(&e.detail, key).map(str::to_string);
+    let field = |e: &TraceEvent, key: &str| e.field(key).map(str::to_string);
     let mut task: Option<(f64, String)> = None;
     let mut irq: Vec<(f64, String)> = Vec::new();
     let mut softirq: Option<(f64, String)> = None;

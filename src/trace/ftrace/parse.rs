@@ -61,21 +61,7 @@ fn timestamp(s: &str) -> Option<u64> {
     Some(secs * 1_000_000_000 + frac * 10u64.pow(9 - digits as u32))
 }
 
-/// The value of `key=` in an event's detail, up to the next space (or the `]` of softirq's
-/// `[action=…]`).
-pub fn field<'a>(detail: &'a str, key: &str) -> Option<&'a str> {
-    let mut from = 0;
-    while let Some(i) = detail[from..].find(key).map(|i| i + from) {
-        let starts_word = i == 0 || matches!(detail.as_bytes()[i - 1], b' ' | b'[');
-        if starts_word && detail[i + key.len()..].starts_with('=') {
-            let v = &detail[i + key.len() + 1..];
-            let end = v.find([' ', ']']).unwrap_or(v.len());
-            return Some(&v[..end]);
-        }
-        from = i + key.len();
-    }
-    None
-}
+pub use crate::model::event_field as field;
 
 #[cfg(test)]
 mod tests {

@@ -84,7 +84,7 @@ fn a_load_never_runs_on_a_shielded_cpu_and_everything_comes_back() {
     let lab = Lab::alone();
     let before = state();
     let tmp = lab.dir.path().to_str().unwrap().to_string();
-    let child = lab
+    let mut child = lab
         .cmd(&["timer", "--shield", "1", "-D", "4s", "-q", "--load", "cpu", "--settle", "1s", "--tmpdir", &tmp])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -93,7 +93,9 @@ fn a_load_never_runs_on_a_shielded_cpu_and_everything_comes_back() {
     let pid = child.id();
     let (mut samples, mut seen_shield, mut load_pids) = (0, false, std::collections::BTreeSet::new());
     let until = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < until && std::path::Path::new(&format!("/proc/{pid}")).exists() {
+    // Until rtbench has exited (its /proc entry stays until it is reaped: the loop waited out
+    // its whole limit while it was there).
+    while Instant::now() < until && child.try_wait().unwrap().is_none() {
         if std::path::Path::new(CPUSET).join("rtbench-shield").exists() {
             seen_shield = true;
         }

@@ -73,7 +73,7 @@ fn performance_mode_pins_the_vcpu_at_fifo_and_puts_the_host_back() {
         Killed(child)
     };
     let said = || std::fs::read_to_string(&log).unwrap_or_default();
-    let mut child = spawn(&["--", "timer", "-D", "5s", "-q"]);
+    let mut child = spawn(&["--", "timer", "-D", "2s", "-q"]);
     // (SCHED_FIFO is policy 1.)
     let pinned = vec![("CPU 0/TCG".to_string(), cpu.clone(), "1".to_string(), "1".to_string())];
     let until = Instant::now() + Duration::from_secs(300);

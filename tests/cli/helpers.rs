@@ -36,6 +36,13 @@ impl Lab {
     /// [`Lab::alone`] for a test that boots guests: its commands run [`guest_binary`], which
     /// `kernels` copies into each guest.
     pub fn for_guests() -> Lab {
+        Lab::alone_release()
+    }
+
+    /// [`Lab::alone`] whose commands run [`guest_binary`] (the release build in the full tier),
+    /// for a full-tier test whose time goes into rtbench's own work (a whole study, its PNG
+    /// figures) rather than into what it checks; the fast tier runs the same code debug-built.
+    pub fn alone_release() -> Lab {
         let mut lab = Lab::alone();
         lab.bin = guest_binary();
         lab
@@ -114,7 +121,7 @@ impl Drop for Lab {
     }
 }
 
-/// The rtbench a guest runs: `$RTBENCH_GUEST_BIN` (the full tier's command sets it to the
+/// The rtbench a guest (or a lab host) runs: `$RTBENCH_GUEST_BIN` (the full tier's command sets it to the
 /// release build), else this build's. Under TCG a debug binary's every start costs tens of
 /// seconds more than a release one's (55 s against 17 s for `timer -D 1s`: the BPF split's BTF
 /// and symbol look-ups above all).

@@ -212,7 +212,7 @@ fn merge_brings_another_stores_runs_once() {
 #[needs(full = "a whole study with its loaded cells and sysbench (lab.rs holds a shorter one in the fast tier)")]
 #[test]
 fn a_short_study_stores_every_cell_and_reports_it() {
-    let lab = Lab::alone();
+    let lab = Lab::alone_release();
     let out = lab.path("study-report");
     let tmp = lab.dir.path().to_str().unwrap();
     let said = lab.ok(&[

@@ -145,14 +145,12 @@ fn a_gated_study_with_failed_cells_prints_the_gate_and_writes_them_as_junit_erro
 #[test]
 fn a_cell_whose_peer_stops_answering_fails_on_the_watchdog_and_the_study_goes_on() {
     let lab = Lab::alone();
-    let out = lab.path("study-report");
     let (srv, peer) = peer(&lab);
     let srv = Stoppable(srv);
     // Longer than the moment the peer stops and the watchdog's margin (5 s) after it.
     let cell = Duration::from_secs(9);
-    let args =
-        ["study", "--no-split", "--no-classify", "-D", "9s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
-    let (study, lines) = spawn_lines(lab.cmd(&[&args[..], &["-o", out.to_str().unwrap()]].concat()));
+    let args = ["study", "--no-split", "--no-classify", "-D", "9s", "--load", "none", "--no-sysbench", "-q"];
+    let (study, lines) = spawn_lines(lab.cmd(&[&args[..], &["--peer", &peer, "--no-report"]].concat()));
     let mut said = Vec::new();
     wait_line(&lines, "== cell 3 of 5: pingpong idle", &mut said);
     let began = Instant::now();

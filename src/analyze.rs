@@ -6,8 +6,8 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::error::InputError;
-use crate::recorder::samplelog::{self, LogError};
 use crate::stats::Stats;
+use crate::store::samplelog::{self, LogError};
 
 /// Per-thread statistics of a sample log, and how many complete blocks were skipped at a torn
 /// tail (only with `salvage`).

@@ -1,7 +1,9 @@
 //! The layering the crate promises, checked on its source: `unsafe` only in `sys`, every forked
 //! child's code in `sys` behind an `unsafe fn`, `sys` at the bottom, the model on `stats` and
-//! `units` alone, no test hooks, and no two top-level modules importing each other, directly or
-//! through others (`sys`, `model` and `restore` at the bottom; `app` and `cli` at the top).
+//! `units` alone, no test hooks, one module style, no two top-level modules importing each
+//! other, directly or through others, and every top-level module in one of a few wings
+//! ([`WINGS`]: base, host, data, analysis, then measuring and presentation side by side, and
+//! the face on top) importing only its own wing and those below it.
 //! The compiler's `deny(unsafe_code)` can be lifted by one `allow`; these cannot.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -194,4 +196,76 @@ fn a_cycle_is_found_where_there_is_one() {
             .collect();
     assert_eq!(cycle_through(&g, "a").unwrap(), ["a", "b", "c", "a"]);
     assert_eq!(cycle_through(&g, "d"), None, "d leads into a cycle but is not on one");
+}
+
+/// The wings the top-level modules stand in, lowest first: each with its modules and the wings
+/// it may import besides its own. Measuring and presentation stand side by side: neither imports
+/// the other, and the face (the command line and what runs its commands) joins them. `config`
+/// (the validated plan of a run) stands with the measuring side that executes it; the settings
+/// of the other commands are the face's (`app::task`).
+const WINGS: &[(&str, &[&str], &[&str])] = &[
+    // The vocabulary every wing speaks: stored types, statistics, units, errors.
+    ("base", &["model", "stats", "units", "error", "rng", "fasthash", "par", "timefmt"], &[]),
+    // This machine: system calls, what it is, what rtbench changes on it and puts back, tracing.
+    ("host", &["sys", "sysinfo", "restore", "session", "shield", "trace", "audit", "vm"], &["base"]),
+    // Where runs are kept and how outside data comes in: the store, the sample log, imports,
+    // the parsers of what a user types.
+    ("data", &["store", "import", "parse"], &["host", "base"]),
+    // What is computed from stored runs and sample logs: extreme values, a log's statistics.
+    ("analysis", &["evt", "analyze"], &["data", "host", "base"]),
+    (
+        "measuring",
+        &["probe", "instrument", "recorder", "runner", "config", "load", "net", "sysbench"],
+        &["analysis", "data", "host", "base"],
+    ),
+    // The report reads stored runs and what `app` tells it of the probes and operations.
+    ("presentation", &["report"], &["analysis", "data", "base"]),
+    ("face", &["cli", "app"], &["presentation", "measuring", "analysis", "data", "host", "base"]),
+];
+
+/// Each import of `g` a wing does not allow, and each module in no wing or in two.
+fn wing_violations(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let wing_of = |m: &str| -> Vec<&str> { WINGS.iter().filter(|(_, ms, _)| ms.contains(&m)).map(|w| w.0).collect() };
+    let mut found = Vec::new();
+    for (module, deps) in g {
+        let [wing] = wing_of(module)[..] else {
+            found.push(format!("{module} stands in {:?}: one wing each", wing_of(module)));
+            continue;
+        };
+        let allowed = WINGS.iter().find(|w| w.0 == wing).unwrap().2;
+        // A name that is no module (`crate::invalid!`, a macro) is no arrow between wings.
+        for dep in deps.iter().filter(|d| g.contains_key(*d)) {
+            let [to] = wing_of(dep)[..] else { continue };
+            if to != wing && !allowed.contains(&to) {
+                found.push(format!("{module} ({wing}) imports {dep} ({to})"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_module_stands_in_one_wing_and_imports_only_the_wings_below_it() {
+    let g = graph(&src());
+    assert!(g.len() >= 30 && g["report"].contains("store"), "the graph is read: {g:?}");
+    let found = wing_violations(&g);
+    assert!(found.is_empty(), "against the wings (layers.rs WINGS):\n{}", found.join("\n"));
+}
+
+#[test]
+fn an_arrow_up_and_a_module_in_no_wing_are_found() {
+    let g: BTreeMap<String, BTreeSet<String>> = [
+        ("report", vec!["sysbench", "store", "invalid"]),
+        ("store", vec!["sys"]),
+        ("sys", vec![]),
+        ("sysbench", vec![]),
+        ("newcomer", vec![]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(
+        wing_violations(&g),
+        ["newcomer stands in []: one wing each", "report (presentation) imports sysbench (measuring)"]
+    );
 }

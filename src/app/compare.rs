@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::config::{CompareConfig, StudyGate};
+use super::task::{CompareConfig, StudyGate};
 use crate::report::compare::{compare, Comparison};
 use crate::report::findings;
 use crate::report::junit::Errored;
@@ -15,7 +15,8 @@ pub fn run(a: CompareConfig) -> Result<i32> {
     let store = Store::open(&a.db)?;
     let mut results = Vec::new();
     for label in &a.labels {
-        let runs = crate::report::select::runs(&store, &[a.baseline.clone(), label.clone()], &[], &super::catalog())?;
+        let runs =
+            crate::report::select::runs(&store, &[a.baseline.clone(), label.clone()], &[], &super::catalog().probes)?;
         let result = compare(&runs, &a.baseline, label, &a.conditions)?;
         if a.json {
             println!("{}", serde_json::to_string_pretty(&crate::report::compare::document(&result))?);
@@ -110,6 +111,6 @@ pub fn gate_study(gate: Option<&StudyGate>, db: &Path, labels: &[&str], code: i3
 /// One of a study's labels against its baseline.
 fn compare_label(store: &Store, gate: &StudyGate, label: &str) -> Result<Comparison> {
     let wanted = [gate.baseline.clone(), label.to_string()];
-    let runs = crate::report::select::runs(store, &wanted, &[], &super::catalog())?;
+    let runs = crate::report::select::runs(store, &wanted, &[], &super::catalog().probes)?;
     compare(&runs, &gate.baseline, label, &gate.conditions)
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::config::{GuestCommand, KernelsConfig, ReportConfig};
+use super::task::{GuestCommand, KernelsConfig, ReportConfig};
 use crate::session::Session;
 use crate::store::Store;
 use crate::vm::accel::{self, Accel};
@@ -75,7 +75,7 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
             db: cfg.db.clone(),
         };
         // The answer in words, as a study ends with it, then the side-by-side report.
-        super::report(of(Some(crate::config::Output::Text)))?;
+        super::report(of(Some(super::task::Output::Text)))?;
         super::report(of(None))?;
     }
     println!("kernels: {} kernels in {:.1} s, {failed} failed", kernels.len(), started.elapsed().as_secs_f64());

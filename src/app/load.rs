@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::config::LoadConfig;
+use super::task::LoadConfig;
 use crate::load;
 use crate::runner::{LoadStart, LoadView};
 use crate::session::Session;

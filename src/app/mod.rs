@@ -9,6 +9,7 @@ mod net;
 mod resume;
 mod study;
 mod sysbench;
+pub mod task;
 #[cfg(test)]
 mod tests;
 mod wcet;
@@ -20,9 +21,10 @@ use serde_json::json;
 
 use crate::config::*;
 use crate::report::export::{self, ExportOptions, Format};
-use crate::report::{findings, show, ProbeNote, Run};
+use crate::report::{findings, show, Catalog, OpNote, ProbeNote, Run};
 use crate::stats::Stats;
 use crate::store::Store;
+use task::*;
 
 /// Every kind of system change a killed rtbench can leave behind, each put back by the next
 /// command: one line per kind (its [`crate::restore::Change`] says how).
@@ -132,7 +134,7 @@ fn audit(a: AuditConfig) -> Result<i32> {
 fn report(a: ReportConfig) -> Result<i32> {
     let store = Store::open(&a.db)?;
     let started = std::time::Instant::now();
-    let runs = crate::report::select::runs(&store, &a.labels, &a.runs, &catalog())?;
+    let runs = crate::report::select::runs(&store, &a.labels, &a.runs, &catalog().probes)?;
     let count = runs.len();
     let (latency, costs) = crate::report::select::split(runs);
     let mut found = findings::given(&a.caveats);
@@ -286,9 +288,15 @@ fn export_run(a: ExportConfig) -> Result<i32> {
     Ok(0)
 }
 
-/// What reports say about the probes, in registry order.
-fn catalog() -> Vec<ProbeNote> {
-    crate::probe::REGISTRY.iter().map(|p| ProbeNote { name: p.name, help: p.help }).collect()
+/// What reports know of the measuring side: the probes in registry order, sysbench's operations
+/// in its table order.
+fn catalog() -> Catalog {
+    let probes = crate::probe::REGISTRY.iter().map(|p| ProbeNote { name: p.name, help: p.help }).collect();
+    let ops = crate::sysbench::ops()
+        .iter()
+        .map(|o| OpNote { name: o.name, group: o.group, bandwidth: o.bandwidth })
+        .collect();
+    Catalog { probes, ops }
 }
 
 /// Opens the store for a command that adds runs. Runs whose rtbench was killed are stored as

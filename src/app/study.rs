@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::config::{Ask, RunConfig, RunOptions, StudyConfig};
+use super::task::StudyConfig;
+use crate::config::{Ask, RunConfig, RunOptions};
 use crate::net::transport::Transport;
 use crate::probe::{ProbeInfo, StudyEnv};
 use crate::report::junit::Errored;
@@ -99,7 +100,7 @@ pub fn run(a: StudyConfig) -> Result<i32> {
             Ok(s) => {
                 println!("preemption model now '{}'; the study runs under {}", s.original(), models.join(", "));
                 session.hold(s);
-                models.into_iter().map(|m| (crate::config::preempt_label(&label, &m), Some(m))).collect()
+                models.into_iter().map(|m| (super::task::preempt_label(&label, &m), Some(m))).collect()
             }
             Err(why) => {
                 println!("study: skipping --preempt: {why}");
@@ -378,7 +379,7 @@ fn sysbench_cells(session: &mut Session, store: &mut Store, passes: &[(String, O
 
 /// Appendix III of each pass on the terminal, then the report over every run the study stored.
 fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Option<String>)]) -> Result<()> {
-    let runs = select::runs(store, &[], done, &super::catalog())?;
+    let runs = select::runs(store, &[], done, &super::catalog().probes)?;
     for (label, _) in passes {
         let these: Vec<_> = runs
             .iter()

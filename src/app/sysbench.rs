@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::config::{SysbenchConfig, SysbenchMode, SysbenchRun};
+use super::task::{SysbenchConfig, SysbenchMode, SysbenchRun};
 use crate::load::LoadSpec;
 use crate::model::{
     LoadRecord, MeasuredParams, Policy, ProbeParams, RunKind, RunParams, SysbenchOpParams, SysbenchTotalParams,
@@ -320,7 +320,7 @@ pub fn tables(results: &[(&Op, sb::Measured)], label: &str, cpu: Option<usize>) 
             "operation", "median", "min", "max", "iterations"
         );
         for (op, m) in rows {
-            let f = |v: u64| sb::shown(op.bandwidth, v as f64);
+            let f = |v: u64| crate::model::op_shown(op.bandwidth, v as f64);
             let image = m.image.as_ref().map_or(String::new(), |i| format!("  {}", i.describe()));
             let _ = writeln!(
                 out,

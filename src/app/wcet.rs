@@ -5,12 +5,12 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use super::task::WcetConfig;
 use crate::analyze::log_reason;
-use crate::config::WcetConfig;
 use crate::error::InputError;
 use crate::evt::{self, Estimate, Verdict};
 use crate::model::{EnvPoint, Run};
-use crate::recorder::samplelog::{self, LogError};
+use crate::store::samplelog::{self, LogError};
 use crate::store::Store;
 use crate::units::fmt_ns_as_us;
 

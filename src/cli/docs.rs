@@ -3,7 +3,7 @@
 
 use std::io;
 
-use crate::config::{ManConfig, ManPage};
+use crate::app::task::{ManConfig, ManPage};
 
 /// `rtbench completions SHELL`: the completion script of `shell` for the whole command line.
 pub fn completions(shell: clap_complete::Shell) -> String {

@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::{Command, DbArg, Invocation};
-use crate::config::{GuestCommand, KernelsConfig};
+use crate::app::task::{GuestCommand, KernelsConfig};
 use crate::vm::cache::Source;
 use crate::vm::perf::Perf;
 

@@ -7,7 +7,8 @@ use anyhow::Result;
 use clap::Args;
 
 use super::DbArg;
-use crate::config::{Ask, MonitorConfig, RunConfig, RunOptions};
+use crate::app::task::MonitorConfig;
+use crate::config::{Ask, RunConfig, RunOptions};
 use crate::probe::noise::NoiseFlags;
 use crate::probe::timer::{Interval, TimerFlags};
 use crate::probe::{ProbeArgs, ProbeFlags};

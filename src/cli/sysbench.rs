@@ -3,7 +3,8 @@
 use anyhow::Result;
 
 use super::SysbenchArgs;
-use crate::config::{load_options, SysbenchConfig, SysbenchMode, SysbenchRun};
+use crate::app::task::{SysbenchConfig, SysbenchMode, SysbenchRun};
+use crate::config::load_options;
 use crate::invalid;
 use crate::load::LoadSpec;
 use crate::sysbench::Op;

@@ -5,6 +5,7 @@
 use anyhow::Result;
 
 use super::{Command, CompareArgs, Invocation, LoadCmdArgs, StudyArgs, WcetArgs};
+use crate::app::task::*;
 use crate::config::*;
 use crate::load::LoadSpec;
 use crate::store;
@@ -141,7 +142,7 @@ impl StudyArgs {
         let preempt = preempt_models(self.preempt.as_deref())?;
         // Each pass under a model is stored under a longer label: checked now, not a pass later.
         for model in preempt.iter().flatten() {
-            crate::parse::label(&crate::config::preempt_label(&label, model), "--preempt's label")?;
+            crate::parse::label(&crate::app::task::preempt_label(&label, model), "--preempt's label")?;
         }
         let gate = self.baseline.map(|baseline| StudyGate {
             baseline,

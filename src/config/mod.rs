@@ -1,11 +1,9 @@
 //! Validated settings of one measuring run: what the runner sees instead of flags.
 
-mod commands;
 mod resume;
 
 pub use crate::instrument::breach::BreachOptions;
 pub use crate::instrument::Ask;
-pub use commands::*;
 pub use resume::{notes, peer, peer_note, rest, resumable, sample_log, Peer, Rest, ResumeConfig};
 
 use std::path::{Path, PathBuf};

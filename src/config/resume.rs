@@ -214,14 +214,14 @@ pub fn peer_note(h: &RunHeader, resumes: usize, cfg: &RunConfig, peer: &Peer) ->
 pub fn sample_log(h: &RunHeader, resumes: usize, cfg: &mut RunConfig) -> Result<Option<String>> {
     let Some(file) = h.params.measured().and_then(|m| m.samples_file.as_deref()) else { return Ok(None) };
     let path = PathBuf::from(file);
-    let why = match crate::recorder::samplelog::scan(&path) {
+    let why = match crate::store::samplelog::scan(&path) {
         Ok(index) if index.step_ns == cfg.probe.step_ns() => {
             super::check_writable(&path)?;
             cfg.output.samples = Some(path);
             cfg.output.samples_append = true;
             return Ok(None);
         }
-        Ok(index) => crate::recorder::samplelog::LogError::Step { logged: index.step_ns, now: cfg.probe.step_ns() },
+        Ok(index) => crate::store::samplelog::LogError::Step { logged: index.step_ns, now: cfg.probe.step_ns() },
         Err(e) => e,
     };
     let n = resumes + 1;

@@ -13,6 +13,7 @@ mod kind;
 mod label;
 mod load;
 mod metric;
+mod op_group;
 mod params;
 mod pingpong_params;
 mod probe_params;
@@ -33,6 +34,7 @@ pub use kind::{ForkImage, RunKind, SysbenchOpParams, SysbenchTotalParams};
 pub use label::{check_label, check_label_filter, LabelFault, LABEL_MAX_CHARS};
 pub use load::{Activity, GeneratorReport, LoadFlags, LoadPlan, LoadRecord, LoadReport};
 pub use metric::{Better, Metric, Unit};
+pub use op_group::{op_shown, OpGroup};
 pub use params::{
     placement, BreachRecord, ImportedParams, Lacked, MeasuredParams, Policy, RunParams, ShieldRecord, SplitRecord,
     ThreadRan,

@@ -14,8 +14,6 @@ use std::time::Duration;
 use crate::model::EnvPoint;
 use crate::stats::Stats;
 
-pub mod samplelog;
-
 /// Samples a buffer keeps as taken; more go into its own statistics. A second of a 10 kHz
 /// thread fits: the runner collects every second, or every 100 ms with the live view.
 const PENDING: usize = 16_384;

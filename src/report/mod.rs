@@ -15,6 +15,23 @@ pub struct ProbeNote {
     pub help: &'static str,
 }
 
+/// One sysbench operation, as `app` hands it to the report from sysbench's catalogue: the list's
+/// order is the order its tables and figure show operations in.
+#[derive(Clone, Copy, Debug)]
+pub struct OpNote {
+    pub name: &'static str,
+    pub group: crate::model::OpGroup,
+    /// Its value is a bandwidth (MB/s, bigger is better), not a cost.
+    pub bandwidth: bool,
+}
+
+/// What the report knows of the measuring side, handed to it by `app`.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    pub probes: Vec<ProbeNote>,
+    pub ops: Vec<OpNote>,
+}
+
 pub mod build;
 pub mod compare;
 pub mod compare_noise;

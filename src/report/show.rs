@@ -44,7 +44,7 @@ pub fn summary(run: &Run) -> String {
         // A cost or a bandwidth (`sysbench`): its repetitions, not latencies.
         let bw = h.metric.better == crate::model::Better::Bigger;
         let s = &run.total;
-        let f = |v: u64| crate::sysbench::shown(bw, v as f64);
+        let f = |v: u64| crate::model::op_shown(bw, v as f64);
         let _ = writeln!(
             out,
             "median {}  min {}  max {}  ({}, {} repetitions; {} is better)",

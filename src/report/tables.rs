@@ -229,7 +229,7 @@ fn in_timerlat_terms(a: &crate::model::TimerlatAnalysis) -> String {
 
 /// `sysbench` as LMbench's five summary tables: one per group, one row per label, one column
 /// per operation, the newest run's median (µs, or MB/s for bandwidths) with its spread on hover.
-pub fn sysbench(costs: &[RunView]) -> String {
+pub fn sysbench(costs: &[RunView], ops: &[super::OpNote]) -> String {
     let mut labels: Vec<&str> = Vec::new();
     for r in costs {
         if !labels.contains(&r.label()) {
@@ -237,8 +237,8 @@ pub fn sysbench(costs: &[RunView]) -> String {
         }
     }
     let mut out = String::new();
-    for group in crate::sysbench::Group::ALL {
-        let ops: Vec<String> = crate::sysbench::ops()
+    for group in crate::model::OpGroup::ALL {
+        let ops: Vec<String> = ops
             .iter()
             .filter(|o| o.group == group)
             .map(|o| o.name.to_string())
@@ -278,7 +278,7 @@ pub fn sysbench(costs: &[RunView]) -> String {
                         .rev()
                         .find(|r| r.label() == *label && r.load() == load && r.sysbench_op().as_ref() == Some(op));
                     match newest {
-                        Some(r) => out.push_str(&cost_cell(r, group == crate::sysbench::Group::Bandwidth)),
+                        Some(r) => out.push_str(&cost_cell(r, group == crate::model::OpGroup::Bandwidth)),
                         None => out.push_str("<td>-</td>"),
                     }
                 }
@@ -294,7 +294,7 @@ pub fn sysbench(costs: &[RunView]) -> String {
 /// it forked from (and its mark) beneath, in view: the number means little without it.
 fn cost_cell(r: &RunView, bw: bool) -> String {
     let s = &r.data.total;
-    let f = |v: u64| crate::sysbench::shown(bw, v as f64);
+    let f = |v: u64| crate::model::op_shown(bw, v as f64);
     let image = r.data.header.sysbench_op().and_then(|p| p.image);
     let image = image.map_or(String::new(), |i| format!(r#"<br><small class="image">{}</small>"#, esc(&i.describe())));
     format!(r#"<td title="min {} max {}">{}{image}</td>"#, f(s.min), f(s.max), f(s.percentile(0.5)))

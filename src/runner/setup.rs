@@ -12,9 +12,9 @@ use super::{rt, LoadStart};
 use crate::config::RunConfig;
 use crate::instrument::Armed;
 use crate::model::{MeasuredParams, ShieldRecord, SystemSnapshot};
-use crate::recorder::samplelog::SampleLogWriter;
 use crate::session::Session;
 use crate::shield::Shield;
+use crate::store::samplelog::SampleLogWriter;
 
 /// A run ready to measure.
 pub(super) struct Setup {

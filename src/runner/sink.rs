@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 
 use super::live::{Live, Row};
 use super::segment::{Closed, Segments};
-use crate::recorder::samplelog::SampleLogWriter;
+use crate::store::samplelog::SampleLogWriter;
 /// What the runner knows at a checkpoint: what the store's writer takes.
 pub use crate::store::Checkpoint;
 use crate::store::RunWriter;

@@ -1,11 +1,12 @@
 //! The run store: one SQLite file (WAL), written at checkpoints by the runner and read by
-//! everything else.
+//! everything else; and beside it, when a run asks, its raw sample log ([`samplelog`]).
 
 mod absent;
 mod merge;
 mod place;
 mod resume;
 mod retention;
+pub mod samplelog;
 mod schema;
 mod update;
 mod windows;

@@ -14,41 +14,9 @@ mod spawn;
 use std::io;
 use std::time::{Duration, Instant};
 
+/// The table an operation belongs to: the model's, which the stored rows and the report read.
+pub use crate::model::OpGroup as Group;
 use crate::model::{Better, ForkImage, Metric, Unit};
-
-/// LMbench's summary tables.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Group {
-    Processes,
-    Context,
-    Latency,
-    FileVm,
-    Bandwidth,
-}
-
-impl Group {
-    pub const ALL: [Group; 5] = [Group::Processes, Group::Context, Group::Latency, Group::FileVm, Group::Bandwidth];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Group::Processes => "processes",
-            Group::Context => "context",
-            Group::Latency => "latency",
-            Group::FileVm => "file-vm",
-            Group::Bandwidth => "bandwidth",
-        }
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Group::Processes => "Processor, processes (µs, smaller is better)",
-            Group::Context => "Context switching (µs, smaller is better)",
-            Group::Latency => "Local communication latencies (µs, smaller is better)",
-            Group::FileVm => "File and VM system latencies (µs, smaller is better)",
-            Group::Bandwidth => "Local communication bandwidths (MB/s, bigger is better)",
-        }
-    }
-}
 
 /// What one timed repetition did: its time and how many operations (or bytes) it covered.
 #[derive(Clone, Copy, Debug)]
@@ -95,15 +63,6 @@ impl Op {
         } else {
             (ns * 1000 / (t.units.max(1) as u128)) as u64
         }
-    }
-}
-
-/// A stored value as shown: µs per operation, or MB/s.
-pub fn shown(bandwidth: bool, v: f64) -> String {
-    if bandwidth {
-        format!("{:.1}", v / 1000.0)
-    } else {
-        format!("{:.4}", v / 1e6)
     }
 }
 

@@ -278,7 +278,7 @@ fn a_response_run_killed_mid_run_needs_its_target_again_and_continues_with_it() 
 /// goes to FILE.resumed-N, and the run's warnings say so.
 #[test]
 fn a_killed_run_with_a_sample_log_appends_its_next_part_to_the_same_log() {
-    use rtbench::recorder::samplelog::{read_blocks, scan};
+    use rtbench::store::samplelog::{read_blocks, scan};
     let lab = Lab::new();
     let log = lab.path("s.rtb");
     let run = ["timer", "-t", "1", "-D", "6s", "-q", "--label", "log", "--samples", log.to_str().unwrap()];

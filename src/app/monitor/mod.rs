@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::config::MonitorConfig;
+use crate::app::task::MonitorConfig;
 use crate::runner::segment::Extras;
 
 pub fn run(a: MonitorConfig) -> Result<i32> {

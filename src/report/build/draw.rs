@@ -395,9 +395,9 @@ pub(super) fn monitor_figures(monitors: &[Monitor]) -> Vec<Figure> {
 
 /// `sysbench` as the Geode paper's Figure 32: every operation, a bar per label (the newest
 /// run's median), when any label measured one.
-pub(super) fn cost_figure(costs: &[RunView]) -> Option<Figure> {
+pub(super) fn cost_figure(costs: &[RunView], ops: &[crate::report::OpNote]) -> Option<Figure> {
     let labels = distinct(costs.iter().map(|r| r.label().to_string()));
-    let ops: Vec<cost_bars::OpBars> = crate::sysbench::ops()
+    let ops: Vec<cost_bars::OpBars> = ops
         .iter()
         .filter(|o| costs.iter().any(|r| r.sysbench_op().as_deref() == Some(o.name)))
         .map(|o| cost_bars::OpBars {

@@ -16,7 +16,7 @@ pub use page::html;
 use super::figures::Figure;
 use super::findings::Finding;
 use super::select::{Monitor, RunView};
-use super::ProbeNote;
+use super::Catalog;
 use crate::error::InputError;
 
 /// Tells the figure renderers to leave the PNG copies out from now on: a command that was
@@ -30,7 +30,7 @@ pub fn write(
     runs: &[RunView],
     costs: &[RunView],
     monitors: &[Monitor],
-    notes: &[ProbeNote],
+    catalog: &Catalog,
     findings: &[Finding],
     skip_pngs: SkipPngs,
 ) -> Result<ReportFiles> {
@@ -48,10 +48,10 @@ pub fn write(
         std::fs::create_dir_all(partial.join("figures"))
             .map_err(|e| InputError::Unwritable { path: out.display().to_string(), reason: e.to_string() })?;
         let mut figs = figures(runs);
-        figs.extend(draw::cost_figure(costs));
+        figs.extend(draw::cost_figure(costs, &catalog.ops));
         figs.extend(draw::monitor_figures(monitors));
         let pngs = render_files(&partial.join("figures"), &figs, skip_pngs)?;
-        let page = html(runs, costs, &figs, pngs, notes, findings);
+        let page = html(runs, costs, &figs, pngs, catalog, findings);
         std::fs::write(partial.join("index.html"), &page)?;
         Ok(ReportFiles { index: out.join("index.html"), figures: figs.len(), pngs, html_bytes: page.len() })
     })();

@@ -12,7 +12,7 @@ use crate::report::findings::Finding;
 use crate::report::select::RunView;
 use crate::report::svg::esc;
 use crate::report::tables;
-use crate::report::ProbeNote;
+use crate::report::{Catalog, OpNote, ProbeNote};
 
 const TEMPLATE: &str = include_str!("../template.html");
 
@@ -53,9 +53,10 @@ pub fn html(
     costs: &[RunView],
     figs: &[Figure],
     pngs: usize,
-    notes: &[ProbeNote],
+    catalog: &Catalog,
     findings: &[Finding],
 ) -> String {
+    let notes = &catalog.probes[..];
     let labels = distinct(runs.iter().chain(costs).map(|r| r.label().to_string()));
     let drawn = Drawn(figs);
     let campaign = super::campaign::is_campaign(distinct(runs.iter().map(|r| r.label().to_string())).len());
@@ -70,7 +71,7 @@ pub fn html(
         sections.push(Section::new(format!("probe-{}", file_safe(&probe)), probe, body));
     }
     sections.extend(watch_section(drawn));
-    sections.extend(price_section(costs, drawn));
+    sections.extend(price_section(costs, &catalog.ops, drawn));
     if !campaign {
         let per_label = labels.iter().map(|l| drawn.html(&format!("label-{}-probes", file_safe(l)))).collect();
         sections.push(Section::new("per-label", "Per label", per_label));
@@ -217,14 +218,14 @@ fn watch_section(drawn: Drawn) -> Option<Section> {
 }
 
 /// sysbench's costs per label and, where measured, the total time under each load.
-fn price_section(costs: &[RunView], drawn: Drawn) -> Option<Section> {
+fn price_section(costs: &[RunView], ops: &[OpNote], drawn: Drawn) -> Option<Section> {
     if costs.is_empty() {
         return None;
     }
     let mut b = String::new();
     b.push_str(r#"<p class="note">Median of the repetitions of each operation, one row per label; hover a value for its spread. rtbench's own implementation of LMbench's measurements.</p>"#);
     b.push_str(&drawn.html("sysbench-costs"));
-    b.push_str(&tables::sysbench(costs));
+    b.push_str(&tables::sysbench(costs, ops));
     let total = tables::sysbench_total(costs);
     if !total.is_empty() {
         b.push_str(

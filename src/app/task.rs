@@ -1,11 +1,13 @@
-//! The validated settings of every command besides the probes' runs ([`super::RunConfig`]):
-//! what `app` sees instead of flags. The command line builds them (`cli::validate`) and checks
-//! everything there, once; nothing here knows clap.
+//! The validated settings of every command besides the probes' runs (`config::RunConfig`, which
+//! the runner takes): what `app` runs instead of flags. The command line builds them
+//! (`cli::validate`) and checks everything there, once; nothing here knows clap. They belong to
+//! the face (some hold the report's types: a `--fail-if` condition, an export format), so they
+//! live beside `app`, below which nothing reaches up.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{BreachOptions, LoadFlags, RunConfig, RunOptions};
+use crate::config::{BreachOptions, LoadFlags, RunConfig, RunOptions};
 use crate::load::LoadSpec;
 use crate::probe::ServeSpec;
 use crate::report::compare::Condition;

@@ -269,3 +269,72 @@ fn an_arrow_up_and_a_module_in_no_wing_are_found() {
         ["newcomer stands in []: one wing each", "report (presentation) imports sysbench (measuring)"]
     );
 }
+
+/// Source files stay short enough to read whole.
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let long: Vec<String> = sources(&src())
+        .into_iter()
+        .map(|(path, text)| (path.strip_prefix(src()).unwrap().display().to_string(), text.lines().count()))
+        .filter(|(_, lines)| *lines > 600)
+        .map(|(path, lines)| format!("{path}: {lines} lines"))
+        .collect();
+    assert!(long.is_empty(), "{long:?}");
+}
+
+/// Functions that only list rows (sysbench's operations of one file): a table, not logic.
+const TABLES: &[(&str, &str)] = &[("sysbench/memfile.rs", "ops")];
+
+/// Each function of `text` with a body: its name, first line (1-based) and length in lines, from
+/// its signature to the brace that closes it at the signature's indentation (rustfmt's layout).
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let after = ["pub(crate) ", "pub(super) ", "pub ", "const ", concat!("un", "safe "), "async "]
+            .iter()
+            .fold(body, |rest, word| rest.strip_prefix(word).unwrap_or(rest));
+        let Some(name) = after.strip_prefix("fn ") else { continue };
+        let name: String = name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        // The signature ends at `{` (a body), `;` (none) or `{}` (an empty one).
+        let Some(open) = (i..lines.len()).find(|&j| {
+            let l = lines[j].trim_end();
+            l.ends_with('{') || l.ends_with(';') || l.ends_with('}')
+        }) else {
+            continue;
+        };
+        if !lines[open].trim_end().ends_with('{') {
+            continue;
+        }
+        let close = format!("{indent}}}");
+        if let Some(end) = (open + 1..lines.len()).find(|&j| lines[j] == close) {
+            found.push((name, i + 1, end - i + 1));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_is_over_80_lines_tables_aside() {
+    let (mut long, mut tables) = (Vec::new(), 0);
+    for (path, text) in sources(&src()) {
+        let file = path.strip_prefix(src()).unwrap().display().to_string();
+        for (name, line, length) in functions(&text) {
+            match (length > 80, TABLES.contains(&(file.as_str(), name.as_str()))) {
+                (true, true) => tables += 1,
+                (true, false) => long.push(format!("{file}:{line} {name}: {length} lines")),
+                _ => {}
+            }
+        }
+    }
+    assert!(long.is_empty(), "{long:?}");
+    assert_eq!(tables, TABLES.len(), "each table listed is still one, and over 80 lines");
+}
+
+#[test]
+fn functions_are_measured_from_signature_to_closing_brace() {
+    let text = "pub fn a(\n    x: u8,\n) -> u8 {\n    x\n}\n\nimpl T {\n    fn b(&self) {}\n    pub(crate) fn c(&self) {\n        if true {\n        }\n    }\n}\ntrait U {\n    fn d(&self);\n}\n";
+    assert_eq!(functions(text), [("a".to_string(), 1, 5), ("c".to_string(), 9, 4)]);
+}

@@ -26,7 +26,7 @@ pub fn cyclictest_import(data: &[u8]) {
 
 /// The `--fail-if` parser.
 pub fn fail_if(data: &[u8]) {
-    let _ = rtbench::report::compare::parse_conditions(&String::from_utf8_lossy(data));
+    let _ = rtbench::report::text::compare::parse_conditions(&String::from_utf8_lossy(data));
 }
 
 /// The echo server's packet header: what parses writes back the same.
@@ -91,12 +91,12 @@ pub fn store_rows(data: &[u8], rtbench: &str) {
         for t in &run.threads {
             let _ = t.stats.summary();
         }
-        let _ = rtbench::report::export::render(
+        let _ = rtbench::report::formats::export::render(
             &run,
-            rtbench::report::export::Format::Json,
-            &rtbench::report::export::ExportOptions { buckets: 100, raw: vec![], irq: vec![] },
+            rtbench::report::formats::export::Format::Json,
+            &rtbench::report::formats::export::ExportOptions { buckets: 100, raw: vec![], irq: vec![] },
         );
-        let _ = rtbench::report::show::summary(&run);
+        let _ = rtbench::report::text::show::summary(&run);
     }
     let _ = store.raw_samples(1);
     let _ = store.envelope(1);

@@ -6,9 +6,9 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::task::{CompareConfig, StudyGate};
-use crate::report::compare::{compare, Comparison};
 use crate::report::findings;
-use crate::report::junit::Errored;
+use crate::report::formats::junit::Errored;
+use crate::report::text::compare::{compare, Comparison};
 use crate::store::Store;
 
 pub fn run(a: CompareConfig) -> Result<i32> {
@@ -19,7 +19,7 @@ pub fn run(a: CompareConfig) -> Result<i32> {
             crate::report::select::runs(&store, &[a.baseline.clone(), label.clone()], &[], &super::catalog().probes)?;
         let result = compare(&runs, &a.baseline, label, &a.conditions)?;
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&crate::report::compare::document(&result))?);
+            println!("{}", serde_json::to_string_pretty(&crate::report::text::compare::document(&result))?);
             // stdout stays one JSON document; the verdict lines go where CI logs show them.
             for f in result.failures() {
                 eprintln!("FAIL: {}", f.message);
@@ -37,10 +37,10 @@ pub fn run(a: CompareConfig) -> Result<i32> {
     }
     // One file for every label: a lab's CI reads one suite per host (issue 39).
     if let Some(path) = &a.junit {
-        crate::config::write_atomic(path, crate::report::junit::render(&results, &[]).as_bytes())?;
+        crate::config::write_atomic(path, crate::report::formats::junit::render(&results, &[]).as_bytes())?;
     }
     if a.lava {
-        print!("{}", crate::report::lava::render(&results, &[]));
+        print!("{}", crate::report::formats::lava::render(&results, &[]));
     }
     let failed = results.iter().any(|r| r.failures().next().is_some());
     Ok(if failed { 1 } else { 0 })
@@ -48,7 +48,7 @@ pub fn run(a: CompareConfig) -> Result<i32> {
 
 fn print_table(result: &Comparison, gated: bool) {
     print!("(µs)\n{}", result.table);
-    print!("{}", crate::report::compare_noise::table(&result.classes, &result.baseline, &result.label));
+    print!("{}", crate::report::text::compare_noise::table(&result.classes, &result.baseline, &result.label));
     let mut failures = result.failures().peekable();
     if failures.peek().is_none() && gated {
         println!("no --fail-if condition holds");
@@ -99,10 +99,10 @@ pub fn gate_study(gate: Option<&StudyGate>, db: &Path, labels: &[&str], code: i3
         results.push(result);
     }
     if let Some(path) = &gate.junit {
-        crate::config::write_atomic(path, crate::report::junit::render(&results, errored).as_bytes())?;
+        crate::config::write_atomic(path, crate::report::formats::junit::render(&results, errored).as_bytes())?;
     }
     if gate.lava {
-        print!("{}", crate::report::lava::render(&results, errored));
+        print!("{}", crate::report::formats::lava::render(&results, errored));
     }
     let failed = results.iter().any(|r| r.failures().next().is_some()) || !errored.is_empty();
     Ok(if failed { 1 } else { 0 })

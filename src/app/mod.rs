@@ -20,8 +20,9 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::config::*;
-use crate::report::export::{self, ExportOptions, Format};
-use crate::report::{findings, show, Catalog, OpNote, ProbeNote, Run};
+use crate::report::formats::export::{self, ExportOptions, Format};
+use crate::report::text::show;
+use crate::report::{findings, Catalog, OpNote, ProbeNote, Run};
 use crate::stats::Stats;
 use crate::store::Store;
 use task::*;
@@ -155,7 +156,7 @@ fn report(a: ReportConfig) -> Result<i32> {
         None => {}
     }
     let monitors = crate::report::select::monitors(&store, &a.labels, &a.runs)?;
-    let files = crate::report::build::write(&a.output, &latency, &costs, &monitors, &catalog(), &found, &|| false)?;
+    let files = crate::report::page::write(&a.output, &latency, &costs, &monitors, &catalog(), &found, &|| false)?;
     println!(
         "report: {} ({} runs, {} figures, index.html {} KB, {:.2} s)",
         files.index.display(),

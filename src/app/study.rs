@@ -9,7 +9,7 @@ use super::task::StudyConfig;
 use crate::config::{Ask, RunConfig, RunOptions};
 use crate::net::transport::Transport;
 use crate::probe::{ProbeInfo, StudyEnv};
-use crate::report::junit::Errored;
+use crate::report::formats::junit::Errored;
 use crate::report::select;
 use crate::runner::preempt::PreemptSwitch;
 use crate::session::{Outcome, Session};
@@ -56,7 +56,7 @@ fn cells(a: &StudyConfig, probes: &[&'static ProbeInfo]) -> Vec<Cell> {
 
 /// "timer idle", "gtod load paper".
 fn cell_name(c: &Cell) -> String {
-    format!("{} {}", c.info.name, crate::report::figures::load_name(&c.load))
+    format!("{} {}", c.info.name, crate::report::page::figures::load_name(&c.load))
 }
 
 /// The settings of one cell: the run defaults, the cell's length and load, the study's label.
@@ -218,7 +218,7 @@ fn run_cells(
 
 /// A failed cell as the gate's JUnit has it.
 fn errored(p: &Planned, reason: String) -> Errored {
-    let (probe, load) = (p.cell.info.name.to_string(), crate::report::figures::load_name(&p.cell.load));
+    let (probe, load) = (p.cell.info.name.to_string(), crate::report::page::figures::load_name(&p.cell.load));
     Errored { label: p.cfg.storage.label.clone(), probe, load, reason }
 }
 
@@ -386,7 +386,7 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
             .filter(|r| r.label() == label && r.data.header.metric == crate::model::Metric::LATENCY)
             .collect();
         println!("\nAppendix III for label {label} (µs)");
-        print!("{}", crate::report::tables::appendix_iii_text(&these));
+        print!("{}", crate::report::page::tables::appendix_iii_text(&these));
     }
     let (latency, costs) = select::split(runs);
     // The answer in words, after the tables and before the report's path (issue 24).
@@ -400,8 +400,8 @@ fn report(a: &StudyConfig, store: &Store, done: &[i64], passes: &[(String, Optio
     // without the PNG copies (issue 29: 15 s of them after a SIGTERM).
     let stopping = || crate::session::signals::received().is_some();
     let Some(output) = &a.output else { return Ok(()) };
-    let files = crate::report::build::write(output, &latency, &costs, &[], &super::catalog(), &findings, &stopping)?;
-    if !crate::report::build::png::BUILT {
+    let files = crate::report::page::write(output, &latency, &costs, &[], &super::catalog(), &findings, &stopping)?;
+    if !crate::report::page::png::BUILT {
         println!(
             "report: {} ({} figures, as SVG only: built with --no-default-features)",
             files.index.display(),

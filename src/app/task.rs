@@ -10,8 +10,8 @@ use std::time::Duration;
 use crate::config::{BreachOptions, LoadFlags, RunConfig, RunOptions};
 use crate::load::LoadSpec;
 use crate::probe::ServeSpec;
-use crate::report::compare::Condition;
-use crate::report::export::Format;
+use crate::report::formats::export::Format;
+use crate::report::text::compare::Condition;
 
 /// `rtbench compare`: labels against a baseline, each on its own.
 #[derive(Debug)]

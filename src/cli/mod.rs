@@ -15,7 +15,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Ask, BreachOptions, LoadFlags, RunOptions};
 use crate::model::Policy;
-use crate::report::export::Format;
+use crate::report::formats::export::Format;
 pub use probes::SplitMode;
 
 pub use kernels::KernelsArgs;

@@ -92,7 +92,7 @@ impl CompareArgs {
             return Err(crate::invalid!("--json compares one LABEL (its document is one comparison); give one"));
         }
         // The condition is checked before the store is read: a typo must not wait for it.
-        let conditions = self.fail_if.as_deref().map(crate::report::compare::parse_conditions).transpose()?;
+        let conditions = self.fail_if.as_deref().map(crate::report::text::compare::parse_conditions).transpose()?;
         Ok(CompareConfig {
             baseline: self.baseline,
             labels: self.labels,
@@ -138,7 +138,7 @@ impl StudyArgs {
         if let Some(baseline) = &self.baseline {
             crate::parse::label_filter(baseline, "--baseline")?;
         }
-        let conditions = self.fail_if.as_deref().map(crate::report::compare::parse_conditions).transpose()?;
+        let conditions = self.fail_if.as_deref().map(crate::report::text::compare::parse_conditions).transpose()?;
         let preempt = preempt_models(self.preempt.as_deref())?;
         // Each pass under a model is stored under a longer label: checked now, not a pass later.
         for model in preempt.iter().flatten() {

@@ -1,9 +1,6 @@
 //! Everything that reads the store and shows it: summaries, tables, exports. Nothing here
 //! measures.
 
-pub mod export;
-pub mod show;
-
 pub use crate::model::Run;
 
 /// What the report is told about a probe by the command that asks for a report: its name and
@@ -32,14 +29,8 @@ pub struct Catalog {
     pub ops: Vec<OpNote>,
 }
 
-pub mod build;
-pub mod compare;
-pub mod compare_noise;
-pub mod figures;
 pub mod findings;
-pub mod junit;
-pub mod lava;
+pub mod formats;
+pub mod page;
 pub mod select;
-pub mod split;
-pub mod svg;
-pub mod tables;
+pub mod text;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::figures::scatter::StealMark;
+use super::page::figures::scatter::StealMark;
 use super::{ProbeNote, Run};
 use crate::invalid;
 use crate::model::{stolen, CpuInterval, EnvPoint, RunKind};
@@ -33,7 +33,7 @@ pub fn split(runs: Vec<RunView>) -> (Vec<RunView>, Vec<RunView>) {
 
 /// The labels of `runs` in the order they first appear.
 pub fn labels<'a>(runs: impl Iterator<Item = &'a RunView>) -> Vec<&'a str> {
-    super::build::distinct(runs.map(|r| r.label()))
+    super::page::distinct(runs.map(|r| r.label()))
 }
 
 /// Fits every run's worst-case estimate, one run per CPU at a time: the fits are most of a

@@ -2,7 +2,7 @@
 //! study's reason, so a missing column reads as a fact about the machine, not a fault.
 
 use super::{labels, Finding, Topic};
-use crate::report::build::file_safe;
+use crate::report::page::file_safe;
 use crate::report::select::RunView;
 use crate::store::Absent;
 

@@ -6,9 +6,9 @@
 
 use super::{Finding, Number, Topic, Unit};
 use crate::model::EMULATED_WARNING;
-use crate::report::compare::matched;
+use crate::report::page::tables::rule_of_thumb;
 use crate::report::select::RunView;
-use crate::report::tables::rule_of_thumb;
+use crate::report::text::compare::matched;
 
 /// Ran on an emulated CPU: every such run carries the warning (the store's writer adds it).
 pub fn is(r: &RunView) -> bool {

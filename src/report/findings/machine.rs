@@ -3,8 +3,8 @@
 
 use super::{cell, steal, us, Finding, Number, Topic, Unit};
 use crate::model::{Lacked, Policy, Severity};
+use crate::report::page::tables::rule_of_thumb;
 use crate::report::select::RunView;
-use crate::report::tables::rule_of_thumb;
 
 /// Per label whose CPU clock is known: within the rule of thumb or not, and why.
 pub fn rules(runs: &[RunView]) -> Vec<Finding> {

@@ -18,8 +18,8 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use super::page::svg::esc;
 use super::select::{labels, RunView};
-use super::svg::esc;
 
 /// How many findings the page shows before folding the rest: the answer must fit the first
 /// screen.

@@ -4,8 +4,8 @@
 
 use super::{emulated, factor, us, Finding, Number, Topic, Unit};
 use crate::model::Metric;
-use crate::report::compare::{matched, value};
 use crate::report::select::RunView;
+use crate::report::text::compare::{matched, value};
 
 /// The pairs (baseline, label) to compare: every other label against the baseline named, else
 /// each PREEMPT_RT label (by its system snapshot) against each of the others, else every label

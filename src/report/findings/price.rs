@@ -4,9 +4,9 @@
 
 use super::{Finding, Number, Topic, Unit};
 use crate::model::{Metric, RunKind};
-use crate::report::compare::matched;
+use crate::report::page::tables::{load_item, total_seconds, totals};
 use crate::report::select::RunView;
-use crate::report::tables::{load_item, total_seconds, totals};
+use crate::report::text::compare::matched;
 
 /// How many operations the sentence names.
 const OPS: usize = 3;

@@ -3,8 +3,8 @@
 //! table the sentence links to.
 
 use super::{us, Finding, Number, Topic, Unit};
+use crate::report::page::split::{self, Shares};
 use crate::report::select::RunView;
-use crate::report::split::{self, Shares};
 
 /// Below this share of samples matched with their timer's expiry, the IRQ side is a caveat.
 const MATCHED: f64 = 0.99;
@@ -18,7 +18,7 @@ pub fn sentences(runs: &[RunView]) -> Vec<Finding> {
     let mut out = Vec::new();
     for label in super::labels(split.iter().map(|(r, _)| *r)) {
         let mine: Vec<&(&RunView, Shares)> = split.iter().filter(|(r, _)| r.label() == label).collect();
-        for probe in crate::report::build::distinct(mine.iter().map(|(r, _)| r.probe().to_string())) {
+        for probe in crate::report::page::distinct(mine.iter().map(|(r, _)| r.probe().to_string())) {
             let best = mine
                 .iter()
                 .filter(|(r, _)| r.probe() == probe)

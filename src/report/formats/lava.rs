@@ -1,13 +1,13 @@
 //! `compare --lava`, `study --lava`: the `--fail-if` checks as LAVA test cases, one signal line
 //! each, as Linaro's rt-tests wrappers print them, so a LAVA job's results show rtbench's
-//! checks. The same checks as the JUnit file ([`super::junit`]): one per probe × load ×
+//! checks. The same checks as the JUnit file ([`crate::report::formats::junit`]): one per probe × load ×
 //! condition, and a failed cell of a study as a failed case.
 
 use std::fmt::Write;
 
-use super::compare::{Check, Comparison, Pair, Verdict};
-use super::junit::Errored;
 use crate::model::Unit;
+use crate::report::formats::junit::Errored;
+use crate::report::text::compare::{Check, Comparison, Pair, Verdict};
 
 /// The signal lines of every check of `comparisons`, then of every failed cell.
 pub fn render(comparisons: &[Comparison], errored: &[Errored]) -> String {

@@ -10,7 +10,7 @@ pub mod samples;
 
 use anyhow::Result;
 
-use super::Run;
+use crate::report::Run;
 
 pub use json::{document, EXPORT_SCHEMA_VERSION};
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::model::{Breach, TraceEvent};
-use crate::report::svg::{Plot, Scale, Svg, PALETTE};
+use crate::report::page::svg::{Plot, Scale, Svg, PALETTE};
 
 /// One drawn stretch: (from µs, to µs, label).
 type Spans = Vec<(f64, f64, String)>;

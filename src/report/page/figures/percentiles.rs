@@ -2,7 +2,7 @@
 //! drew it) and a log "nines" axis from 90 % to 99.9999 %.
 
 use super::{dash, load_name};
-use crate::report::svg::{Plot, Scale, Svg, PALETTE};
+use crate::report::page::svg::{Plot, Scale, Svg, PALETTE};
 use crate::stats::Stats;
 
 /// One series: its label index (colour), load (dash), legend text, statistics.

@@ -5,11 +5,11 @@
 use super::{distinct, file_safe};
 use crate::evt::Estimate;
 use crate::model::NoiseClass;
-use crate::report::figures::{
+use crate::report::page::figures::{
     bars, classes, costs as cost_bars, histogram, load_name, percentiles, scatter, tail, timeline, windows, Figure,
 };
+use crate::report::page::svg::PALETTE;
 use crate::report::select::{Monitor, RunView};
-use crate::report::svg::PALETTE;
 
 /// Breaches per run drawn as a timeline; the table lists them all.
 const BREACH_FIGURES: usize = 3;

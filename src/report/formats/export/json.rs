@@ -131,7 +131,7 @@ pub(crate) mod tests {
     }
 
     /// The committed schema is the one the types generate. After changing the document's types,
-    /// `RTBENCH_BLESS=1 cargo test --lib report::export::json` writes it anew (review its diff).
+    /// `RTBENCH_BLESS=1 cargo test --lib report::formats::export::json` writes it anew (review its diff).
     #[test]
     fn the_committed_schema_is_generated_from_the_document() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(COMMITTED);
@@ -143,7 +143,7 @@ pub(crate) mod tests {
         assert!(
             committed == generated,
             "{COMMITTED} differs from the schema the export's types generate; run \
-             `RTBENCH_BLESS=1 cargo test --lib report::export::json` and review the diff"
+             `RTBENCH_BLESS=1 cargo test --lib report::formats::export::json` and review the diff"
         );
     }
 

@@ -4,7 +4,7 @@
 //! one run per label overlaid so kernels' tails can be compared.
 
 use crate::evt::{gpd, Estimate};
-use crate::report::svg::{Plot, Scale, Svg};
+use crate::report::page::svg::{Plot, Scale, Svg};
 use crate::stats::Stats;
 
 /// The rarest probability drawn: 1e-12 per sample.

@@ -3,7 +3,7 @@
 //! run's noise per envelope interval, stacked by class.
 
 use crate::model::NoiseClass;
-use crate::report::svg::{Plot, Scale, Svg};
+use crate::report::page::svg::{Plot, Scale, Svg};
 
 /// One run's bar: its caption and the noise of each class, ns.
 pub struct Bar {

@@ -3,7 +3,7 @@
 //! merged into at most `COLUMNS` columns, so a 24-hour run stays readable and small.
 
 use crate::model::{EnvPoint, Gap};
-use crate::report::svg::{Plot, Scale, Svg, PALETTE};
+use crate::report::page::svg::{Plot, Scale, Svg, PALETTE};
 use crate::units::fmt_us;
 
 const COLUMNS: usize = 1200;

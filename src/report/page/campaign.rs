@@ -6,10 +6,10 @@
 use std::fmt::Write;
 
 use super::file_safe;
-use crate::report::figures::load_name;
+use crate::report::page::figures::load_name;
+use crate::report::page::svg::esc;
+use crate::report::page::tables::caveat;
 use crate::report::select::RunView;
-use crate::report::svg::esc;
-use crate::report::tables::caveat;
 use crate::units::fmt_ns_as_us as us;
 
 /// Up to this many labels a report draws every run's figures, as the seeds compared kernels.

@@ -1,23 +1,27 @@
-//! `rtbench report`: figures, tables and one self-contained index.html, written whole or not
-//! at all.
+//! The report as a page, `rtbench report`: figures, tables and one self-contained index.html,
+//! written whole or not at all.
 
 mod campaign;
 mod draw;
-mod page;
+pub mod figures;
+mod html;
 pub mod png;
+pub mod split;
+pub mod svg;
+pub mod tables;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 pub use draw::figures;
-pub use page::html;
+pub use html::html;
 
-use super::figures::Figure;
 use super::findings::Finding;
 use super::select::{Monitor, RunView};
 use super::Catalog;
 use crate::error::InputError;
+use figures::Figure;
 
 /// Tells the figure renderers to leave the PNG copies out from now on: a command that was
 /// asked to stop (issue 29) still writes the page and its SVGs, which take a moment, but not

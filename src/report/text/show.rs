@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use super::Run;
 use crate::model::{ClassifyRecord, CpuInterval, EnvPoint, LongGap, NoiseClass, ProbeParams, RunHeader};
+use crate::report::Run;
 use crate::stats::{Stats, PERCENTILES};
 use crate::units::us;
 
@@ -460,7 +460,7 @@ mod tests {
     /// A latency of 100 ms and more fills a column's width: the columns still part.
     #[test]
     fn every_percentile_column_stays_apart_however_wide_its_value() {
-        let mut run = crate::report::export::test_run(Metric::LATENCY);
+        let mut run = crate::report::formats::export::test_run(Metric::LATENCY);
         run.threads[0].stats.record(171_525_810);
         let table = super::percentile_table(&run);
         let mut lines = table.lines();

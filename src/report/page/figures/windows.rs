@@ -3,7 +3,7 @@
 //! a maximum the hypervisor's steal explains is ringed, so it is not taken for the kernel's.
 
 use crate::model::WindowMax;
-use crate::report::svg::{Plot, Scale, Svg, PALETTE};
+use crate::report::page::svg::{Plot, Scale, Svg, PALETTE};
 use crate::units::fmt_us;
 
 /// `windows` oldest first; their starts as RFC 3339. Windows whose start cannot be read are

@@ -5,9 +5,9 @@
 
 use std::fmt::Write;
 
-use super::figures::load_name;
-use super::select::RunView;
-use super::svg::esc;
+use crate::report::page::figures::load_name;
+use crate::report::page::svg::esc;
+use crate::report::select::RunView;
 use crate::units::fmt_ns_as_us as us;
 
 /// One split run's thread and IRQ sides at p99 and at the max, in ns.
@@ -73,7 +73,7 @@ fn ratio(part: u64, whole: u64) -> f64 {
 
 /// The anchor of one label's table in a probe's section.
 pub fn anchor(probe: &str, label: &str) -> String {
-    format!("split-{}-{}", super::build::file_safe(probe), super::build::file_safe(label))
+    format!("split-{}-{}", crate::report::page::file_safe(probe), crate::report::page::file_safe(label))
 }
 
 /// A share as the table and the sentences print it.
@@ -92,7 +92,7 @@ pub fn section(runs: &[RunView], probe: &str) -> String {
     let mut b = String::from(
         r#"<h3>Where the latency went: IRQ vs scheduling (--split)</h3><p class="note">IRQ latency: when the timer's expiry handler ran − when the timer was due; scheduling: the thread latency (the sample) − the IRQ latency. Each share is a ratio of percentiles (IRQ p99 / thread p99, IRQ max / thread max) of the stored histograms, not a per-sample split: the sample at one side's p99 need not be the one at the other's. The IRQ side counts the samples matched with their timer's expiry only.</p>"#,
     );
-    for label in super::build::distinct(split.iter().map(|(r, _)| r.label().to_string())) {
+    for label in crate::report::page::distinct(split.iter().map(|(r, _)| r.label().to_string())) {
         let _ = write!(b, r#"<h4 id="{}">{}</h4>"#, esc(&anchor(probe, &label)), esc(&label));
         b.push_str(
             "<table><tr><th>load</th><th>run</th><th>matched</th><th>p99 thread</th><th>p99 IRQ</th><th>IRQ share of p99</th><th>scheduling share of p99</th><th>max thread</th><th>max IRQ</th><th>IRQ share of max</th><th>scheduling share of max</th></tr>",

@@ -7,14 +7,14 @@ use std::fmt::Write;
 
 use super::{distinct, file_safe};
 use crate::model::SystemSnapshot;
-use crate::report::figures::{load_name, Figure};
 use crate::report::findings::Finding;
+use crate::report::page::figures::{load_name, Figure};
+use crate::report::page::svg::esc;
+use crate::report::page::tables;
 use crate::report::select::RunView;
-use crate::report::svg::esc;
-use crate::report::tables;
 use crate::report::{Catalog, OpNote, ProbeNote};
 
-const TEMPLATE: &str = include_str!("../template.html");
+const TEMPLATE: &str = include_str!("template.html");
 
 /// The figures already drawn, placed on the page by name; a figure that was not drawn (a run
 /// without an estimate has no tail) is simply left out.
@@ -153,7 +153,7 @@ fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote
     for f in drawn.starting(&format!("{probe}-tails-")) {
         b.push_str(&figure_html(f));
     }
-    b.push_str(&crate::report::split::section(runs, probe));
+    b.push_str(&crate::report::page::split::section(runs, probe));
     let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
     let what = if campaign {
         "each run (its own figures: <code>rtbench report --label LABEL</code>)"
@@ -195,7 +195,7 @@ fn run_section(r: &RunView, drawn: Drawn) -> String {
 /// Where each end of the run ran, as `show` says it (issue 22: a ping-pong's echo server on
 /// the load's CPU doubled the median; the reader needs both ends' CPU and policy to see why).
 fn placement_html(r: &RunView) -> String {
-    let ends = crate::report::show::ends(&r.data);
+    let ends = crate::report::text::show::ends(&r.data);
     if ends.is_empty() {
         return String::new();
     }

@@ -1,7 +1,7 @@
 //! Log-scale bar chart of min, avg and max per group, values written on the bars (the seeds'
 //! Figures 1, 6, 11, 16, 23, 30, 31).
 
-use crate::report::svg::{Plot, Scale, Svg};
+use crate::report::page::svg::{Plot, Scale, Svg};
 use crate::units::fmt_us;
 
 /// One group of three bars: two caption lines, then min, avg, max in µs.

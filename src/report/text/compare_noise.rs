@@ -8,9 +8,9 @@ use std::fmt::Write;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::figures::load_name;
-use super::select::RunView;
 use crate::model::{NoiseClass, RunHeader};
+use crate::report::page::figures::load_name;
+use crate::report::select::RunView;
 
 /// One class in one label's run.
 #[derive(Debug, Serialize, JsonSchema)]

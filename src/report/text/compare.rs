@@ -7,11 +7,11 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::compare_noise::ClassPair;
-use super::figures::load_name;
-use super::select::RunView;
 use crate::invalid;
 use crate::model::{Better, Metric, Unit};
+use crate::report::page::figures::load_name;
+use crate::report::select::RunView;
+use crate::report::text::compare_noise::ClassPair;
 use crate::stats::Stats;
 use crate::units::us;
 
@@ -203,7 +203,7 @@ pub fn compare(runs: &[RunView], baseline: &str, label: &str, conditions: &[Cond
     if pairs.is_empty() {
         return Err(invalid!("labels '{baseline}' and '{label}' share no probe × load to compare"));
     }
-    let classes = super::compare_noise::pairs(&pairs);
+    let classes = crate::report::text::compare_noise::pairs(&pairs);
     let pairs: Vec<Pair> = pairs.iter().map(|(b, c)| pair(b, c, conditions)).collect();
     let mut table =
         format!("{:<10} {:<14} {:<10} {:>14} {:>14} {:>8}\n", "probe", "load", "stat", baseline, label, "ratio");
@@ -348,7 +348,7 @@ mod tests {
     const COMMITTED: &str = "schema/compare.schema.json";
 
     /// The committed schema of `compare --json` is the one its types generate. After changing
-    /// them, `RTBENCH_BLESS=1 cargo test --lib report::compare` writes it anew (review its diff).
+    /// them, `RTBENCH_BLESS=1 cargo test --lib report::text::compare` writes it anew (review its diff).
     #[test]
     fn the_committed_schema_is_generated_from_the_document() {
         let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();

@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
-use super::figures::load_name;
-use super::select::RunView;
-use super::svg::esc;
 use crate::model::{Finding, RunKind, RunStatus};
+use crate::report::page::figures::load_name;
+use crate::report::page::svg::esc;
+use crate::report::select::RunView;
 use crate::stats::Stats;
 use crate::units::{fmt_ns_as_us as us, fmt_us};
 
@@ -229,7 +229,7 @@ fn in_timerlat_terms(a: &crate::model::TimerlatAnalysis) -> String {
 
 /// `sysbench` as LMbench's five summary tables: one per group, one row per label, one column
 /// per operation, the newest run's median (µs, or MB/s for bandwidths) with its spread on hover.
-pub fn sysbench(costs: &[RunView], ops: &[super::OpNote]) -> String {
+pub fn sysbench(costs: &[RunView], ops: &[crate::report::OpNote]) -> String {
     let mut labels: Vec<&str> = Vec::new();
     for r in costs {
         if !labels.contains(&r.label()) {

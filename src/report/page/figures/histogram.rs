@@ -1,7 +1,7 @@
 //! A run's latency histogram: log count over log latency, the max marked (Figures 7, 8, 12 …).
 //! Every run of one probe is drawn on the same axes so kernels compare by eye.
 
-use crate::report::svg::{Plot, Scale, Svg};
+use crate::report::page::svg::{Plot, Scale, Svg};
 use crate::stats::Stats;
 use crate::units::fmt_us;
 

@@ -2,7 +2,7 @@
 //! operation, one bar per label, on a log scale shared by µs and MB/s; bandwidths (bigger is
 //! better) are marked in their caption.
 
-use crate::report::svg::{Plot, Scale, Svg, PALETTE};
+use crate::report::page::svg::{Plot, Scale, Svg, PALETTE};
 
 /// One operation: its name, whether bigger is better (MB/s), and per label its value (µs or
 /// MB/s; `None` when that label did not measure it).

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::compare::{Check, Comparison, Pair, Verdict};
+use crate::report::text::compare::{Check, Comparison, Pair, Verdict};
 use crate::units::us;
 
 /// A cell of a study that did not run to its end, so none of its checks could be made: a JUnit
@@ -102,14 +102,14 @@ fn testcase(c: &Comparison, pair: &Pair, check: &Check, x: &mut String) {
 /// after the control characters XML cannot hold at all are dropped.
 fn esc(s: &str) -> String {
     let kept: String = s.chars().filter(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r')).collect();
-    super::svg::esc(&kept)
+    crate::report::page::svg::esc(&kept)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{Better, Unit};
-    use crate::report::compare::{Check, Pair};
+    use crate::report::text::compare::{Check, Pair};
 
     fn check(condition: &str, verdict: Verdict) -> Check {
         let message = format!("{condition} said <so> & \"so\"");

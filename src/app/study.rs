@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::task::StudyConfig;
-use crate::config::{Ask, RunConfig, RunOptions};
+use crate::config::{RunConfig, RunOptions};
 use crate::net::transport::Transport;
 use crate::probe::{ProbeInfo, StudyEnv};
 use crate::report::formats::junit::Errored;
@@ -72,7 +72,7 @@ fn cell_options(a: &StudyConfig, cell: &Cell, label: &str) -> RunOptions {
         label: Some(label.to_string()),
         db: Some(a.db.clone()),
         shield: a.shield.clone(),
-        instruments: crate::instrument::asked(a.breach, (a.split, None), a.classify, Ask::IfPossible),
+        instruments: a.instruments.clone(),
         ..RunOptions::default()
     }
 }

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::{BreachOptions, LoadFlags, RunConfig, RunOptions};
+use crate::config::{LoadFlags, RunConfig, RunOptions};
 use crate::load::LoadSpec;
 use crate::probe::ServeSpec;
 use crate::report::formats::export::Format;
@@ -113,11 +113,9 @@ pub struct StudyConfig {
     /// `--preempt`: known preemption models, in the order given.
     pub preempt: Option<Vec<String>>,
     pub shield: Option<String>,
-    pub breach: Option<BreachOptions>,
-    /// Split the timer cells' samples where tracing is possible.
-    pub split: bool,
-    /// Classify the noise cells' gaps where tracing is possible.
-    pub classify: bool,
+    /// What its instrument flags ask for: the split and the classification wherever tracing
+    /// is possible unless turned off, the breach tracer where a threshold is given.
+    pub instruments: Vec<crate::instrument::Request>,
     pub peer: Option<String>,
     pub quiet: bool,
     pub no_sysbench: bool,

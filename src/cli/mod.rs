@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{Ask, BreachOptions, LoadFlags, RunOptions};
+use crate::config::{LoadFlags, RunOptions};
+use crate::instrument::Request;
 use crate::model::Policy;
 use crate::report::formats::export::Format;
-pub use probes::SplitMode;
 
 pub use kernels::KernelsArgs;
 pub use monitor::MonitorArgs;
@@ -123,16 +123,10 @@ pub struct StudyArgs {
     /// a probe's --shield)
     #[arg(long, value_name = "CPUS")]
     pub shield: Option<String>,
-    #[command(flatten)]
-    pub breach: BreachArgs,
-    /// Do not split the timer cells' samples into IRQ and scheduling latency (on by default
-    /// where tracing is possible; see a probe's --split)
-    #[arg(long)]
-    pub no_split: bool,
-    /// Do not classify the noise cells' gaps by what ran in them (on by default where tracing
-    /// is possible; see noise --classify)
-    #[arg(long)]
-    pub no_classify: bool,
+    /// The instruments' flags (`--breach`, `--no-split`, …), which each instrument declares in
+    /// its folder: read from the registry (`instrument::requested`), not by clap's derive here.
+    #[arg(skip)]
+    pub instruments: Vec<Request>,
     /// A second machine running `rtbench pingpong --serve` for the network probes [default: an
     /// echo server of the study's own on loopback]
     #[arg(long, value_name = "HOST")]
@@ -378,22 +372,6 @@ pub struct RunArgs {
     /// (cpuset shield; needs root; put back afterwards, by the next rtbench command if killed)
     #[arg(long, value_name = "CPUS")]
     pub shield: Option<String>,
-    #[command(flatten)]
-    pub breach: BreachArgs,
-    /// Split every timer sample into how late the timer interrupt ran (IRQ latency) and how much
-    /// later the thread ran, from hrtimer trace events (needs root; not the timerlat tracer)
-    #[arg(long)]
-    pub split: bool,
-    /// How --split takes the expiries in: a record per sample, or histograms counted in the
-    /// kernel with records only past 1 ms, as rtla does [default: auto, per sample up to 10 %
-    /// of a housekeeping CPU at the run's rate]
-    #[arg(long, value_enum, value_name = "MODE", requires = "split")]
-    pub split_mode: Option<SplitMode>,
-    /// Classify every noise gap by what ran in it on its CPU, as rtla osnoise does: an IRQ, a
-    /// softirq, another thread, or nothing the kernel saw (hardware, SMI or hypervisor; needs
-    /// root)
-    #[arg(long)]
-    pub classify: bool,
     /// CPUs for rtbench's own work while it measures (the main thread's checkpoints and store
     /// writes, the trace readers), as cyclictest's --mainaffinity [default: the online CPUs not
     /// measured; unpinned, with a warning, when every one is]
@@ -427,40 +405,10 @@ impl RunArgs {
             label: self.label.clone(),
             db: self.db.db.clone(),
             shield: self.shield.clone(),
-            instruments: crate::instrument::asked(
-                self.breach.options(),
-                (self.split, self.split_mode.and_then(SplitMode::mode)),
-                self.classify,
-                Ask::Asked,
-            ),
+            // The instruments' flags are read beside these (`ProbeCall::instruments`).
+            instruments: Vec::new(),
             main_affinity: self.main_affinity.clone(),
         }
-    }
-}
-
-/// `--breach`: trace the system and name what delayed a sample over a threshold.
-#[derive(Args, Debug, Clone)]
-pub struct BreachArgs {
-    /// Trace the measured CPUs with ftrace and, for every sample over this latency (a bare
-    /// number is µs), store the window around it and name what delayed the thread (needs root;
-    /// measuring goes on)
-    #[arg(long, value_parser = |s: &str| crate::parse::latency_ns(s, "us"), value_name = "US")]
-    pub breach: Option<u64>,
-    /// The most breach windows stored per run
-    #[arg(long, value_parser = crate::parse::positive, default_value = "10", value_name = "N", requires = "breach")]
-    pub breach_max: u64,
-    /// End the run after the first breach window is stored
-    #[arg(long, requires = "breach")]
-    pub breach_stop: bool,
-}
-
-impl BreachArgs {
-    pub fn options(&self) -> Option<BreachOptions> {
-        self.breach.map(|threshold_ns| BreachOptions {
-            threshold_ns,
-            max: self.breach_max.min(u32::MAX as u64) as u32,
-            stop: self.breach_stop,
-        })
     }
 }
 

@@ -9,6 +9,7 @@ use clap::Args;
 use super::DbArg;
 use crate::app::task::MonitorConfig;
 use crate::config::{Ask, RunConfig, RunOptions};
+use crate::instrument::Request;
 use crate::probe::noise::NoiseFlags;
 use crate::probe::timer::{Interval, TimerFlags};
 use crate::probe::{ProbeArgs, ProbeFlags};
@@ -96,7 +97,14 @@ impl MonitorArgs {
             quiet: true,
             label: self.label,
             db: self.db.db,
-            instruments: crate::instrument::asked(None, (self.split, None), self.classify, Ask::Asked),
+            instruments: [
+                (self.split, crate::instrument::split::INFO),
+                (self.classify, crate::instrument::classify::INFO),
+            ]
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, i)| Request::plain(i.name, Ask::Asked))
+            .collect(),
             main_affinity: self.main_affinity,
             ..RunOptions::default()
         };

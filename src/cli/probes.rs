@@ -4,6 +4,7 @@
 use clap::{Args, CommandFactory, FromArgMatches};
 
 use super::{Cli, Command, RunArgs};
+use crate::instrument::{self, Request, Where};
 use crate::probe::{self, ProbeArgs, ProbeInfo};
 
 /// What the command line asks for.
@@ -17,6 +18,8 @@ pub struct ProbeCall {
     pub info: &'static ProbeInfo,
     pub run: RunArgs,
     pub args: ProbeArgs,
+    /// What the instruments' flags ask for.
+    pub instruments: Vec<Request>,
 }
 
 /// Parses a whole command line (program name first).
@@ -29,10 +32,15 @@ where
     if let Some((name, sub)) = matches.subcommand() {
         if let Some(info) = probe::info(name) {
             let run = RunArgs::from_arg_matches(sub)?;
-            return Ok(Invocation::Probe(ProbeCall { info, run, args: (info.flags.read)(sub)? }));
+            let instruments = instrument::requested(sub, Where::Run);
+            return Ok(Invocation::Probe(ProbeCall { info, run, args: (info.flags.read)(sub)?, instruments }));
         }
     }
-    Ok(Invocation::Command(Cli::from_arg_matches(&matches)?.command))
+    let mut command = Cli::from_arg_matches(&matches)?.command;
+    if let (Command::Study(study), Some((_, sub))) = (&mut command, matches.subcommand()) {
+        study.instruments = instrument::requested(sub, Where::Study);
+    }
+    Ok(Invocation::Command(command))
 }
 
 /// The whole command line: the declared commands and one subcommand per probe. `--help`, the
@@ -44,6 +52,8 @@ pub fn command() -> clap::Command {
     for (order, name) in others.iter().enumerate() {
         cmd = cmd.mut_subcommand(name, |c| c.display_order(probe::REGISTRY.len() + order));
     }
+    // The study's instrument flags, from the instruments' registry (before its own help flag).
+    cmd = cmd.mut_subcommand("study", |c| instrument::augment(c, Where::Study));
     for (order, info) in probe::REGISTRY.iter().enumerate() {
         cmd = cmd.subcommand(subcommand(info).display_order(order));
     }
@@ -53,8 +63,10 @@ pub fn command() -> clap::Command {
 fn subcommand(info: &'static ProbeInfo) -> clap::Command {
     // -h is cyclictest's histogram flag, so help is --help only.
     let cmd = clap::Command::new(info.name).hide(info.synthetic).disable_help_flag(true);
+    // The probe's own flags, the instruments' that can ride along, then the run flags.
+    let cmd = RunArgs::augment_args(instrument::augment((info.flags.command)(cmd), Where::Run));
     // The flag structs' own doc comments would otherwise become the subcommand's description.
-    RunArgs::augment_args((info.flags.command)(cmd)).about(info.help).long_about(None)
+    cmd.about(info.help).long_about(None)
 }
 
 #[cfg(test)]
@@ -93,27 +105,29 @@ mod tests {
         assert_eq!(serve(&["pingpong", "--serve"]), Some(String::new()));
         assert_eq!(serve(&["pingpong"]), None);
     }
-}
 
-/// `--split-mode`: how the split takes the expiries in.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SplitMode {
-    /// Per sample up to 10 % of a housekeeping CPU at the run's rate, then aggregated
-    Auto,
-    /// A record per sample, paired with it
-    PerSample,
-    /// Histograms counted in the kernel; records only for expiries past their bound
-    Aggregate,
-}
-
-impl SplitMode {
-    /// The mode asked for; none when it is left to the rate.
-    pub fn mode(self) -> Option<crate::instrument::split::aggregate::Mode> {
-        use crate::instrument::split::aggregate::Mode;
-        match self {
-            SplitMode::Auto => None,
-            SplitMode::PerSample => Some(Mode::PerSample),
-            SplitMode::Aggregate => Some(Mode::Aggregate),
-        }
+    /// Every instrument's flags come from its folder through the registry, the test instrument's
+    /// too (registered in test builds only): a probe's command and the study read them.
+    #[test]
+    fn instrument_flags_come_from_the_registry() {
+        use crate::instrument::breach::BreachOptions;
+        use crate::instrument::split::SplitOptions;
+        use crate::instrument::{Ask, Request, Settings};
+        let asked = |name| Request::plain(name, Ask::Asked);
+        assert_eq!(probe(&["timer", "--noop"]).instruments, [asked("noop")]);
+        assert_eq!(probe(&["timer"]).instruments, []);
+        let call = probe(&["timer", "--split", "--split-mode", "aggregate", "--breach", "50", "--breach-max", "3"]);
+        let mode = Some(crate::instrument::split::aggregate::Mode::Aggregate);
+        let split = Request { settings: Settings::new(SplitOptions { mode, breach_ns: None }), ..asked("split") };
+        let breach = BreachOptions { threshold_ns: 50_000, max: 3, stop: false };
+        assert_eq!(call.instruments, [split, Request { settings: Settings::new(breach), ..asked("breach") }]);
+        let study = |argv: &[&str]| match parse_from(std::iter::once("rtbench").chain(argv.iter().copied())) {
+            Ok(Invocation::Command(Command::Study(s))) => s.instruments,
+            _ => panic!("{argv:?} is no study"),
+        };
+        let wherever = |name| Request::plain(name, Ask::IfPossible);
+        assert_eq!(study(&["study"]), [wherever("classify"), wherever("split")]);
+        assert_eq!(study(&["study", "--no-split", "--no-classify", "--noop"]), [asked("noop")]);
+        assert!(parse_from(["rtbench", "timer", "--split-mode", "aggregate"]).is_err(), "--split-mode needs --split");
     }
 }

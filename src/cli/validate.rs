@@ -15,7 +15,7 @@ use crate::store;
 fn probe(call: super::ProbeCall) -> Result<ProbeTask> {
     let info = call.info;
     (info.supported)().map_err(|why| crate::invalid!("{} cannot run here: {why}", info.name))?;
-    let opts = call.run.options();
+    let opts = RunOptions { instruments: call.instruments, ..call.run.options() };
     if let Some(spec) = call.args.serve()? {
         return Ok(ProbeTask::Serve { spec, opts });
     }
@@ -159,9 +159,7 @@ impl StudyArgs {
             label,
             output: (!self.no_report).then_some(self.output),
             shield: self.shield,
-            breach: self.breach.options(),
-            split: !self.no_split,
-            classify: !self.no_classify,
+            instruments: self.instruments,
             peer: self.peer,
             quiet: self.quiet,
             no_sysbench: self.no_sysbench,
@@ -198,8 +196,9 @@ mod tests {
         }
     }
 
-    /// Below the command line nothing sees its types, and clap only in a probe's own flags: a
-    /// struct clap's derive reads from the probe's subcommand, which the probe is built from.
+    /// Below the command line nothing sees its types, and clap only in a probe's or an
+    /// instrument's own flags: structs clap's derive reads, which the probe is built from and the
+    /// instrument's settings made from.
     #[test]
     fn nothing_below_the_command_line_sees_its_flags() {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -212,7 +211,8 @@ mod tests {
             let text = std::fs::read_to_string(file).unwrap();
             for (n, line) in text.lines().enumerate() {
                 let code = line.split("//").next().unwrap_or("");
-                let clap = code.contains("clap::") && !file.starts_with(src.join("probe"));
+                let own = file.starts_with(src.join("probe")) || file.starts_with(src.join("instrument"));
+                let clap = code.contains("clap::") && !own;
                 assert!(!code.contains("crate::cli") && !clap, "{}:{}: {line}", file.display(), n + 1);
             }
         }

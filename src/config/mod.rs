@@ -274,7 +274,7 @@ fn instruments(info: &ProbeInfo, asked: &[Request]) -> Result<Vec<Planned>> {
             }
         }
         if offered {
-            planned.push(Planned { info: i, settings: r.settings });
+            planned.push(Planned { info: i, settings: r.settings.clone() });
         }
     }
     Ok(planned)

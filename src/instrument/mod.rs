@@ -14,6 +14,7 @@
 
 pub mod breach;
 pub mod classify;
+mod flags;
 #[cfg(test)]
 mod noop;
 mod set;
@@ -26,6 +27,7 @@ use anyhow::Result;
 use crate::model::{Breach, ClassInterval, ClassifyRecord, MeasuredParams, ThreadResult};
 pub use crate::probe::Offer;
 use crate::recorder::BreachWatch;
+pub use flags::{augment, requested, unless_off, InstrumentArgs, InstrumentFlags, Settings, Where};
 pub use set::Armed;
 /// Samples an instrument that holds them hands on, each with its IRQ part.
 pub use split::pair::Resolved;
@@ -59,18 +61,8 @@ pub enum Ask {
     IfPossible,
 }
 
-/// An instrument's own settings, as its flags give them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Settings {
-    Plain,
-    /// `--breach`: the threshold and how many windows.
-    Breach(breach::BreachOptions),
-    /// `--split-mode`, and the breach threshold the split keeps records above.
-    Split(split::SplitOptions),
-}
-
 /// What a run asks of one instrument, by its name in [`REGISTRY`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Request {
     pub name: &'static str,
     pub ask: Ask,
@@ -80,12 +72,12 @@ pub struct Request {
 impl Request {
     /// `name` asked for as `ask`, with no settings of its own.
     pub fn plain(name: &'static str, ask: Ask) -> Request {
-        Request { name, ask, settings: Settings::Plain }
+        Request { name, ask, settings: Settings::default() }
     }
 }
 
 /// An instrument a run will arm: checked against the probe and the privileges.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Planned {
     pub info: &'static InstrumentInfo,
     pub settings: Settings,
@@ -95,8 +87,10 @@ pub struct Planned {
 #[derive(Debug)]
 pub struct InstrumentInfo {
     pub name: &'static str,
-    /// The flag that asks for it (`--split`).
+    /// The flag that asks for it (`--split`), as refusals name it.
     pub flag: &'static str,
+    /// Its flags, structs of its folder ([`InstrumentFlags::of`]).
+    pub flags: InstrumentFlags,
     /// What a probe must offer for it to apply.
     pub needs: Offer,
     /// What it does and what a probe lacks without the offer: "--split splits a timer
@@ -116,6 +110,9 @@ pub struct InstrumentInfo {
 /// What an instrument is armed with.
 pub struct Arming<'a> {
     pub settings: Settings,
+    /// The other instruments the run arms: one may read another's settings (the split keeps
+    /// records past the breach threshold).
+    pub beside: &'a [Planned],
     /// The measured CPUs, each once, in order.
     pub cpus: &'a [usize],
     /// The collector's CPUs, where a reader of the instrument's runs (empty: where the
@@ -242,21 +239,4 @@ pub trait Instrument {
     fn unseen(&self, _end: &Ending) -> Result<Option<Option<String>>> {
         Ok(None)
     }
-}
-
-/// What a command's instrument flags ask for: `--breach` as given, `--split` (in the mode
-/// given, else chosen by the rate) and `--classify` as `ask` (a probe's command refuses them
-/// where they do not apply; a study applies them wherever they can be).
-pub fn asked(
-    breach: Option<breach::BreachOptions>,
-    split: (bool, Option<split::aggregate::Mode>),
-    classify: bool,
-    ask: Ask,
-) -> Vec<Request> {
-    let options = split::SplitOptions { mode: split.1, breach_ns: breach.map(|b| b.threshold_ns) };
-    let breach = breach.map(|b| Request { name: breach::INFO.name, ask: Ask::Asked, settings: Settings::Breach(b) });
-    let plain = |on: bool, info: &InstrumentInfo| on.then(|| Request::plain(info.name, ask));
-    let split =
-        split.0.then_some(Request { settings: Settings::Split(options), ..Request::plain(split::INFO.name, ask) });
-    [plain(classify, &classify::INFO), split, breach].into_iter().flatten().collect()
 }

@@ -2,7 +2,10 @@
 //! the real ones are: a test arms it in a real run and reads its count back from the stored
 //! run's warnings, so the runner's generic handling of instruments is shown end to end.
 
-use super::{Arming, Extra, Following, Instrument, InstrumentInfo, Offer, Resolved, ThreadAsk};
+use super::{
+    Arming, Ask, Extra, Following, Instrument, InstrumentArgs, InstrumentFlags, InstrumentInfo, Offer, Request,
+    Resolved, ThreadAsk,
+};
 
 /// The no-op instrument, as the registry lists it (in tests only).
 pub const INFO: InstrumentInfo = InstrumentInfo {
@@ -12,10 +15,26 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     does: "counts samples",
     lacks: "are not samples",
     root_why: None,
+    flags: InstrumentFlags::of::<NoOpFlags, NoOpFlags>(),
     arm: |a| Ok(Box::new(NoOp::armed(a))),
     skipped: |_, why, _| format!("--noop: {why}"),
     resumed: |_| None,
 };
+
+/// `--noop`: its flag, on every command that runs a probe and in the study, from the registry
+/// alone.
+#[derive(clap::Args, Debug)]
+pub struct NoOpFlags {
+    /// Count the samples the runner hands on (a test instrument)
+    #[arg(long)]
+    pub noop: bool,
+}
+
+impl InstrumentArgs for NoOpFlags {
+    fn request(self) -> Option<Request> {
+        self.noop.then(|| Request::plain(INFO.name, Ask::Asked))
+    }
+}
 
 /// What it saw, said in its warning at the run's end.
 #[derive(Default)]

@@ -23,7 +23,7 @@ impl Armed {
     ) -> (Armed, Vec<String>) {
         let (mut list, mut warnings) = (Vec::new(), Vec::new());
         for p in planned {
-            let arming = Arming { settings: p.settings, cpus, collector };
+            let arming = Arming { settings: p.settings.clone(), beside: planned, cpus, collector };
             match (p.info.arm)(&arming) {
                 Ok(armed) => {
                     armed.begun(params);

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::instrument::{
-    Ask, Ending, Instrument, InstrumentInfo, Offer, Request, Service, Serviced, Settings, ThreadAsk,
+    Ask, Ending, Instrument, InstrumentArgs, InstrumentFlags, InstrumentInfo, Offer, Request, Service, Serviced,
+    Settings, ThreadAsk,
 };
 use crate::model::{Breach, BreachRecord, MeasuredParams, TraceEvent};
 use crate::recorder::BreachWatch;
@@ -26,28 +27,52 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     does: "traces the kernel",
     lacks: "come from no kernel",
     root_why: Some("it traces the kernel with ftrace"),
-    arm: |a| match a.settings {
-        Settings::Breach(b) => Tracer::arm(b, a.cpus).map(|t| Box::new(t) as Box<dyn Instrument>),
-        _ => Err("no threshold was given".into()),
+    // The same flags in the study: it traces only where a threshold is given.
+    flags: InstrumentFlags::of::<BreachFlags, BreachFlags>(),
+    arm: |a| match a.settings.get::<BreachOptions>() {
+        Some(b) => Tracer::arm(*b, a.cpus).map(|t| Box::new(t) as Box<dyn Instrument>),
+        None => Err("no threshold was given".into()),
     },
     skipped: |a, why, params| {
-        let (w, b) = (format!("--breach: the run goes untraced: {why}"), options(a.settings));
+        let (w, b) = (format!("--breach: the run goes untraced: {why}"), options(&a.settings));
         params.breach =
             Some(BreachRecord { threshold_ns: b.threshold_ns, max: b.max, skipped: Some(why), ..Default::default() });
         w
     },
     resumed: |m| {
         let b = m.breach.as_ref().filter(|b| b.skipped.is_none())?;
-        let settings = Settings::Breach(BreachOptions { threshold_ns: b.threshold_ns, max: b.max, stop: false });
+        let settings = Settings::new(BreachOptions { threshold_ns: b.threshold_ns, max: b.max, stop: false });
         Some(Request { name: "breach", ask: Ask::Asked, settings })
     },
 };
 
 /// The breach tracer's settings, as the run asked for it (none: no threshold, no window).
-fn options(settings: Settings) -> BreachOptions {
-    match settings {
-        Settings::Breach(b) => b,
-        _ => BreachOptions { threshold_ns: 0, max: 0, stop: false },
+fn options(settings: &Settings) -> BreachOptions {
+    settings.get::<BreachOptions>().copied().unwrap_or(BreachOptions { threshold_ns: 0, max: 0, stop: false })
+}
+
+/// `--breach`: trace the system and name what delayed a sample over a threshold.
+#[derive(clap::Args, Debug)]
+pub struct BreachFlags {
+    /// Trace the measured CPUs with ftrace and, for every sample over this latency (a bare
+    /// number is µs), store the window around it and name what delayed the thread (needs root;
+    /// measuring goes on)
+    #[arg(long, value_parser = |s: &str| crate::parse::latency_ns(s, "us"), value_name = "US")]
+    pub breach: Option<u64>,
+    /// The most breach windows stored per run
+    #[arg(long, value_parser = crate::parse::positive, default_value = "10", value_name = "N", requires = "breach")]
+    pub breach_max: u64,
+    /// End the run after the first breach window is stored
+    #[arg(long, requires = "breach")]
+    pub breach_stop: bool,
+}
+
+impl InstrumentArgs for BreachFlags {
+    fn request(self) -> Option<Request> {
+        let max = self.breach_max.min(u32::MAX as u64) as u32;
+        let options = |threshold_ns| BreachOptions { threshold_ns, max, stop: self.breach_stop };
+        let settings = Settings::new(options(self.breach?));
+        Some(Request { name: INFO.name, ask: Ask::Asked, settings })
     }
 }
 use crate::trace::ftrace::owned::Owned;

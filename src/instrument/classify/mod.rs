@@ -24,7 +24,7 @@ pub(crate) use gap::Verdict;
 pub use gap::UNTRACED_EDGES_NS;
 pub use timeline::Timeline;
 
-use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
+use crate::instrument::{Ask, InstrumentArgs, InstrumentFlags, InstrumentInfo, Offer, Request};
 use crate::model::ClassifyRecord;
 use crate::trace::context::describe;
 use crate::trace::ftrace::instance::Instance;
@@ -41,6 +41,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     does: "classifies the noise probe's gaps",
     lacks: "are not gaps",
     root_why: Some("it traces the kernel with ftrace"),
+    flags: InstrumentFlags::of::<ClassifyFlags, ClassifyStudyFlags>(),
     arm: flow::arm,
     skipped: |_, why, params| {
         let w = format!("--classify: the noise gaps' classes are unknown: {why}");
@@ -49,6 +50,37 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     },
     resumed: |m| m.classify.as_ref().filter(|c| c.skipped.is_none()).map(|_| Request::plain("classify", Ask::Asked)),
 };
+
+/// `--classify`, on a command that runs a probe.
+#[derive(clap::Args, Debug)]
+pub struct ClassifyFlags {
+    /// Classify every noise gap by what ran in it on its CPU, as rtla osnoise does: an IRQ, a
+    /// softirq, another thread, or nothing the kernel saw (hardware, SMI or hypervisor; needs
+    /// root)
+    #[arg(long)]
+    pub classify: bool,
+}
+
+impl InstrumentArgs for ClassifyFlags {
+    fn request(self) -> Option<Request> {
+        self.classify.then(|| Request::plain(INFO.name, Ask::Asked))
+    }
+}
+
+/// The study classifies its noise cells' gaps wherever tracing works.
+#[derive(clap::Args, Debug)]
+pub struct ClassifyStudyFlags {
+    /// Do not classify the noise cells' gaps by what ran in them (on by default where tracing
+    /// is possible; see noise --classify)
+    #[arg(long)]
+    pub no_classify: bool,
+}
+
+impl InstrumentArgs for ClassifyStudyFlags {
+    fn request(self) -> Option<Request> {
+        crate::instrument::unless_off(INFO.name, self.no_classify)
+    }
+}
 
 /// Per-CPU buffer: the reader empties it every few milliseconds; a loaded CPU writes a few MB
 /// of switches and interrupts a second.

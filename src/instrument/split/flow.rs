@@ -128,10 +128,10 @@ impl Instrument for Split {
 
 /// Arms the split on the measured CPUs; `Err` says why the run is not split.
 pub fn arm(a: &Arming) -> Result<Box<dyn Instrument>, String> {
-    let options = match a.settings {
-        crate::instrument::Settings::Split(o) => o,
-        _ => SplitOptions::default(),
-    };
+    // The mode its flags asked for; the breach threshold, when the breach tracer rides along.
+    let breach = a.beside.iter().find_map(|p| p.settings.get::<crate::instrument::breach::BreachOptions>());
+    let mode = a.settings.get::<SplitOptions>().and_then(|o| o.mode);
+    let options = SplitOptions { mode, breach_ns: breach.map(|b| b.threshold_ns) };
     Ok(Box::new(Split { tracer: SplitTracer::arm(a.cpus, a.collector)?, flow: None, options }))
 }
 

@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 
 pub use expiry::{Expiry, Seen};
 
-/// What `--split-mode` and `--breach` ask of the split.
+/// What `--split-mode` and `--breach` ask of the split (the breach threshold is the breach
+/// tracer's, read when the split is armed beside it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SplitOptions {
     /// The mode asked for; none: chosen by the rate.
@@ -34,7 +35,7 @@ pub struct SplitOptions {
     pub breach_ns: Option<u64>,
 }
 
-use crate::instrument::{Ask, InstrumentInfo, Offer, Request};
+use crate::instrument::{Ask, InstrumentArgs, InstrumentFlags, InstrumentInfo, Offer, Request, Settings};
 use crate::model::SplitRecord;
 use crate::trace::ftrace::instance::Instance;
 use crate::trace::ftrace::journal::SplitTraced;
@@ -50,6 +51,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     does: "splits a timer wake-up",
     lacks: "are not one",
     root_why: Some("it traces the kernel's timers with ftrace"),
+    flags: InstrumentFlags::of::<SplitFlags, SplitStudyFlags>(),
     arm: flow::arm,
     skipped: |_, why, params| {
         let w = format!("--split: the run is not split: {why}");
@@ -58,6 +60,64 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     },
     resumed: |m| m.split.as_ref().filter(|s| s.skipped.is_none()).map(|_| Request::plain("split", Ask::Asked)),
 };
+
+/// `--split` and its mode, on a command that runs a probe.
+#[derive(clap::Args, Debug)]
+pub struct SplitFlags {
+    /// Split every timer sample into how late the timer interrupt ran (IRQ latency) and how much
+    /// later the thread ran, from hrtimer trace events (needs root; not the timerlat tracer)
+    #[arg(long)]
+    pub split: bool,
+    /// How --split takes the expiries in: a record per sample, or histograms counted in the
+    /// kernel with records only past 1 ms, as rtla does [default: auto, per sample up to 10 %
+    /// of a housekeeping CPU at the run's rate]
+    #[arg(long, value_enum, value_name = "MODE", requires = "split")]
+    pub split_mode: Option<SplitMode>,
+}
+
+impl InstrumentArgs for SplitFlags {
+    fn request(self) -> Option<Request> {
+        let options = SplitOptions { mode: self.split_mode.and_then(SplitMode::mode), breach_ns: None };
+        self.split.then(|| Request { settings: Settings::new(options), ..Request::plain(INFO.name, Ask::Asked) })
+    }
+}
+
+/// The study splits its timer cells wherever tracing works.
+#[derive(clap::Args, Debug)]
+pub struct SplitStudyFlags {
+    /// Do not split the timer cells' samples into IRQ and scheduling latency (on by default
+    /// where tracing is possible; see a probe's --split)
+    #[arg(long)]
+    pub no_split: bool,
+}
+
+impl InstrumentArgs for SplitStudyFlags {
+    fn request(self) -> Option<Request> {
+        crate::instrument::unless_off(INFO.name, self.no_split)
+    }
+}
+
+/// `--split-mode`: how the split takes the expiries in.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitMode {
+    /// Per sample up to 10 % of a housekeeping CPU at the run's rate, then aggregated
+    Auto,
+    /// A record per sample, paired with it
+    PerSample,
+    /// Histograms counted in the kernel; records only for expiries past their bound
+    Aggregate,
+}
+
+impl SplitMode {
+    /// The mode asked for; none when it is left to the rate.
+    pub fn mode(self) -> Option<aggregate::Mode> {
+        match self {
+            SplitMode::Auto => None,
+            SplitMode::PerSample => Some(aggregate::Mode::PerSample),
+            SplitMode::Aggregate => Some(aggregate::Mode::Aggregate),
+        }
+    }
+}
 
 /// Per-CPU buffer: at 10 kHz, two events of ~50 bytes per sample, a second's worth is 1 MB; the
 /// reader empties it every few milliseconds.

@@ -28,12 +28,9 @@ use crate::store::Store;
 use task::*;
 
 /// Every kind of system change a killed rtbench can leave behind, each put back by the next
-/// command: one line per kind (its [`crate::restore::Change`] says how).
+/// command: one line per kind (its [`crate::restore::Change`] says how); the instruments' kinds
+/// come from their registry, between the shield and the rest.
 const REPLAY: &[fn() -> Vec<String>] = &[
-    crate::restore::replay::<crate::shield::Shielded>,
-    crate::restore::replay::<crate::trace::Traced>,
-    crate::restore::replay::<crate::trace::SplitTraced>,
-    crate::restore::replay::<crate::trace::ClassifyTraced>,
     crate::restore::replay::<crate::trace::TimerlatTraced>,
     crate::restore::replay::<crate::trace::timerlat::Options>,
     crate::restore::replay::<crate::runner::preempt::Switched>,
@@ -41,10 +38,20 @@ const REPLAY: &[fn() -> Vec<String>] = &[
     crate::restore::replay::<crate::vm::perf::Tuned>,
 ];
 
+/// Every replay in the order the next command runs them: the shield, the instruments' in the
+/// order a run ends them (the registry's, reversed), then [`REPLAY`].
+fn replays() -> Vec<fn() -> Vec<String>> {
+    let instruments = crate::instrument::REGISTRY.iter().rev().flat_map(|i| i.replay.iter().copied());
+    std::iter::once(crate::restore::replay::<crate::shield::Shielded> as fn() -> Vec<String>)
+        .chain(instruments)
+        .chain(REPLAY.iter().copied())
+        .collect()
+}
+
 /// Puts back what a killed rtbench left changed: every command does this first, before its
 /// flags are checked, as it always did.
 pub fn put_back_abandoned() {
-    for replay in REPLAY {
+    for replay in replays() {
         for said in replay() {
             eprintln!("rtbench: {said}");
         }

@@ -91,6 +91,9 @@ pub struct InstrumentInfo {
     pub flag: &'static str,
     /// Its flags, structs of its folder ([`InstrumentFlags::of`]).
     pub flags: InstrumentFlags,
+    /// What a killed run of it leaves journalled, one `restore::replay` per kind it holds: the
+    /// next command puts each back (`app::put_back_abandoned`).
+    pub replay: &'static [fn() -> Vec<String>],
     /// What a probe must offer for it to apply.
     pub needs: Offer,
     /// What it does and what a probe lacks without the offer: "--split splits a timer

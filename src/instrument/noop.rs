@@ -16,6 +16,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     lacks: "are not samples",
     root_why: None,
     flags: InstrumentFlags::of::<NoOpFlags, NoOpFlags>(),
+    replay: &[],
     arm: |a| Ok(Box::new(NoOp::armed(a))),
     skipped: |_, why, _| format!("--noop: {why}"),
     resumed: |_| None,

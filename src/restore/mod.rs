@@ -3,8 +3,9 @@
 //! and how to put them back) held by one [`Held`]: it writes the change down in a [`journal`]
 //! before the change is made, when the change must outlive a killed process, and puts the
 //! change back when it drops through the same `put_back` the next rtbench command replays
-//! (`app::REPLAY` lists every journalled kind). A [`Guard`] is what a session holds (a `Held`
-//! or a type made of them) and drops in reverse order when it ends.
+//! (`app::REPLAY` and the instruments' registry list every journalled kind). A [`Guard`] is
+//! what a session holds (a `Held` or a type made of them) and drops in reverse order when it
+//! ends.
 //!
 //! This module knows no kind of change: shield, tracer, preemption switch, load and the rest
 //! depend on it, never the other way.

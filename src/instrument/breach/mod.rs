@@ -29,6 +29,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     root_why: Some("it traces the kernel with ftrace"),
     // The same flags in the study: it traces only where a threshold is given.
     flags: InstrumentFlags::of::<BreachFlags, BreachFlags>(),
+    replay: &[crate::restore::replay::<crate::trace::Traced>],
     arm: |a| match a.settings.get::<BreachOptions>() {
         Some(b) => Tracer::arm(*b, a.cpus).map(|t| Box::new(t) as Box<dyn Instrument>),
         None => Err("no threshold was given".into()),

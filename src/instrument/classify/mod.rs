@@ -42,6 +42,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     lacks: "are not gaps",
     root_why: Some("it traces the kernel with ftrace"),
     flags: InstrumentFlags::of::<ClassifyFlags, ClassifyStudyFlags>(),
+    replay: &[crate::restore::replay::<crate::trace::ClassifyTraced>],
     arm: flow::arm,
     skipped: |_, why, params| {
         let w = format!("--classify: the noise gaps' classes are unknown: {why}");

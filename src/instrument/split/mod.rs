@@ -52,6 +52,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     lacks: "are not one",
     root_why: Some("it traces the kernel's timers with ftrace"),
     flags: InstrumentFlags::of::<SplitFlags, SplitStudyFlags>(),
+    replay: &[crate::restore::replay::<SplitTraced>],
     arm: flow::arm,
     skipped: |_, why, params| {
         let w = format!("--split: the run is not split: {why}");

@@ -114,6 +114,10 @@ pub struct ResponseParams {
     /// The target's host name, as its hello said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_host: Option<String>,
+    /// Where the target's thread runs, when it is an rtbench target that says (runs stored
+    /// before rtbench split it off kept it in `target_host`, after a line break).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_placement: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_triggers: Option<u64>,
     /// Answers that came later than a period after their trigger.
@@ -216,6 +220,7 @@ impl ProbeParams {
             (ProbeParams::Pingpong(a), ProbeParams::Pingpong(n)) => ProbeParams::Pingpong(a.as_asked(n)),
             (ProbeParams::Response(a), ProbeParams::Response(n)) => ProbeParams::Response(ResponseParams {
                 target_host: a.target_host.clone().or_else(|| n.target_host.clone()),
+                target_placement: a.target_placement.clone().or_else(|| n.target_placement.clone()),
                 lost_triggers: a.lost_triggers.or(n.lost_triggers),
                 late_answers: a.late_answers.or(n.late_answers),
                 ..a.clone()

@@ -111,6 +111,7 @@ impl ResponseFlags {
             // A study that serves its network cells itself says so when it plans them.
             own_peer: Some(false),
             target_host: None,
+            target_placement: None,
             lost_triggers: None,
             late_answers: None,
         })
@@ -131,6 +132,7 @@ struct Response {
 #[derive(Default)]
 struct Findings {
     target_host: Option<String>,
+    target_placement: Option<String>,
     lost_triggers: Option<u64>,
     late_answers: Option<u64>,
 }
@@ -147,7 +149,10 @@ impl Probe for Response {
         let (mut c, host) = transport::connect(Transport::Udp, &self.target, self.token, 0, HANDSHAKE_TIMEOUT, false)?;
         c.set_timeout(self.timeout)?;
         *self.conn.lock().unwrap() = Some(c);
-        self.findings.lock().unwrap().target_host = Some(host);
+        // The hello says the host, then where the target's thread runs (as pingpong's does).
+        let (host, placement) = wire::host_and_placement(&host);
+        let mut findings = self.findings.lock().unwrap();
+        (findings.target_host, findings.target_placement) = (Some(host), placement);
         Ok(())
     }
 
@@ -207,6 +212,7 @@ impl Probe for Response {
         let f = self.findings.lock().unwrap();
         if let ProbeParams::Response(p) = params {
             p.target_host.clone_from(&f.target_host);
+            p.target_placement.clone_from(&f.target_placement);
             (p.lost_triggers, p.late_answers) = (f.lost_triggers, f.late_answers);
         }
     }

@@ -145,7 +145,10 @@ fn response_measures_the_target_from_the_logger_host() {
     assert_valid_export(&doc);
     let p = &doc["run"]["params"];
     assert_eq!(p["target"], addr, "the stored run names its target");
-    assert!(p["target_host"].is_string());
+    // The target's hello: its host, and apart from it where its thread runs.
+    let host = p["target_host"].as_str().unwrap();
+    assert!(!host.is_empty() && !host.contains('\n'), "{host:?}");
+    assert!(p["target_placement"].as_str().is_some_and(|w| w.contains("unpinned") || w.contains("CPU")), "{p}");
     let t = &doc["threads"][0];
     let triggers = t["count"].as_u64().unwrap() + t["overruns"].as_u64().unwrap();
     // 2 s at 1 ms: every trigger is either answered or counted lost.

@@ -53,7 +53,7 @@ fn total(costs: &[RunView], baseline: &str, label: &str) -> Option<Finding> {
 
 /// The operations whose median changed most, in the metric's direction.
 fn operations(costs: &[RunView], baseline: &str, label: &str) -> Option<Finding> {
-    let mut changed: Vec<(String, f64, bool)> = super::pairs::newest(matched(costs, baseline, label))
+    let mut changed: Vec<(String, f64, &str)> = super::pairs::newest(matched(costs, baseline, label))
         .into_iter()
         .filter(|(b, _)| b.kind() == RunKind::SysbenchOp)
         .filter_map(|(b, c)| {
@@ -61,7 +61,14 @@ fn operations(costs: &[RunView], baseline: &str, label: &str) -> Option<Finding>
             let metric: Metric = b.data.header.metric;
             let load = if b.load() == "none" { String::new() } else { format!(" under {}", b.load()) };
             let op = b.sysbench_op().filter(|_| vb > 0.0)?;
-            Some((format!("{op}{load}"), (vc / vb - 1.0) * 100.0, metric.worse(vb, vc)))
+            let direction = if vc == vb {
+                "unchanged"
+            } else if metric.worse(vb, vc) {
+                "worse"
+            } else {
+                "better"
+            };
+            Some((format!("{op}{load}"), (vc / vb - 1.0) * 100.0, direction))
         })
         .collect();
     changed.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
@@ -69,10 +76,8 @@ fn operations(costs: &[RunView], baseline: &str, label: &str) -> Option<Finding>
     if changed.is_empty() {
         return None;
     }
-    let said: Vec<String> = changed
-        .iter()
-        .map(|(op, pct, worse)| format!("{op} {pct:+.1} % ({})", if *worse { "worse" } else { "better" }))
-        .collect();
+    let said: Vec<String> =
+        changed.iter().map(|(op, pct, direction)| format!("{op} {pct:+.1} % ({direction})")).collect();
     Some(Finding {
         weight: 740,
         topic: Topic::Price,

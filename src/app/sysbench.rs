@@ -136,6 +136,7 @@ fn store_run(
         breach: None,
         split: None,
         classify: None,
+        instruments: Default::default(),
         load_flags: None,
         probe: own,
     };

@@ -1,6 +1,7 @@
 //! What rides along a probe's run, shown through the runner as a command drives it.
 
-use crate::config::{Ask, RunConfig, RunOptions};
+use crate::config::{Ask, Rest, RunConfig, RunOptions};
+use crate::instrument::noop::NoOpRecord;
 use crate::instrument::Request;
 use crate::store::{Store, RAW_IN_STORE};
 
@@ -43,6 +44,20 @@ fn a_registered_instrument_rides_along_a_real_run_that_never_names_it() {
     let raw = store.raw_samples(id).unwrap();
     let kept: Vec<usize> = raw.iter().map(|(_, s)| s.len()).collect();
     assert_eq!(kept, [RAW_IN_STORE.min(loops) as usize; 2], "each thread's first samples are stored");
+    // Its record: in the run's params under its name, with no field of the model's for it.
+    let db = rusqlite::Connection::open(&cfg.storage.db).unwrap();
+    let stored: String = db
+        .query_row("SELECT json_extract(params, '$.instruments.noop') FROM runs WHERE id = ?1", [id], |r| r.get(0))
+        .unwrap();
+    let record: NoOpRecord = serde_json::from_str(&stored).unwrap();
+    assert_eq!(record.seen, 2 * loops as usize, "{stored}");
+    // Recorded as the run ended, before the last checkpoint (which the warning counts).
+    assert!(record.checkpoints < said(w, "checkpoints").parse().unwrap(), "{stored}");
+    // And `rtbench resume` of it, had it been stopped, asks for it again, from its registry line.
+    db.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?1", [id]).unwrap();
+    let again =
+        RunConfig::resumed(&store.header(id).unwrap(), Rest::Loops(10), true, cfg.storage.db.clone(), None).unwrap();
+    assert_eq!(again.instruments.iter().map(|p| p.info.name).collect::<Vec<_>>(), ["noop"]);
 }
 
 /// Where the probe does not offer what an instrument needs, asking for it is refused before

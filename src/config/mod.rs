@@ -251,6 +251,7 @@ impl RunConfig {
             breach: None,
             split: None,
             classify: None,
+            instruments: Default::default(),
             load_flags: self.load.flags.clone(),
             probe: (*self.probe_params).clone(),
         }

@@ -8,15 +8,17 @@
 //! `ProbeInfo`; an instrument says which offer it needs, and a probe that does not make it is
 //! refused the instrument's flag.
 //!
-//! Adding an instrument: its folder here (its `INFO` and an [`Instrument`]), one line in
-//! [`REGISTRY`], and the record it keeps in the run's params (`model`), which is all the report
-//! reads of it.
+//! Adding an instrument: its folder here (its `INFO` and an [`Instrument`]) and one line in
+//! [`REGISTRY`]. Its record goes into the run's params under its name
+//! (`MeasuredParams::instruments`), put there at every checkpoint ([`Extra::records`]) and at
+//! the end ([`Instrument::record`]); `show` and the exports carry it. The three the model names
+//! fields for (breach, split, classify) keep them, which the report's figures read.
 
 pub mod breach;
 pub mod classify;
 mod flags;
 #[cfg(test)]
-mod noop;
+pub(crate) mod noop;
 mod set;
 pub mod split;
 
@@ -24,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::Result;
 
-use crate::model::{Breach, ClassInterval, ClassifyRecord, MeasuredParams, ThreadResult};
+use crate::model::{Breach, ClassInterval, MeasuredParams, ThreadResult};
 pub use crate::probe::Offer;
 use crate::recorder::BreachWatch;
 pub use flags::{augment, requested, unless_off, InstrumentArgs, InstrumentFlags, Settings, Where};
@@ -171,15 +173,16 @@ pub struct Serviced {
 pub struct Extra {
     /// Gaps classified since the last checkpoint, per class and interval.
     pub noise: Vec<ClassInterval>,
-    /// The classification since the run began.
-    pub classify: Option<ClassifyRecord>,
+    /// Records as they stand, by instrument name (the classification's since the run began):
+    /// the checkpoint stores them in the run's params.
+    pub records: Vec<(&'static str, serde_json::Value)>,
 }
 
 impl Extra {
     /// What the checkpoint stores of the instruments: this, and the windows taken since the
     /// last one.
     pub fn found<'a>(&'a self, windows: &'a [Breach]) -> crate::store::Found<'a> {
-        crate::store::Found { breaches: windows, noise: &self.noise, classify: self.classify.as_ref() }
+        crate::store::Found { breaches: windows, noise: &self.noise, records: &self.records }
     }
 }
 

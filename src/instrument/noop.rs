@@ -1,11 +1,13 @@
 //! An instrument that changes nothing and only counts what the runner hands it, registered as
-//! the real ones are: a test arms it in a real run and reads its count back from the stored
-//! run's warnings, so the runner's generic handling of instruments is shown end to end.
+//! the real ones are: a test arms it in a real run and reads its counts back from the stored
+//! run's warnings and its record, resumes the run with it, so the generic handling of
+//! instruments (flags, arming, checkpoints, the stored record, resume) is shown end to end.
 
 use super::{
     Arming, Ask, Extra, Following, Instrument, InstrumentArgs, InstrumentFlags, InstrumentInfo, Offer, Request,
     Resolved, ThreadAsk,
 };
+use crate::model::MeasuredParams;
 
 /// The no-op instrument, as the registry lists it (in tests only).
 pub const INFO: InstrumentInfo = InstrumentInfo {
@@ -19,8 +21,15 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     replay: &[],
     arm: |a| Ok(Box::new(NoOp::armed(a))),
     skipped: |_, why, _| format!("--noop: {why}"),
-    resumed: |_| None,
+    resumed: |p| p.instruments.get::<NoOpRecord>(INFO.name).map(|_| Request::plain(INFO.name, Ask::Asked)),
 };
+
+/// What it keeps in the run's params: its counts so far, at every checkpoint and at the end.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct NoOpRecord {
+    pub seen: usize,
+    pub checkpoints: usize,
+}
 
 /// `--noop`: its flag, on every command that runs a probe and in the study, from the registry
 /// alone.
@@ -59,6 +68,10 @@ impl NoOp {
     fn armed(a: &Arming) -> NoOp {
         NoOp { cpus: a.cpus.to_vec(), collector: a.collector.to_vec(), ..NoOp::default() }
     }
+
+    fn counts(&self) -> NoOpRecord {
+        NoOpRecord { seen: self.seen, checkpoints: self.checkpoints }
+    }
 }
 
 impl Instrument for NoOp {
@@ -92,9 +105,14 @@ impl Instrument for NoOp {
         out.samples.append(&mut self.held[i]);
     }
 
-    fn checkpoint(&mut self, _extra: &mut Extra) {
+    fn checkpoint(&mut self, extra: &mut Extra) {
         self.checkpoints += 1;
         self.main_on = crate::sys::affinity().unwrap_or_default();
+        extra.records.push((INFO.name, serde_json::to_value(self.counts()).unwrap_or_default()));
+    }
+
+    fn record(&self, params: &mut MeasuredParams) {
+        params.instruments.put(INFO.name, serde_json::to_value(self.counts()).unwrap_or_default());
     }
 
     fn end(&mut self) {

@@ -18,6 +18,7 @@ mod params;
 mod pingpong_params;
 mod probe_params;
 mod run;
+mod sections;
 mod status;
 mod system;
 mod timerlat_aa;
@@ -44,6 +45,7 @@ pub use probe_params::{
     ThreadNoise, ThreadRoundTrips, TimerParams, Transport, Warmup,
 };
 pub use run::{Gap, IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
+pub use sections::{path as section_path, Sections};
 pub use status::RunStatus;
 pub use system::{Preemption, RtThrottling, SystemSnapshot, VmPlacement, EMULATED_WARNING};
 pub use timerlat_aa::{AnalysisInterference, AnalysisTask, TimerlatAnalysis};

@@ -109,6 +109,10 @@ pub struct MeasuredParams {
     /// `noise --classify`: every gap by what ran in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classify: Option<super::ClassifyRecord>,
+    /// The records of the other instruments, by name (`model::Sections`): a new instrument's
+    /// record is stored here without a field of its own.
+    #[serde(default, skip_serializing_if = "super::Sections::is_empty")]
+    pub instruments: super::Sections,
     /// The load's flags as given, in a loaded run (absent in idle runs, and in runs stored
     /// before rtbench kept them: those resume with the defaults).
     #[serde(default, skip_serializing_if = "Option::is_none")]

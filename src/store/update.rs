@@ -5,7 +5,7 @@ use anyhow::Result;
 use rusqlite::params;
 
 use super::Store;
-use crate::model::{ClassifyRecord, LoadRecord, RunParams, RunStatus};
+use crate::model::{section_path, LoadRecord, RunParams, RunStatus};
 
 impl Store {
     /// Replaces a run's parameters (a probe adds what it learnt while running).
@@ -14,12 +14,12 @@ impl Store {
         Ok(())
     }
 
-    /// Replaces a measured run's classification (`params.classify`), leaving the rest.
-    pub fn set_classify(&self, id: i64, classify: &ClassifyRecord) -> Result<()> {
-        let json = serde_json::to_string(classify)?;
+    /// Replaces a measured run's record of instrument `name` (where `model::section_path` puts
+    /// it), leaving the rest.
+    pub fn set_record(&self, id: i64, name: &str, record: &serde_json::Value) -> Result<()> {
         self.conn.execute(
-            "UPDATE runs SET params = json_set(params, '$.classify', json(?2)) WHERE id = ?1",
-            params![id, json],
+            "UPDATE runs SET params = json_set(params, ?2, json(?3)) WHERE id = ?1",
+            params![id, section_path(name), serde_json::to_string(record)?],
         )?;
         Ok(())
     }

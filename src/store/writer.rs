@@ -7,12 +7,14 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use super::resume::{merged, Resumed};
 use super::{RawBatch, Store};
 use crate::model::{
-    Breach, ClassInterval, ClassifyRecord, CpuInterval, EnvPoint, LoadRecord, MeasuredParams, Metric, ProbeParams,
-    RunKind, RunParams, RunStatus, SplitRecord, SystemSnapshot, ThreadRan, ThreadResult, EMULATED_WARNING,
+    Breach, ClassInterval, CpuInterval, EnvPoint, LoadRecord, MeasuredParams, Metric, ProbeParams, RunKind, RunParams,
+    RunStatus, SplitRecord, SystemSnapshot, ThreadRan, ThreadResult, EMULATED_WARNING,
 };
 
 /// Raw samples per thread kept in the store: a run this short is drawn sample by sample.
@@ -74,10 +76,18 @@ pub struct Found<'a> {
     pub breaches: &'a [Breach],
     /// `noise --classify`: gaps classified since the last checkpoint, per class and interval.
     pub noise: &'a [ClassInterval],
-    /// `noise --classify`: what the classification has come to since the run began (a run's
-    /// params hold it from its first checkpoint on, so a killed run keeps it; the metrics read
-    /// it as it grows).
-    pub classify: Option<&'a ClassifyRecord>,
+    /// Each instrument's record as it stands (the classification's, what it has come to since
+    /// the run began): the run's params hold them from the first checkpoint on, so a killed run
+    /// keeps them, and the metrics read them as they grow.
+    pub records: &'a [(&'static str, Value)],
+}
+
+impl Found<'_> {
+    /// `name`'s record at this checkpoint, read as a `T`.
+    pub fn record<T: DeserializeOwned>(&self, name: &str) -> Option<T> {
+        let (_, v) = self.records.iter().find(|(n, _)| *n == name)?;
+        T::deserialize(v).ok()
+    }
 }
 
 impl<'a> Checkpoint<'a> {
@@ -303,10 +313,10 @@ impl<'s> RunWriter<'s> {
     /// Stores what the instruments of a checkpoint have recorded since the run began in the
     /// run's parameters, so a killed run keeps it.
     pub fn set_records(&self, cp: &Checkpoint) -> Result<()> {
-        match cp.found.classify {
-            Some(c) => self.store.set_classify(self.id, c),
-            None => Ok(()),
+        for (name, record) in cp.found.records {
+            self.store.set_record(self.id, name, record)?;
         }
+        Ok(())
     }
 
     /// Replaces the stored parameters (with what was found while measuring). A resumed run
@@ -365,6 +375,7 @@ fn as_asked(asked: &MeasuredParams, now: &MeasuredParams) -> MeasuredParams {
 mod tests {
     use super::*;
     use crate::model::{TimerParams, VmPlacement};
+    use serde_json::json;
 
     /// A timer part's parameters: asked for `duration_s`, its split having lost `lost` events (and
     /// read a hundred times as many, missed ten times).
@@ -415,6 +426,33 @@ mod tests {
         assert_eq!(warnings(finished), [EMULATED_WARNING, "its own", "found later"]);
         assert_eq!(warnings(kvm), ["its own"], "KVM runs the guest's own instructions");
         assert_eq!(warnings(host), ["its own"]);
+    }
+
+    /// The instruments' records at a checkpoint land in the run's params: the classification's
+    /// where the model names it, another instrument's under `instruments`, each replaced by the
+    /// next checkpoint's.
+    #[test]
+    fn a_checkpoint_s_records_stand_in_the_params_where_the_model_reads_them() {
+        use crate::model::ClassifyRecord;
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let mut p = part(10.0, 0);
+        p.split = None;
+        let w = RunWriter::begin(&mut store, RunHead { params: RunParams::Measured(p), ..head(None) }).unwrap();
+        let classify = ClassifyRecord { budget_ns: Some(10_000), ..Default::default() };
+        for seen in [1, 2] {
+            let records = [("classify", serde_json::to_value(&classify).unwrap()), ("noop", json!({ "seen": seen }))];
+            w.set_records(&Checkpoint {
+                found: Found { records: &records, ..Found::default() },
+                ..Checkpoint::only(&[])
+            })
+            .unwrap();
+        }
+        let h = w.store().header(w.id()).unwrap();
+        let m = h.params.measured().unwrap();
+        assert_eq!(m.classify.as_ref().and_then(|c| c.budget_ns), Some(10_000));
+        assert_eq!(m.instruments.get::<Value>("noop"), Some(json!({ "seen": 2 })));
+        assert!(matches!(m.probe, ProbeParams::Timer(_)), "the probe's own keys are its own: {:?}", m.probe);
     }
 
     /// `noise --classify`: an interval's gaps classified over several checkpoints add up in the

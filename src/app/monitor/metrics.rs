@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use hdrhistogram::Histogram;
 
-use crate::model::{NoiseClass, ThreadClasses, ThreadResult};
+use crate::model::{ClassifyRecord, NoiseClass, ThreadClasses, ThreadResult};
 use crate::runner::segment::Closed;
 use crate::runner::sink::{Checkpoint, Sink};
 use crate::stats::Stats;
@@ -200,7 +200,8 @@ impl Sink for MetricsSink {
         let mut snap = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         (snap.series, snap.irq) = (series, irq);
         // The classification's totals only grow; a checkpoint without them changes nothing.
-        if let Some(c) = cp.found.classify.filter(|c| !c.threads.is_empty()) {
+        let classify = cp.found.record::<ClassifyRecord>(crate::instrument::classify::INFO.name);
+        if let Some(c) = classify.filter(|c| !c.threads.is_empty()) {
             snap.noise = noise_series(cp.threads, &c.threads);
         }
         Ok(())
@@ -216,7 +217,6 @@ impl Sink for MetricsSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ClassifyRecord;
     use crate::store::Found;
 
     #[test]
@@ -313,8 +313,11 @@ mod tests {
             ..Default::default()
         };
         let threads = [ThreadResult { thread: 0, cpu: Some(1), stats: Stats::default(), irq: None }];
-        sink.checkpoint(&Checkpoint { found: Found { classify: Some(&classify), ..Found::default() }, ..cp(&threads) })
-            .unwrap();
+        sink.checkpoint(&Checkpoint {
+            found: Found { records: &[("classify", serde_json::to_value(&classify).unwrap())], ..Found::default() },
+            ..cp(&threads)
+        })
+        .unwrap();
         let series =
             |class, name: &str, count, ns| NoiseSeries { cpu: "1".into(), class, name: name.into(), count, ns };
         let want = vec![series(Thread, "python3", 3, 5_000_000), series(Hardware, "", 5, 3_000)];

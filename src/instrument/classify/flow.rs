@@ -98,7 +98,7 @@ impl Instrument for Classify {
     fn checkpoint(&mut self, extra: &mut Extra) {
         if let Some(f) = self.flow.as_mut() {
             extra.noise = f.take_intervals();
-            extra.classify = Some(f.record());
+            extra.records.push((super::INFO.name, serde_json::to_value(f.record()).unwrap_or_default()));
         }
     }
 

@@ -91,6 +91,10 @@ pub fn summary(run: &Run) -> String {
     if let Some((collector, placed)) = collector(h) {
         let _ = writeln!(out, "{collector}: {placed}");
     }
+    // Instruments the model names no field for: their records as they wrote them.
+    for (name, record) in h.params.measured().into_iter().flat_map(|m| m.instruments.iter()) {
+        let _ = writeln!(out, "{name}: {record}");
+    }
     out.push('\n');
     // A run whose samples are busy-loop gaps, as its stored parameters say.
     if h.params.measured().is_some_and(|m| matches!(m.probe, crate::model::ProbeParams::Noise(_))) {
@@ -456,6 +460,18 @@ pub fn analysis_lines(a: &crate::model::TimerlatAnalysis, indent: &str, left: &s
 #[cfg(test)]
 mod tests {
     use crate::model::Metric;
+
+    /// An instrument's record the model names no field for is shown as it was stored.
+    #[test]
+    fn the_record_of_an_instrument_without_a_field_is_shown_under_its_name() {
+        let mut run = crate::report::formats::export::test_run(Metric::LATENCY);
+        let params = serde_json::json!({"threads": 1, "cpus": [1], "policy": "fifo", "priority": 95, "mlock": true,
+            "loops": 100, "duration_s": null, "envelope_interval_ns": 1_000_000_000u64, "samples_file": null,
+            "interval_us": 1000, "distance_us": 0, "instruments": {"noop": {"seen": 100}}});
+        run.header.params = serde_json::from_value(params).unwrap();
+        let said = super::summary(&run);
+        assert!(said.lines().any(|l| l == r#"noop: {"seen":100}"#), "{said}");
+    }
 
     /// A latency of 100 ms and more fills a column's width: the columns still part.
     #[test]

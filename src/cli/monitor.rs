@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::DbArg;
 use crate::app::task::MonitorConfig;
-use crate::config::{Ask, RunConfig, RunOptions};
+use crate::config::{RunConfig, RunOptions};
 use crate::instrument::Request;
 use crate::probe::noise::NoiseFlags;
 use crate::probe::timer::{Interval, TimerFlags};
@@ -62,19 +62,16 @@ pub struct MonitorArgs {
     /// Also write every window's histogram per CPU to an HdrHistogram interval log FILE
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<PathBuf>,
-    /// Split every wake-up into IRQ and scheduling latency (see `timer --split`; needs root)
-    #[arg(long, conflicts_with = "noise")]
-    pub split: bool,
-    /// With --noise: classify every gap by what ran in it (see `noise --classify`; needs root),
-    /// counted in the metrics by class
-    #[arg(long, requires = "noise")]
-    pub classify: bool,
     /// CPUs for rtbench's own work while it watches (see `timer --main-affinity`) [default: the
     /// online CPUs not watched]
     #[arg(long, value_name = "CPUS")]
     pub main_affinity: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
+    /// What the instruments' flags ask for (`--split`, `--classify`: their monitor forms, from
+    /// the instruments' registry).
+    #[arg(skip)]
+    pub instruments: Vec<Request>,
 }
 
 impl MonitorArgs {
@@ -97,14 +94,7 @@ impl MonitorArgs {
             quiet: true,
             label: self.label,
             db: self.db.db,
-            instruments: [
-                (self.split, crate::instrument::split::INFO),
-                (self.classify, crate::instrument::classify::INFO),
-            ]
-            .into_iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, i)| Request::plain(i.name, Ask::Asked))
-            .collect(),
+            instruments: self.instruments,
             main_affinity: self.main_affinity,
             ..RunOptions::default()
         };

@@ -37,8 +37,10 @@ where
         }
     }
     let mut command = Cli::from_arg_matches(&matches)?.command;
-    if let (Command::Study(study), Some((_, sub))) = (&mut command, matches.subcommand()) {
-        study.instruments = instrument::requested(sub, Where::Study);
+    match (&mut command, matches.subcommand()) {
+        (Command::Study(study), Some((_, sub))) => study.instruments = instrument::requested(sub, Where::Study),
+        (Command::Monitor(monitor), Some((_, sub))) => monitor.instruments = instrument::requested(sub, Where::Monitor),
+        _ => {}
     }
     Ok(Invocation::Command(command))
 }
@@ -52,8 +54,10 @@ pub fn command() -> clap::Command {
     for (order, name) in others.iter().enumerate() {
         cmd = cmd.mut_subcommand(name, |c| c.display_order(probe::REGISTRY.len() + order));
     }
-    // The study's instrument flags, from the instruments' registry (before its own help flag).
+    // The study's and the monitor's instrument flags, from the instruments' registry (before
+    // their own help flag).
     cmd = cmd.mut_subcommand("study", |c| instrument::augment(c, Where::Study));
+    cmd = cmd.mut_subcommand("monitor", |c| instrument::augment(c, Where::Monitor));
     for (order, info) in probe::REGISTRY.iter().enumerate() {
         cmd = cmd.subcommand(subcommand(info).display_order(order));
     }
@@ -129,5 +133,13 @@ mod tests {
         assert_eq!(study(&["study"]), [wherever("classify"), wherever("split")]);
         assert_eq!(study(&["study", "--no-split", "--no-classify", "--noop"]), [asked("noop")]);
         assert!(parse_from(["rtbench", "timer", "--split-mode", "aggregate"]).is_err(), "--split-mode needs --split");
+        let monitor = |argv: &[&str]| match parse_from(std::iter::once("rtbench").chain(argv.iter().copied())) {
+            Ok(Invocation::Command(Command::Monitor(m))) => m.instruments,
+            _ => panic!("{argv:?} is no monitor"),
+        };
+        assert_eq!(monitor(&["monitor", "--split", "--noop"]), [asked("split"), asked("noop")]);
+        assert_eq!(monitor(&["monitor", "--noise", "--classify"]), [asked("classify")]);
+        assert!(parse_from(["rtbench", "monitor", "--classify"]).is_err(), "--classify needs --noise");
+        assert!(parse_from(["rtbench", "monitor", "--breach", "50"]).is_err(), "no breach tracer in a monitor");
     }
 }

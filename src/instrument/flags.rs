@@ -1,7 +1,8 @@
 //! An instrument's flags and settings, declared in its own folder: a struct clap's derive reads
-//! for the commands that run a probe (`--split`), one for the study (`--no-split`), and the
-//! settings they make, typed by the instrument and opaque to everything else. The command line
-//! adds every registered instrument's flags and asks each what its matches request.
+//! for the commands that run a probe (`--split`), one for the study (`--no-split`), one for the
+//! monitor where it rides along there, and the settings they make, typed by the instrument and
+//! opaque to everything else. The command line adds every registered instrument's flags and
+//! asks each what its matches request.
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -18,6 +19,8 @@ pub enum Where {
     Run,
     /// The study: it rides along every cell it can, unless its flag turns it off.
     Study,
+    /// `rtbench monitor`: window after window, for as long as it watches.
+    Monitor,
 }
 
 /// One form of an instrument's flags.
@@ -33,6 +36,8 @@ pub struct InstrumentFlags {
     pub run: fn(clap::Command) -> clap::Command,
     /// Adds the study's.
     pub study: fn(clap::Command) -> clap::Command,
+    /// Adds the monitor's (none: it does not ride along a monitor).
+    pub monitor: fn(clap::Command) -> clap::Command,
     /// What the matches of a command with them ask of the instrument.
     pub read: fn(&ArgMatches, Where) -> Option<Request>,
 }
@@ -46,14 +51,35 @@ impl std::fmt::Debug for InstrumentFlags {
 impl InstrumentFlags {
     /// The flags of the instrument whose run form is `R` and study form `S`.
     pub const fn of<R: InstrumentArgs, S: InstrumentArgs>() -> InstrumentFlags {
-        InstrumentFlags { run: R::augment_args, study: S::augment_args, read: read::<R, S> }
+        InstrumentFlags::with_monitor::<R, S, NotInMonitor>()
+    }
+
+    /// The flags of one that rides along the monitor too, with the monitor's form `M`.
+    pub const fn with_monitor<R: InstrumentArgs, S: InstrumentArgs, M: InstrumentArgs>() -> InstrumentFlags {
+        InstrumentFlags {
+            run: R::augment_args,
+            study: S::augment_args,
+            monitor: M::augment_args,
+            read: read::<R, S, M>,
+        }
     }
 }
 
-fn read<R: InstrumentArgs, S: InstrumentArgs>(m: &ArgMatches, at: Where) -> Option<Request> {
+/// The monitor's form of an instrument that does not ride along it: no flag.
+#[derive(clap::Args, Debug)]
+pub struct NotInMonitor {}
+
+impl InstrumentArgs for NotInMonitor {
+    fn request(self) -> Option<Request> {
+        None
+    }
+}
+
+fn read<R: InstrumentArgs, S: InstrumentArgs, M: InstrumentArgs>(m: &ArgMatches, at: Where) -> Option<Request> {
     match at {
         Where::Run => R::from_arg_matches(m).ok()?.request(),
         Where::Study => S::from_arg_matches(m).ok()?.request(),
+        Where::Monitor => M::from_arg_matches(m).ok()?.request(),
     }
 }
 
@@ -64,6 +90,7 @@ pub fn augment(cmd: clap::Command, at: Where) -> clap::Command {
     let cmd = REGISTRY.iter().fold(cmd, |cmd, i| match at {
         Where::Run => (i.flags.run)(cmd),
         Where::Study => (i.flags.study)(cmd),
+        Where::Monitor => (i.flags.monitor)(cmd),
     });
     let cmd = match about {
         Some(about) => cmd.about(about),

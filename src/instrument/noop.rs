@@ -17,7 +17,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     does: "counts samples",
     lacks: "are not samples",
     root_why: None,
-    flags: InstrumentFlags::of::<NoOpFlags, NoOpFlags>(),
+    flags: InstrumentFlags::with_monitor::<NoOpFlags, NoOpFlags, NoOpFlags>(),
     replay: &[],
     arm: |a| Ok(Box::new(NoOp::armed(a))),
     skipped: |_, why, _| format!("--noop: {why}"),

@@ -41,7 +41,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     does: "classifies the noise probe's gaps",
     lacks: "are not gaps",
     root_why: Some("it traces the kernel with ftrace"),
-    flags: InstrumentFlags::of::<ClassifyFlags, ClassifyStudyFlags>(),
+    flags: InstrumentFlags::with_monitor::<ClassifyFlags, ClassifyStudyFlags, ClassifyMonitorFlags>(),
     replay: &[crate::restore::replay::<crate::trace::ClassifyTraced>],
     arm: flow::arm,
     skipped: |_, why, params| {
@@ -80,6 +80,21 @@ pub struct ClassifyStudyFlags {
 impl InstrumentArgs for ClassifyStudyFlags {
     fn request(self) -> Option<Request> {
         crate::instrument::unless_off(INFO.name, self.no_classify)
+    }
+}
+
+/// `monitor --noise --classify`: every window's gaps classified.
+#[derive(clap::Args, Debug)]
+pub struct ClassifyMonitorFlags {
+    /// With --noise: classify every gap by what ran in it (see `noise --classify`; needs root),
+    /// counted in the metrics by class
+    #[arg(long, requires = "noise")]
+    pub classify: bool,
+}
+
+impl InstrumentArgs for ClassifyMonitorFlags {
+    fn request(self) -> Option<Request> {
+        self.classify.then(|| Request::plain(INFO.name, Ask::Asked))
     }
 }
 

@@ -51,7 +51,7 @@ pub const INFO: InstrumentInfo = InstrumentInfo {
     does: "splits a timer wake-up",
     lacks: "are not one",
     root_why: Some("it traces the kernel's timers with ftrace"),
-    flags: InstrumentFlags::of::<SplitFlags, SplitStudyFlags>(),
+    flags: InstrumentFlags::with_monitor::<SplitFlags, SplitStudyFlags, SplitMonitorFlags>(),
     replay: &[crate::restore::replay::<SplitTraced>],
     arm: flow::arm,
     skipped: |_, why, params| {
@@ -95,6 +95,20 @@ pub struct SplitStudyFlags {
 impl InstrumentArgs for SplitStudyFlags {
     fn request(self) -> Option<Request> {
         crate::instrument::unless_off(INFO.name, self.no_split)
+    }
+}
+
+/// `monitor --split`: every window's wake-ups split.
+#[derive(clap::Args, Debug)]
+pub struct SplitMonitorFlags {
+    /// Split every wake-up into IRQ and scheduling latency (see `timer --split`; needs root)
+    #[arg(long, conflicts_with = "noise")]
+    pub split: bool,
+}
+
+impl InstrumentArgs for SplitMonitorFlags {
+    fn request(self) -> Option<Request> {
+        self.split.then(|| Request::plain(INFO.name, Ask::Asked))
     }
 }
 

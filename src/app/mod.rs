@@ -28,22 +28,22 @@ use crate::store::Store;
 use task::*;
 
 /// Every kind of system change a killed rtbench can leave behind, each put back by the next
-/// command: one line per kind (its [`crate::restore::Change`] says how); the instruments' kinds
-/// come from their registry, between the shield and the rest.
+/// command: one line per kind (its [`crate::restore::Change`] says how); the instruments' and
+/// the probes' kinds come from their registries, between the shield and the rest.
 const REPLAY: &[fn() -> Vec<String>] = &[
-    crate::restore::replay::<crate::trace::TimerlatTraced>,
-    crate::restore::replay::<crate::trace::timerlat::Options>,
     crate::restore::replay::<crate::runner::preempt::Switched>,
     crate::restore::replay::<crate::vm::group::Guest>,
     crate::restore::replay::<crate::vm::perf::Tuned>,
 ];
 
 /// Every replay in the order the next command runs them: the shield, the instruments' in the
-/// order a run ends them (the registry's, reversed), then [`REPLAY`].
+/// order a run ends them (the registry's, reversed), the probes', then [`REPLAY`].
 fn replays() -> Vec<fn() -> Vec<String>> {
     let instruments = crate::instrument::REGISTRY.iter().rev().flat_map(|i| i.replay.iter().copied());
+    let probes = crate::probe::REGISTRY.iter().flat_map(|p| p.replay.iter().copied());
     std::iter::once(crate::restore::replay::<crate::shield::Shielded> as fn() -> Vec<String>)
         .chain(instruments)
+        .chain(probes)
         .chain(REPLAY.iter().copied())
         .collect()
 }

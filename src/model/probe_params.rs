@@ -29,6 +29,7 @@ pub enum ProbeParams {
     Synthetic(SyntheticParams),
     SysbenchOp(SysbenchOpParams),
     SysbenchTotal(SysbenchTotalParams),
+    Ipc(IpcParams),
     /// No probe part at all (a run written by hand): stored as nothing, without a tag.
     #[serde(untagged)]
     Absent(Absent),
@@ -46,7 +47,7 @@ type Read = fn(Value) -> serde_json::Result<ProbeParams>;
 /// Each tag (as the derive writes it) and how its part reads, in the order untagged parts are
 /// tried (the order rtbench always tried them in; a timerlat part without its tag reads as the
 /// timer's, first).
-const TAGS: [(&str, Read); 10] = [
+const TAGS: [(&str, Read); 11] = [
     ("timer", |v| serde_json::from_value(v).map(ProbeParams::Timer)),
     ("timerlat", |v| serde_json::from_value(v).map(ProbeParams::Timerlat)),
     ("gtod", |v| serde_json::from_value(v).map(ProbeParams::Gtod)),
@@ -56,6 +57,7 @@ const TAGS: [(&str, Read); 10] = [
     ("synthetic", |v| serde_json::from_value(v).map(ProbeParams::Synthetic)),
     ("sysbench-op", |v| serde_json::from_value(v).map(ProbeParams::SysbenchOp)),
     ("sysbench-total", |v| serde_json::from_value(v).map(ProbeParams::SysbenchTotal)),
+    ("ipc", |v| serde_json::from_value(v).map(ProbeParams::Ipc)),
     // Last: it takes only an empty part.
     ("absent", |v| serde_json::from_value(v).map(ProbeParams::Absent)),
 ];
@@ -90,6 +92,52 @@ pub struct TimerParams {
     /// A monitor's window: its length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor_window_s: Option<f64>,
+}
+
+/// What `ipc`'s sender wakes its receiver with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IpcVia {
+    /// A POSIX mutex the receiver waits to lock and the sender unlocks (ptsematest).
+    Mutex,
+    /// A signal the receiver waits for and the sender sends to its thread (sigwaittest).
+    Signal,
+    /// A System V semaphore the receiver takes and the sender posts (svsematest).
+    Sem,
+    /// A POSIX message queue the receiver reads and the sender writes (pmqtest).
+    Mq,
+    /// A futex word the receiver waits on and the sender changes and wakes.
+    Futex,
+}
+
+impl IpcVia {
+    pub const ALL: [IpcVia; 5] = [IpcVia::Mutex, IpcVia::Signal, IpcVia::Sem, IpcVia::Mq, IpcVia::Futex];
+
+    /// The one named `name`.
+    pub fn parse(name: &str) -> Option<IpcVia> {
+        IpcVia::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// Its name as given and stored ("mq").
+    pub fn name(self) -> &'static str {
+        match self {
+            IpcVia::Mutex => "mutex",
+            IpcVia::Signal => "signal",
+            IpcVia::Sem => "sem",
+            IpcVia::Mq => "mq",
+            IpcVia::Futex => "futex",
+        }
+    }
+}
+
+/// `ipc`'s settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IpcParams {
+    pub via: IpcVia,
+    /// The receiver's pause between two wake-ups.
+    pub interval_us: u64,
+    /// Added to the interval per pair (the rt-tests tools' `-d`).
+    pub distance_us: u64,
 }
 
 /// `gtod`'s settings.
@@ -193,6 +241,15 @@ impl ProbeParams {
         }
     }
 
+    /// Which of its measurements a probe that makes several made: runs of two variants are
+    /// different cells of a report, never compared with each other.
+    pub fn variant(&self) -> Option<&'static str> {
+        match self {
+            ProbeParams::Ipc(p) => Some(p.via.name()),
+            _ => None,
+        }
+    }
+
     /// Says whether the peer is rtbench's own, for a probe that has one.
     pub fn set_own_peer(&mut self, own: bool) {
         match self {
@@ -277,6 +334,7 @@ mod tests {
             ProbeParams::Synthetic(_) => "synthetic",
             ProbeParams::SysbenchOp(_) => "sysbench-op",
             ProbeParams::SysbenchTotal(_) => "sysbench-total",
+            ProbeParams::Ipc(_) => "ipc",
             ProbeParams::Absent(_) => "absent",
         }
     }

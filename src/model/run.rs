@@ -38,6 +38,15 @@ impl RunHeader {
     pub fn load_profile(&self) -> &str {
         self.load.profile()
     }
+
+    /// What the report draws and compares the run as: its probe, and the variant of it the run
+    /// measured where a probe measures several (`ipc-mutex`, `ipc-sem`).
+    pub fn cell_probe(&self) -> String {
+        match self.params.measured().and_then(|m| m.probe.variant()) {
+            Some(variant) => format!("{}-{variant}", self.probe),
+            None => self.probe.clone(),
+        }
+    }
 }
 
 /// One thread's results.

@@ -21,6 +21,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     in_study: true,
     // Its pair count is the run's loop count, which resume reads from the run.
     resume: super::Resume::Settings,
+    replay: &[],
 };
 
 /// `gtod`'s flags.

@@ -4,6 +4,7 @@
 
 mod flags;
 mod gtod;
+mod ipc;
 pub mod noise;
 pub mod pingpong;
 mod response;
@@ -170,6 +171,9 @@ pub struct ProbeInfo {
     pub in_study: bool,
     /// Whether `rtbench resume` can continue its run.
     pub resume: Resume,
+    /// What a killed run of it leaves journalled, one `restore::replay` per kind it holds: the
+    /// next command puts each back (`app::put_back_abandoned`).
+    pub replay: &'static [fn() -> Vec<String>],
 }
 
 impl ProbeInfo {
@@ -186,7 +190,7 @@ pub fn anywhere() -> Result<(), String> {
 
 /// Every probe rtbench knows, in the order the study runs them and reports list them.
 pub static REGISTRY: &[ProbeInfo] =
-    &[timer::INFO, timerlat::INFO, gtod::INFO, pingpong::INFO, response::INFO, noise::INFO, synthetic::INFO];
+    &[timer::INFO, timerlat::INFO, gtod::INFO, pingpong::INFO, response::INFO, noise::INFO, ipc::INFO, synthetic::INFO];
 
 /// A probe's registry entry by name.
 pub fn info(name: &str) -> Option<&'static ProbeInfo> {

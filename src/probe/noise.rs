@@ -26,7 +26,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     flags: FlagSet::of::<NoiseFlags>(),
     supported: anywhere,
     in_study: true,
-    resume: super::Resume::Settings,
+    resume: super::Resume::Settings,    replay: &[],
 };
 
 /// Gaps longer than this count when `--threshold` is not given, in µs; the monitor's too.

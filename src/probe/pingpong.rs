@@ -29,6 +29,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     // Its round-trip count is the run's loop count, which resume reads from the run; its
     // session token is new, as every session's is.
     resume: super::Resume::Peer { flag: "addr" },
+    replay: &[],
 };
 
 /// What a sample is with `--rtt`, as the run stores it.

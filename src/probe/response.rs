@@ -28,6 +28,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     supported: anywhere,
     in_study: true,
     resume: super::Resume::Peer { flag: "logger" },
+    replay: &[],
 };
 
 /// How long the target has to answer the hello.

@@ -22,6 +22,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     supported: anywhere,
     in_study: false,
     resume: super::Resume::Settings,
+    replay: &[],
 };
 
 /// `synthetic`'s flags.

@@ -21,6 +21,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     supported: anywhere,
     in_study: true,
     resume: super::Resume::Settings,
+    replay: &[],
 };
 
 /// Wake-up interval when `-i` is not given, in µs (cyclictest's); the monitor's too.

@@ -37,7 +37,10 @@ pub const INFO: ProbeInfo = ProbeInfo {
     // Beside the timer cells where the kernel has the tracer; elsewhere `supported` gives the
     // study its reason to skip the cell.
     in_study: true,
-    resume: super::Resume::Settings,
+    resume: super::Resume::Settings,    replay: &[
+        crate::restore::replay::<crate::trace::TimerlatTraced>,
+        crate::restore::replay::<crate::trace::timerlat::Options>,
+    ],
 };
 
 /// `timerlat`'s flags: its period is the timer's `-i`.

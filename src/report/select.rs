@@ -23,6 +23,8 @@ pub struct RunView {
     /// The worst-case estimate from the run's histogram, fitted on first use: the report's tail
     /// figures and its findings share it.
     estimate: std::sync::OnceLock<Option<crate::evt::Estimate>>,
+    /// The probe as the report shows it ([`crate::model::RunHeader::cell_probe`]).
+    cell: String,
 }
 
 /// Latency runs (every probe's) apart from costs and bandwidths (`sysbench`): the two are
@@ -76,8 +78,9 @@ impl RunView {
     pub fn label(&self) -> &str {
         &self.data.header.label
     }
+    /// The probe, as the report draws and compares the run (with its variant: `ipc-mutex`).
     pub fn probe(&self) -> &str {
-        &self.data.header.probe
+        &self.cell
     }
     pub fn kind(&self) -> RunKind {
         self.data.header.kind
@@ -120,7 +123,7 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote])
         // A study's extended cells (same probe and load, another length) are kept beside the short ones.
         let mut seen: Vec<(String, String, Option<u64>)> = Vec::new();
         for r in all.iter().rev().filter(|r| r.label == *label) {
-            let key = (r.probe.clone(), r.load_profile().to_string(), r.params.duration_s().map(f64::to_bits));
+            let key = (r.cell_probe(), r.load_profile().to_string(), r.params.duration_s().map(f64::to_bits));
             if !seen.contains(&key) {
                 seen.push(key);
                 chosen.push(r.id);
@@ -143,14 +146,28 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote])
         let complete = !raw.is_empty()
             && data.threads.iter().all(|t| raw.iter().any(|(n, v)| *n == t.thread && v.len() as u64 == t.stats.count));
         let activity = store.cpu_activity(id)?;
-        out.push(RunView { data, envelope, activity, raw: complete.then_some(raw), estimate: Default::default() });
+        let cell = data.header.cell_probe();
+        out.push(RunView {
+            data,
+            envelope,
+            activity,
+            raw: complete.then_some(raw),
+            estimate: Default::default(),
+            cell,
+        });
     }
     // Reports read by label, then probe in registry order, then idle before loaded.
-    let probe_rank = |p: &str| probes.iter().position(|x| x.name == p).unwrap_or(usize::MAX);
+    let probe_rank = |r: &RunView| {
+        let rank = probes.iter().position(|x| x.name == r.data.header.probe).unwrap_or(usize::MAX);
+        (rank, r.probe().to_string())
+    };
     out.sort_by(|a, b| {
-        (wanted_labels.iter().position(|l| *l == a.label()), probe_rank(a.probe()), a.load() != "none", a.load()).cmp(
-            &(wanted_labels.iter().position(|l| *l == b.label()), probe_rank(b.probe()), b.load() != "none", b.load()),
-        )
+        (wanted_labels.iter().position(|l| *l == a.label()), probe_rank(a), a.load() != "none", a.load()).cmp(&(
+            wanted_labels.iter().position(|l| *l == b.label()),
+            probe_rank(b),
+            b.load() != "none",
+            b.load(),
+        ))
     });
     Ok(out)
 }

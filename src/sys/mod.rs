@@ -11,6 +11,8 @@ mod cpu;
 #[allow(unsafe_code)]
 mod fs;
 #[allow(unsafe_code)]
+mod ipc;
+#[allow(unsafe_code)]
 mod net;
 #[allow(unsafe_code)]
 mod ops;
@@ -35,6 +37,7 @@ pub use bpf::*;
 pub use child::*;
 pub use cpu::*;
 pub use fs::*;
+pub use ipc::*;
 pub use net::*;
 pub use ops::*;
 pub use proc::*;

@@ -13,6 +13,7 @@ mod fleet;
 mod guests;
 mod helpers;
 mod import;
+mod ipc;
 mod kernels;
 mod lab;
 mod labels;

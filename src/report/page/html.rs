@@ -145,7 +145,9 @@ fn summary(runs: &[RunView]) -> Vec<Section> {
 /// page stays readable with many runs.
 fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote], campaign: bool) -> String {
     let mut b = String::new();
-    let help = notes.iter().find(|p| p.name == probe).map_or("", |p| p.help);
+    let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
+    let named = these.first().map_or(probe, |r| r.data.header.probe.as_str());
+    let help = notes.iter().find(|p| p.name == named).map_or("", |p| p.help);
     let _ = write!(b, "<p class=\"note\">{}</p>", esc(help));
     for tag in ["bars", "percentiles", "nines", "classes"] {
         b.push_str(&drawn.html(&format!("{probe}-{tag}")));
@@ -154,7 +156,6 @@ fn probe_section(runs: &[RunView], probe: &str, drawn: Drawn, notes: &[ProbeNote
         b.push_str(&figure_html(f));
     }
     b.push_str(&crate::report::page::split::section(runs, probe));
-    let these: Vec<&RunView> = runs.iter().filter(|r| r.probe() == probe).collect();
     let what = if campaign {
         "each run (its own figures: <code>rtbench report --label LABEL</code>)"
     } else {

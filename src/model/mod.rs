@@ -41,8 +41,8 @@ pub use params::{
     ThreadRan,
 };
 pub use probe_params::{
-    Absent, GtodParams, IpcParams, IpcVia, NoiseParams, PingpongParams, ProbeParams, ResponseParams, RoundTripsApart,
-    SyntheticParams, ThreadNoise, ThreadRoundTrips, TimerParams, Transport, Warmup,
+    Absent, DeadlineParams, GtodParams, IpcParams, IpcVia, MigrateParams, NoiseParams, PingpongParams, ProbeParams,
+    ResponseParams, RoundTripsApart, SyntheticParams, ThreadNoise, ThreadRoundTrips, TimerParams, Transport, Warmup,
 };
 pub use run::{Gap, IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use sections::{path as section_path, Sections};

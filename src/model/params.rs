@@ -265,6 +265,36 @@ pub fn placement(cpu: Option<usize>) -> String {
 mod tests {
     use super::*;
 
+    /// A probe's own keys stand beside the shared ones, flat: one of the same name would be
+    /// taken by the shared settings and the run read as no measured run at all. Each newer
+    /// probe's part reads back as it was written.
+    #[test]
+    fn every_newer_probe_part_reads_back_beside_the_shared_settings() {
+        use super::super::{IpcParams, IpcVia, MigrateParams};
+        let shared = r#"{"threads":1,"cpus":[0],"policy":"fifo","priority":95,"mlock":true,"loops":10,"duration_s":null,"envelope_interval_ns":1000000000,"samples_file":null}"#;
+        let ipc = ProbeParams::Ipc(IpcParams { via: IpcVia::Sem, interval_us: 1000, distance_us: 500 });
+        let migrate = ProbeParams::Migrate(MigrateParams {
+            tasks: 3,
+            task_cpus: vec![0, 1],
+            base_priority: 2,
+            run_ms: 20,
+            interval_ms: 100,
+            max_wait_us: 1000,
+            inject: false,
+            intervals: Some(10),
+            violations: Some(0),
+            violations_in_steal: Some(0),
+            first_violations: vec![],
+        });
+        for probe in [ipc, migrate] {
+            let mut p: MeasuredParams = serde_json::from_str(shared).unwrap();
+            p.probe = probe;
+            let text = serde_json::to_string(&RunParams::Measured(p.clone())).unwrap();
+            let back: RunParams = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.measured(), Some(&p), "{text}");
+        }
+    }
+
     #[test]
     fn params_keep_their_layout_and_probe_part() {
         let text = r#"{"threads":2,"cpus":[0,1],"policy":"fifo","priority":95,"mlock":true,"loops":null,"duration_s":12.0,"envelope_interval_ns":20000000,"samples_file":null,"probe":"timer","interval_us":1000,"distance_us":0}"#;

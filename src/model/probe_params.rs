@@ -30,6 +30,8 @@ pub enum ProbeParams {
     SysbenchOp(SysbenchOpParams),
     SysbenchTotal(SysbenchTotalParams),
     Ipc(IpcParams),
+    Migrate(MigrateParams),
+    Deadline(DeadlineParams),
     /// No probe part at all (a run written by hand): stored as nothing, without a tag.
     #[serde(untagged)]
     Absent(Absent),
@@ -47,7 +49,7 @@ type Read = fn(Value) -> serde_json::Result<ProbeParams>;
 /// Each tag (as the derive writes it) and how its part reads, in the order untagged parts are
 /// tried (the order rtbench always tried them in; a timerlat part without its tag reads as the
 /// timer's, first).
-const TAGS: [(&str, Read); 11] = [
+const TAGS: [(&str, Read); 13] = [
     ("timer", |v| serde_json::from_value(v).map(ProbeParams::Timer)),
     ("timerlat", |v| serde_json::from_value(v).map(ProbeParams::Timerlat)),
     ("gtod", |v| serde_json::from_value(v).map(ProbeParams::Gtod)),
@@ -58,6 +60,8 @@ const TAGS: [(&str, Read); 11] = [
     ("sysbench-op", |v| serde_json::from_value(v).map(ProbeParams::SysbenchOp)),
     ("sysbench-total", |v| serde_json::from_value(v).map(ProbeParams::SysbenchTotal)),
     ("ipc", |v| serde_json::from_value(v).map(ProbeParams::Ipc)),
+    ("migrate", |v| serde_json::from_value(v).map(ProbeParams::Migrate)),
+    ("deadline", |v| serde_json::from_value(v).map(ProbeParams::Deadline)),
     // Last: it takes only an empty part.
     ("absent", |v| serde_json::from_value(v).map(ProbeParams::Absent)),
 ];
@@ -138,6 +142,52 @@ pub struct IpcParams {
     pub interval_us: u64,
     /// Added to the interval per pair (the rt-tests tools' `-d`).
     pub distance_us: u64,
+}
+
+/// `deadline`'s settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DeadlineParams {
+    /// The first thread's period (and deadline).
+    pub interval_us: u64,
+    /// Added to the period per thread.
+    pub step_us: u64,
+    /// The runtime as a share of the period, when given (else cyclicdeadline's rule).
+    pub runtime_percent: Option<u64>,
+    /// Each thread's reservation as the kernel admitted it, `[runtime, period]` in µs (the
+    /// deadline is the period), once the run has ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reservations: Vec<[u64; 2]>,
+}
+
+/// `migrate`'s settings, and what it found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MigrateParams {
+    /// Real-time tasks, one more than the CPUs they may run on.
+    pub tasks: usize,
+    /// The CPUs they may run on (a key of its own: `cpus` is the measuring threads').
+    pub task_cpus: Vec<usize>,
+    /// The lowest task's FIFO priority; each next one is one higher.
+    pub base_priority: i32,
+    /// How long each task runs in an interval, and how long an interval lasts.
+    pub run_ms: u64,
+    pub interval_ms: u64,
+    /// How long a higher task may wait while a lower one runs before it counts.
+    pub max_wait_us: u64,
+    /// The control: the two highest tasks pinned to one CPU, so one of them must wait.
+    pub inject: bool,
+    /// Intervals checked, and their violations: intervals in which a higher-priority task
+    /// waited longer than `max_wait_us` while a lower one ran (absent until the run ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violations: Option<u64>,
+    /// Of those, the ones in intervals where the hypervisor stole time (/proc/stat): not the
+    /// kernel's to answer for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violations_in_steal: Option<u64>,
+    /// The first few violations, each said in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_violations: Vec<String>,
 }
 
 /// `gtod`'s settings.
@@ -335,6 +385,8 @@ mod tests {
             ProbeParams::SysbenchOp(_) => "sysbench-op",
             ProbeParams::SysbenchTotal(_) => "sysbench-total",
             ProbeParams::Ipc(_) => "ipc",
+            ProbeParams::Migrate(_) => "migrate",
+            ProbeParams::Deadline(_) => "deadline",
             ProbeParams::Absent(_) => "absent",
         }
     }

@@ -125,25 +125,44 @@ impl Pair {
     fn set_up_receiver(&self) -> std::io::Result<()> {
         self.receiver.store(sys::thread_id(), Ordering::Release);
         match &self.wake {
-            Wake::Mutex(m) => m.lock_within(WAIT).map(|_| ()),
+            Wake::Mutex(m) => m.lock(),
             Wake::Signal => sys::block_wake_signal(),
             _ => Ok(()),
         }
     }
 
-    /// The receiver waits at most [`WAIT`] to be woken; true once it is.
+    /// The receiver waits to be woken, without a limit, as the rt-tests tools wait (a limit
+    /// arms a kernel timer the wake-up cancels, which costs the wake-up time): it waits only
+    /// once it has let the sender go, and the sender always wakes it. False: the way failed
+    /// (its semaphore removed under it), and the run ends.
     fn wait(&self) -> bool {
         match &self.wake {
-            Wake::Mutex(m) => m.lock_within(WAIT).unwrap_or(false),
-            Wake::Signal => sys::wait_wake_signal(WAIT),
-            Wake::Sem(s) => s.take_within(WAIT).unwrap_or(false),
-            Wake::Mq(q) => q.receive_within(WAIT).is_ok_and(|m| m.is_some()),
-            Wake::Futex(f) => {
-                let woken = f.load() == 1 || f.wait_while(0, WAIT);
-                if woken {
-                    f.store(0);
+            Wake::Mutex(m) => m.lock().is_ok(),
+            Wake::Signal => loop {
+                if sys::wait_wake_signal_forever() {
+                    break true;
                 }
-                woken
+            },
+            Wake::Sem(s) => loop {
+                match s.take() {
+                    Ok(()) => break true,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break false,
+                }
+            },
+            Wake::Mq(q) => loop {
+                match q.receive() {
+                    Ok(_) => break true,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break false,
+                }
+            },
+            Wake::Futex(f) => {
+                while f.load() == 0 {
+                    f.wait(0);
+                }
+                f.store(0);
+                true
             }
         }
     }
@@ -261,10 +280,8 @@ impl Probe for Ipc {
         'run: while taken < ctx.loops && !ctx.stopped() {
             sys::sleep_until(sys::now_ns() + pause);
             pair.release_sender();
-            while !pair.wait() {
-                if ctx.stopped() {
-                    break 'run;
-                }
+            if !pair.wait() {
+                break 'run;
             }
             let now = sys::now_ns();
             let sent = pair.sent_ns.load(Ordering::Acquire);

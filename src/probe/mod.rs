@@ -2,9 +2,11 @@
 //! [`REGISTRY`]. A probe's hot loop only measures and records integers into its thread's
 //! recorder; the runner owns everything else.
 
+mod deadline;
 mod flags;
 mod gtod;
 mod ipc;
+mod migrate;
 pub mod noise;
 pub mod pingpong;
 mod response;
@@ -189,8 +191,18 @@ pub fn anywhere() -> Result<(), String> {
 }
 
 /// Every probe rtbench knows, in the order the study runs them and reports list them.
-pub static REGISTRY: &[ProbeInfo] =
-    &[timer::INFO, timerlat::INFO, gtod::INFO, pingpong::INFO, response::INFO, noise::INFO, ipc::INFO, synthetic::INFO];
+pub static REGISTRY: &[ProbeInfo] = &[
+    timer::INFO,
+    timerlat::INFO,
+    gtod::INFO,
+    pingpong::INFO,
+    response::INFO,
+    noise::INFO,
+    deadline::INFO,
+    ipc::INFO,
+    migrate::INFO,
+    synthetic::INFO,
+];
 
 /// A probe's registry entry by name.
 pub fn info(name: &str) -> Option<&'static ProbeInfo> {

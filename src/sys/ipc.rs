@@ -1,6 +1,7 @@
 //! What one thread wakes another with, as the `ipc` probe measures it: a POSIX mutex, a signal,
-//! a System V semaphore, a POSIX message queue, a futex. Every wait here is bounded, so that a
-//! waiting thread sees the run's end.
+//! a System V semaphore, a POSIX message queue, a futex. Each has a wait without a limit, as the
+//! rt-tests tools wait (a limit arms a timer in the kernel, which the wake-up then cancels: it
+//! made their wake-ups slower by up to half a µs here), and one with a limit.
 
 use std::cell::UnsafeCell;
 use std::ffi::CString;
@@ -57,6 +58,28 @@ impl Futex {
         self.load() != expected
     }
 
+    /// Waits while the word holds `expected`, however long (a wake-up or a change ends it).
+    pub fn wait(&self, expected: u32) {
+        // SAFETY: the word is a valid, aligned u32 that outlives the call; no timeout.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.0.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                expected,
+                std::ptr::null::<libc::timespec>(),
+            )
+        };
+    }
+
+    /// Wakes every thread waiting on the word.
+    pub fn wake_all(&self) {
+        // SAFETY: the word is a valid, aligned u32; FUTEX_WAKE reads nothing else.
+        unsafe {
+            libc::syscall(libc::SYS_futex, self.0.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, i32::MAX)
+        };
+    }
+
     /// Wakes one thread waiting on the word.
     pub fn wake_one(&self) {
         // SAFETY: the word is a valid, aligned u32; FUTEX_WAKE reads nothing else.
@@ -90,6 +113,15 @@ impl PosixMutex {
             }
         }
         Ok(m)
+    }
+
+    /// Locks it, however long that takes.
+    pub fn lock(&self) -> io::Result<()> {
+        // SAFETY: the mutex is initialised and lives as long as `self`.
+        match unsafe { libc::pthread_mutex_lock(self.0.get()) } {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
     }
 
     /// Locks it, waiting at most `limit`; false when the limit passed first.
@@ -146,6 +178,17 @@ pub fn wait_wake_signal(limit: Duration) -> bool {
     }
 }
 
+/// Waits for [`WAKE_SIGNAL`] (blocked in this thread), however long; true once it came.
+pub fn wait_wake_signal_forever() -> bool {
+    // SAFETY: the set is initialised before use; no siginfo is asked.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, WAKE_SIGNAL);
+        libc::sigwaitinfo(&set, std::ptr::null_mut()) == WAKE_SIGNAL
+    }
+}
+
 /// Sends [`WAKE_SIGNAL`] to thread `tid` of this process.
 pub fn send_wake_signal(tid: i32) -> io::Result<()> {
     // SAFETY: tgkill takes plain integers.
@@ -173,6 +216,13 @@ impl SysvSemaphore {
     /// Adds one.
     pub fn post(&self) -> io::Result<()> {
         let mut op = libc::sembuf { sem_num: 0, sem_op: 1, sem_flg: 0 };
+        // SAFETY: one valid sembuf.
+        check(unsafe { libc::semop(self.0, &mut op, 1) })
+    }
+
+    /// Takes one, however long that takes.
+    pub fn take(&self) -> io::Result<()> {
+        let mut op = libc::sembuf { sem_num: 0, sem_op: -1, sem_flg: 0 };
         // SAFETY: one valid sembuf.
         check(unsafe { libc::semop(self.0, &mut op, 1) })
     }
@@ -239,6 +289,17 @@ impl MessageQueue {
         let bytes = value.to_ne_bytes();
         // SAFETY: `bytes` is 8 valid bytes, the queue's message size.
         check(unsafe { libc::mq_send(self.0, bytes.as_ptr() as *const libc::c_char, 8, 0) })
+    }
+
+    /// Receives a value, however long that takes.
+    pub fn receive(&self) -> io::Result<u64> {
+        let mut bytes = [0u8; 8];
+        // SAFETY: `bytes` is 8 writable bytes, the queue's message size.
+        let n = unsafe { libc::mq_receive(self.0, bytes.as_mut_ptr() as *mut libc::c_char, 8, std::ptr::null_mut()) };
+        match n {
+            8 => Ok(u64::from_ne_bytes(bytes)),
+            _ => Err(io::Error::last_os_error()),
+        }
     }
 
     /// Receives a value, waiting at most `limit`; `None` when the limit passed first.

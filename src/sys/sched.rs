@@ -179,6 +179,45 @@ pub fn prefault_stack(bytes: usize) {
     std::hint::black_box(sum);
 }
 
+/// The CPU the calling thread runs on now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+/// SCHED_DEADLINE's number (linux/sched.h).
+const SCHED_DEADLINE: u32 = 6;
+
+/// Puts the calling thread under SCHED_DEADLINE: `runtime_ns` of CPU in every period of
+/// `period_ns`, done within `deadline_ns` of the period's start. The kernel's admission control
+/// may refuse it (EBUSY: no bandwidth left), as may its rules (EINVAL: runtime ≤ deadline ≤
+/// period, at least 1 µs) and privileges (EPERM).
+pub fn set_deadline(runtime_ns: u64, deadline_ns: u64, period_ns: u64) -> io::Result<()> {
+    let attr = libc::sched_attr {
+        size: std::mem::size_of::<libc::sched_attr>() as u32,
+        sched_policy: SCHED_DEADLINE,
+        sched_flags: 0,
+        sched_nice: 0,
+        sched_priority: 0,
+        sched_runtime: runtime_ns,
+        sched_deadline: deadline_ns,
+        sched_period: period_ns,
+    };
+    // SAFETY: `attr` is a valid sched_attr of the size it states; pid 0 is the calling thread.
+    match unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const libc::sched_attr, 0) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Gives up the CPU: a SCHED_DEADLINE thread sleeps out the rest of its runtime until its next
+/// period begins.
+pub fn yield_cpu() {
+    // SAFETY: sched_yield takes no arguments.
+    unsafe { libc::sched_yield() };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

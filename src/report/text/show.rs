@@ -62,9 +62,47 @@ pub fn summary(run: &Run) -> String {
         }
         return out;
     }
+    out.push_str(&threads(run));
+    if let Some((peer, placed)) = peer_end(h) {
+        let _ = writeln!(out, "{peer}: {placed}");
+    }
+    if let Some((collector, placed)) = collector(h) {
+        let _ = writeln!(out, "{collector}: {placed}");
+    }
+    // Instruments the model names no field for: their records as they wrote them.
+    for (name, record) in h.params.measured().into_iter().flat_map(|m| m.instruments.iter()) {
+        let _ = writeln!(out, "{name}: {record}");
+    }
+    out.push('\n');
+    // A run whose samples are busy-loop gaps, as its stored parameters say.
+    if h.params.measured().is_some_and(|m| matches!(m.probe, crate::model::ProbeParams::Noise(_))) {
+        out.push_str(&noise_classes(h));
+    }
+    if let Some(crate::model::ProbeParams::Migrate(m)) = h.params.measured().map(|m| &m.probe) {
+        out.push_str(&migrations(m));
+    }
+    out.push_str(&percentile_table(run));
+    for w in &h.warnings {
+        let _ = writeln!(out, "WARNING: {w}");
+    }
+    out
+}
+
+/// A line per thread as cyclictest prints it (with its IRQ part under it, as `rtla timerlat
+/// top`, where split), then how the timer's samples were split, or the deadline threads'
+/// reservations.
+fn threads(run: &Run) -> String {
+    let h = &run.header;
+    let mut out = String::new();
+    let deadline = match h.params.measured().map(|m| &m.probe) {
+        Some(crate::model::ProbeParams::Deadline(d)) => Some(d),
+        _ => None,
+    };
     for t in &run.threads {
-        let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
-        let head = format!("T:{:>3} CPU:{:>3} P:{} ", t.thread, cpu, policy(h, t.thread));
+        // A deadline thread runs unpinned, under SCHED_DEADLINE, whatever the runner set first.
+        let cpu = t.cpu.filter(|_| deadline.is_none()).map_or("-".into(), |c| c.to_string());
+        let policy = if deadline.is_some() { "deadline".to_string() } else { policy(h, t.thread) };
+        let head = format!("T:{:>3} CPU:{:>3} P:{} ", t.thread, cpu, policy);
         out.push_str(&cyclictest_line(&head, &t.stats, &format!("Overruns:{}", t.stats.overruns)));
         // `--split`, as `rtla timerlat top` shows it: the IRQ part under the thread's line.
         if let Some(irq) = &t.irq {
@@ -85,24 +123,14 @@ pub fn summary(run: &Run) -> String {
             let _ = writeln!(out, "split mode: {mode} ({why}{counted})");
         }
     }
-    if let Some((peer, placed)) = peer_end(h) {
-        let _ = writeln!(out, "{peer}: {placed}");
-    }
-    if let Some((collector, placed)) = collector(h) {
-        let _ = writeln!(out, "{collector}: {placed}");
-    }
-    // Instruments the model names no field for: their records as they wrote them.
-    for (name, record) in h.params.measured().into_iter().flat_map(|m| m.instruments.iter()) {
-        let _ = writeln!(out, "{name}: {record}");
-    }
-    out.push('\n');
-    // A run whose samples are busy-loop gaps, as its stored parameters say.
-    if h.params.measured().is_some_and(|m| matches!(m.probe, crate::model::ProbeParams::Noise(_))) {
-        out.push_str(&noise_classes(h));
-    }
-    out.push_str(&percentile_table(run));
-    for w in &h.warnings {
-        let _ = writeln!(out, "WARNING: {w}");
+    if let Some(d) = deadline {
+        let each: Vec<String> =
+            d.reservations.iter().enumerate().map(|(i, [run, period])| format!("T{i} {run} of {period} µs")).collect();
+        let _ = writeln!(
+            out,
+            "SCHED_DEADLINE, unpinned (the kernel admits a deadline thread only with every CPU of its root domain): {}",
+            each.join(", ")
+        );
     }
     out
 }
@@ -151,6 +179,38 @@ pub fn ends(run: &Run) -> Vec<(String, String)> {
     ends.extend(peer_end(h));
     ends.extend(collector(h));
     ends
+}
+
+/// `migrate`: its intervals' violations, the first few in words.
+fn migrations(m: &crate::model::MigrateParams) -> String {
+    let mut out = String::new();
+    let pinned = if m.inject { "; the two highest pinned to one CPU (--inject)" } else { "" };
+    let _ = writeln!(
+        out,
+        "{} FIFO tasks from priority {} on CPUs {}, {} ms each per {} ms interval{pinned}",
+        m.tasks,
+        m.base_priority,
+        crate::units::format_cpu_list(&m.task_cpus),
+        m.run_ms,
+        m.interval_ms
+    );
+    match (m.intervals, m.violations) {
+        (Some(intervals), Some(v)) => {
+            let steal = m.violations_in_steal.filter(|n| *n > 0).map_or(String::new(), |n| {
+                format!(" ({n} in intervals where the hypervisor stole time: not the kernel's)")
+            });
+            let _ = writeln!(
+                out,
+                "violations: {v} in {intervals} intervals, a higher task waiting over {} µs while a lower one ran{steal}",
+                m.max_wait_us
+            );
+        }
+        _ => out.push_str("violations: unknown (the run ended before it said)\n"),
+    }
+    for said in &m.first_violations {
+        let _ = writeln!(out, "  {said}");
+    }
+    out + "\n"
 }
 
 /// A noise run's gaps by what ran in them (`--classify`), a line per class as rtla osnoise

@@ -4,15 +4,17 @@
 //!
 //! Each measuring thread is a receiver with a sender of its own, which it starts: the sender
 //! inherits its CPU and policy (both on one CPU, at one priority, as those tools run a pair with
-//! `-a`). A cycle: the receiver pauses for the interval (relative, as those tools sleep), tells
-//! the sender to go (a futex, untimed), and waits; the sender reads the clock and wakes it; the
-//! receiver reads the clock as its wait returns. The sample is the difference: one way, sender
-//! to receiver, as those tools report it, but on CLOCK_MONOTONIC in ns where they read
-//! gettimeofday in µs.
+//! `-a`). A cycle: the receiver pauses for the interval (relative, as those tools sleep), lets
+//! the sender go through the same kind of way back (a second mutex, the other signal, the set's
+//! other semaphore, a second queue, as the tools do), and waits; the sender reads the clock,
+//! wakes it, and goes back to wait for its next go, which on one CPU at one priority is when the
+//! receiver gets the CPU. The receiver reads the clock as its wait returns. The sample is the
+//! difference: one way, sender to receiver, as those tools report it, but on CLOCK_MONOTONIC in
+//! ns where they read gettimeofday in µs. Every wait is without a limit, as theirs (a limit arms
+//! a kernel timer the wake-up cancels, which the sample would count).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -21,7 +23,7 @@ use super::timer::Interval;
 use super::{anywhere, Built, DefaultThreads, FlagSet, Probe, ProbeFlags, ProbeInfo, Shape, ThreadCtx};
 use crate::model::{IpcParams, IpcVia, Metric, ProbeParams};
 use crate::restore::{Change, Guard, Held};
-use crate::sys::{self, Futex, MessageQueue, PosixMutex, SysvSemaphore};
+use crate::sys::{self, Futex, MessageQueue, PosixMutex, SysvSemaphores};
 
 pub const INFO: ProbeInfo = ProbeInfo {
     name: "ipc",
@@ -41,9 +43,6 @@ pub const INFO: ProbeInfo = ProbeInfo {
 
 /// `-d` when not given, in µs: the rt-tests tools' default distance.
 const DISTANCE_US: u64 = 500;
-
-/// How long a wait lasts before the thread looks whether the run is over.
-const WAIT: Duration = Duration::from_millis(50);
 
 /// `ipc`'s flags.
 #[derive(clap::Args, Clone, Debug, PartialEq)]
@@ -85,79 +84,81 @@ struct Ipc {
     pairs: Mutex<Vec<Arc<Pair>>>,
 }
 
-/// What wakes the receiver.
-enum Wake {
-    /// Locked by the receiver, which waits to lock it again; the sender unlocks it (the mutex's
-    /// default kind lets another thread unlock it, as ptsematest relies on).
+/// One way of waking a thread, one end waiting, the other waking it. A pair has two of the same
+/// kind: the measured one, sender to receiver, and the receiver's go back to the sender, as the
+/// rt-tests tools have (their sender, like this one, goes back to wait in the same kind of call
+/// at once, and on one CPU at one priority the receiver runs only once it has).
+enum Way {
+    /// Locked by the waiting end, which waits by locking it again; the other end unlocks it
+    /// (the mutex's default kind lets another thread unlock it, as ptsematest relies on).
     Mutex(PosixMutex),
-    Signal,
-    Sem(SysvSemaphore),
+    /// The waiting end's thread id, once it has blocked the signal.
+    Signal {
+        sig: libc::c_int,
+        waiter: AtomicI32,
+    },
+    /// Semaphore `1` of the pair's set.
+    Sem(Arc<SysvSemaphores>, u16),
     Mq(MessageQueue),
     Futex(Futex),
 }
 
-/// A receiver and its sender.
-struct Pair {
-    wake: Wake,
-    /// CLOCK_MONOTONIC ns the sender read just before it woke the receiver.
-    sent_ns: AtomicU64,
-    /// 1: the receiver is ready and the sender may wake it.
-    go: Futex,
-    /// The receiver's thread id, for the signal.
-    receiver: AtomicI32,
-    done: AtomicBool,
-}
-
-impl Pair {
-    fn new(via: IpcVia, index: usize) -> Result<Pair> {
-        let wake = match via {
-            IpcVia::Mutex => Wake::Mutex(PosixMutex::new(false)?),
-            IpcVia::Signal => Wake::Signal,
-            IpcVia::Sem => Wake::Sem(SysvSemaphore::create(semaphore_key(index))?),
-            IpcVia::Mq => Wake::Mq(MessageQueue::new(&index.to_string())?),
-            IpcVia::Futex => Wake::Futex(Futex::default()),
-        };
-        let (sent_ns, go, receiver, done) = Default::default();
-        Ok(Pair { wake, sent_ns, go, receiver, done })
+impl Way {
+    fn new(via: IpcVia, index: usize, end: u16, set: Option<&Arc<SysvSemaphores>>) -> Result<Way> {
+        Ok(match via {
+            IpcVia::Mutex => Way::Mutex(PosixMutex::new(false)?),
+            IpcVia::Signal => {
+                // sigwaittest's signals: SIGUSR2 to the receiver, SIGUSR1 back.
+                let sig = if end == 0 { libc::SIGUSR2 } else { libc::SIGUSR1 };
+                Way::Signal { sig, waiter: AtomicI32::new(0) }
+            }
+            IpcVia::Sem => Way::Sem(set.cloned().context("the pair's semaphores")?, end),
+            IpcVia::Mq => Way::Mq(MessageQueue::new(&format!("{index}-{end}"))?),
+            IpcVia::Futex => Way::Futex(Futex::default()),
+        })
     }
 
-    /// The receiver, before its first wait.
-    fn set_up_receiver(&self) -> std::io::Result<()> {
-        self.receiver.store(sys::thread_id(), Ordering::Release);
-        match &self.wake {
-            Wake::Mutex(m) => m.lock(),
-            Wake::Signal => sys::block_wake_signal(),
+    /// The waiting end, on its own thread, before the other end may wake it.
+    fn set_up_waiter(&self) -> std::io::Result<()> {
+        match self {
+            Way::Mutex(m) => m.lock(),
+            Way::Signal { sig, waiter } => {
+                sys::block_signal(*sig)?;
+                waiter.store(sys::thread_id(), Ordering::Release);
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
 
-    /// The receiver waits to be woken, without a limit, as the rt-tests tools wait (a limit
-    /// arms a kernel timer the wake-up cancels, which costs the wake-up time): it waits only
-    /// once it has let the sender go, and the sender always wakes it. False: the way failed
-    /// (its semaphore removed under it), and the run ends.
+    /// Whether the waiting end is set up, so the other may wake it.
+    fn ready(&self) -> bool {
+        match self {
+            Way::Signal { waiter, .. } => waiter.load(Ordering::Acquire) != 0,
+            _ => true,
+        }
+    }
+
+    /// Waits to be woken, without a limit, as the rt-tests tools wait (a limit arms a kernel
+    /// timer the wake-up then cancels). False: the way failed (its semaphores removed under it).
     fn wait(&self) -> bool {
-        match &self.wake {
-            Wake::Mutex(m) => m.lock().is_ok(),
-            Wake::Signal => loop {
-                if sys::wait_wake_signal_forever() {
+        let retried = |r: &dyn Fn() -> std::io::Result<()>| loop {
+            match r() {
+                Ok(()) => break true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break false,
+            }
+        };
+        match self {
+            Way::Mutex(m) => m.lock().is_ok(),
+            Way::Signal { sig, .. } => loop {
+                if sys::wait_signal(*sig) {
                     break true;
                 }
             },
-            Wake::Sem(s) => loop {
-                match s.take() {
-                    Ok(()) => break true,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break false,
-                }
-            },
-            Wake::Mq(q) => loop {
-                match q.receive() {
-                    Ok(_) => break true,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break false,
-                }
-            },
-            Wake::Futex(f) => {
+            Way::Sem(set, i) => retried(&|| set.take(*i)),
+            Way::Mq(q) => retried(&|| q.receive().map(|_| ())),
+            Way::Futex(f) => {
                 while f.load() == 0 {
                     f.wait(0);
                 }
@@ -167,45 +168,61 @@ impl Pair {
         }
     }
 
-    /// The sender wakes the receiver.
-    fn wake(&self, sent_ns: u64) {
-        // A failure leaves the receiver waiting: its run ends on the watchdog, which says so.
-        let _ = match &self.wake {
-            Wake::Mutex(m) => {
+    /// Wakes the waiting end. A failure leaves it waiting: the run's watchdog then says so.
+    fn wake(&self, stamp: u64) {
+        let _ = match self {
+            Way::Mutex(m) => {
                 m.unlock();
                 Ok(())
             }
-            Wake::Signal => sys::send_wake_signal(self.receiver.load(Ordering::Acquire)),
-            Wake::Sem(s) => s.post(),
-            Wake::Mq(q) => q.send(sent_ns),
-            Wake::Futex(f) => {
+            Way::Signal { sig, waiter } => sys::signal_thread(waiter.load(Ordering::Acquire), *sig),
+            Way::Sem(set, i) => set.post(*i),
+            Way::Mq(q) => q.send(stamp),
+            Way::Futex(f) => {
                 f.store(1);
                 f.wake_one();
                 Ok(())
             }
         };
     }
+}
+
+/// A receiver and its sender.
+struct Pair {
+    /// The measured way: the sender wakes the receiver.
+    wake: Way,
+    /// The way back: the receiver lets the sender go.
+    go: Way,
+    /// CLOCK_MONOTONIC ns the sender read just before it woke the receiver.
+    sent_ns: AtomicU64,
+    done: AtomicBool,
+}
+
+impl Pair {
+    fn new(via: IpcVia, index: usize) -> Result<Pair> {
+        let set = match via {
+            IpcVia::Sem => Some(Arc::new(SysvSemaphores::create(semaphore_key(index), 2)?)),
+            _ => None,
+        };
+        let (wake, go) = (Way::new(via, index, 0, set.as_ref())?, Way::new(via, index, 1, set.as_ref())?);
+        Ok(Pair { wake, go, sent_ns: AtomicU64::new(0), done: AtomicBool::new(false) })
+    }
 
     /// The sender's loop: wait for the go, read the clock, wake the receiver.
     fn send(&self) {
         sys::prefault_stack(64 * 1024);
+        // Its mutex is locked already, by the receiver.
+        if !matches!(self.go, Way::Mutex(_)) && self.go.set_up_waiter().is_err() {
+            return;
+        }
         loop {
-            while self.go.load() == 0 && !self.done.load(Ordering::Acquire) {
-                self.go.wait_while(0, WAIT);
-            }
-            if self.done.load(Ordering::Acquire) {
+            if !self.go.wait() || self.done.load(Ordering::Acquire) {
                 return;
             }
-            self.go.store(0);
             let now = sys::now_ns();
             self.sent_ns.store(now, Ordering::Release);
-            self.wake(now);
+            self.wake.wake(now);
         }
-    }
-
-    fn release_sender(&self) {
-        self.go.store(1);
-        self.go.wake_one();
     }
 }
 
@@ -235,7 +252,7 @@ impl Change for Semaphores {
             }
         }
         let own = owner == std::process::id();
-        Ok((removed > 0 && !own).then(|| format!("removed {removed} System V semaphore(s) of killed process {owner}")))
+        Ok((removed > 0 && !own).then(|| format!("removed {removed} System V semaphore set(s) of killed process {owner}")))
     }
 }
 
@@ -267,7 +284,12 @@ impl Probe for Ipc {
     fn run(&self, ctx: &mut ThreadCtx) {
         let pair = self.pairs.lock().unwrap_or_else(|e| e.into_inner()).get(ctx.index).cloned();
         let Some(pair) = pair else { return };
-        if pair.set_up_receiver().is_err() {
+        // Both mutexes start locked by this thread (each end waits by locking its own again).
+        let first = match &pair.go {
+            Way::Mutex(m) => m.lock(),
+            _ => Ok(()),
+        };
+        if first.and_then(|()| pair.wake.set_up_waiter()).is_err() {
             return;
         }
         let pause = (self.params.interval_us + ctx.index as u64 * self.params.distance_us) * 1000;
@@ -276,12 +298,15 @@ impl Probe for Ipc {
             // Started from this thread, it inherits its CPUs and its policy.
             std::thread::Builder::new().name("rtbench-ipc-tx".into()).spawn(move || pair.send())
         };
+        while !pair.go.ready() {
+            sys::sleep_until(sys::now_ns() + 100_000);
+        }
         let mut taken = 0u64;
-        'run: while taken < ctx.loops && !ctx.stopped() {
+        while taken < ctx.loops && !ctx.stopped() {
             sys::sleep_until(sys::now_ns() + pause);
-            pair.release_sender();
-            if !pair.wait() {
-                break 'run;
+            pair.go.wake(0);
+            if !pair.wake.wait() {
+                break;
             }
             let now = sys::now_ns();
             let sent = pair.sent_ns.load(Ordering::Acquire);
@@ -289,7 +314,7 @@ impl Probe for Ipc {
             taken += 1;
         }
         pair.done.store(true, Ordering::Release);
-        pair.release_sender();
+        pair.go.wake(0);
         if let Ok(sender) = sender {
             let _ = sender.join();
         }

@@ -149,87 +149,71 @@ impl Drop for PosixMutex {
     }
 }
 
-/// The signal one thread sends another ([`send_wake_signal`]) and that one waits for
-/// ([`wait_wake_signal`]): SIGUSR1, as sigwaittest.
-pub const WAKE_SIGNAL: libc::c_int = libc::SIGUSR1;
-
-/// Blocks [`WAKE_SIGNAL`] in the calling thread, which then takes it only by
-/// [`wait_wake_signal`]. A thread that blocked it never unblocks it: one still pending would
-/// end the process.
-pub fn block_wake_signal() -> io::Result<()> {
+/// Blocks signal `sig` in the calling thread, which then takes it only by [`wait_signal`]. A
+/// thread that blocked it never unblocks it: one still pending would end the process.
+pub fn block_signal(sig: libc::c_int) -> io::Result<()> {
     // SAFETY: the set is initialised by sigemptyset before use.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, WAKE_SIGNAL);
+        libc::sigaddset(&mut set, sig);
         check(libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()))
     }
 }
 
-/// Waits at most `limit` for [`WAKE_SIGNAL`] (blocked in this thread); true once it came.
-pub fn wait_wake_signal(limit: Duration) -> bool {
-    let ts = timespec(limit);
-    // SAFETY: the set is initialised before use; `ts` is a valid timeout; no siginfo is asked.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, WAKE_SIGNAL);
-        libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) == WAKE_SIGNAL
-    }
-}
-
-/// Waits for [`WAKE_SIGNAL`] (blocked in this thread), however long; true once it came.
-pub fn wait_wake_signal_forever() -> bool {
+/// Waits for signal `sig` (blocked in this thread), however long; true once it came, false
+/// when the wait was interrupted.
+pub fn wait_signal(sig: libc::c_int) -> bool {
     // SAFETY: the set is initialised before use; no siginfo is asked.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, WAKE_SIGNAL);
-        libc::sigwaitinfo(&set, std::ptr::null_mut()) == WAKE_SIGNAL
+        libc::sigaddset(&mut set, sig);
+        libc::sigwaitinfo(&set, std::ptr::null_mut()) == sig
     }
 }
 
-/// Sends [`WAKE_SIGNAL`] to thread `tid` of this process.
-pub fn send_wake_signal(tid: i32) -> io::Result<()> {
+/// Sends signal `sig` to thread `tid` of this process.
+pub fn signal_thread(tid: i32, sig: libc::c_int) -> io::Result<()> {
     // SAFETY: tgkill takes plain integers.
-    match unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, WAKE_SIGNAL) } {
+    match unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, sig) } {
         0 => Ok(()),
         _ => Err(io::Error::last_os_error()),
     }
 }
 
-/// A System V semaphore set of one, made under a key its maker chose (and journalled): it
-/// outlives the process, and only [`remove_sysv_semaphore`] removes it.
-pub struct SysvSemaphore(libc::c_int);
+/// A System V semaphore set, made under a key its maker chose (and journalled): it outlives the
+/// process, and only [`remove_sysv_semaphore`] removes it.
+pub struct SysvSemaphores(libc::c_int);
 
-impl SysvSemaphore {
-    /// A new semaphore at 0 under `key`; an error when the key has one already.
-    pub fn create(key: i32) -> io::Result<SysvSemaphore> {
+impl SysvSemaphores {
+    /// A new set of `n` semaphores at 0 under `key`; an error when the key has one already.
+    pub fn create(key: i32, n: i32) -> io::Result<SysvSemaphores> {
         // SAFETY: semget takes plain integers.
-        let id = unsafe { libc::semget(key, 1, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
+        let id = unsafe { libc::semget(key, n, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
         if id < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(SysvSemaphore(id))
+        Ok(SysvSemaphores(id))
     }
 
-    /// Adds one.
-    pub fn post(&self) -> io::Result<()> {
-        let mut op = libc::sembuf { sem_num: 0, sem_op: 1, sem_flg: 0 };
+    /// Adds one to semaphore `i`.
+    pub fn post(&self, i: u16) -> io::Result<()> {
+        let mut op = libc::sembuf { sem_num: i, sem_op: 1, sem_flg: 0 };
         // SAFETY: one valid sembuf.
         check(unsafe { libc::semop(self.0, &mut op, 1) })
     }
 
-    /// Takes one, however long that takes.
-    pub fn take(&self) -> io::Result<()> {
-        let mut op = libc::sembuf { sem_num: 0, sem_op: -1, sem_flg: 0 };
+    /// Takes one of semaphore `i`, however long that takes.
+    pub fn take(&self, i: u16) -> io::Result<()> {
+        let mut op = libc::sembuf { sem_num: i, sem_op: -1, sem_flg: 0 };
         // SAFETY: one valid sembuf.
         check(unsafe { libc::semop(self.0, &mut op, 1) })
     }
 
-    /// Takes one, waiting at most `limit`; false when the limit passed first.
-    pub fn take_within(&self, limit: Duration) -> io::Result<bool> {
-        let mut op = libc::sembuf { sem_num: 0, sem_op: -1, sem_flg: 0 };
+    /// Takes one of semaphore `i`, waiting at most `limit`; false when the limit passed first.
+    pub fn take_within(&self, i: u16, limit: Duration) -> io::Result<bool> {
+        let mut op = libc::sembuf { sem_num: i, sem_op: -1, sem_flg: 0 };
         let ts = timespec(limit);
         // SAFETY: one valid sembuf and a valid relative timeout.
         let rc = unsafe { libc::syscall(libc::SYS_semtimedop, self.0, &mut op as *mut libc::sembuf, 1, &ts) };
@@ -366,11 +350,12 @@ mod tests {
     #[test]
     fn a_semaphore_is_found_and_removed_by_its_key() {
         let key = 0x5eed_0000 | (std::process::id() & 0xffff) as i32;
-        let s = SysvSemaphore::create(key).unwrap();
-        assert!(SysvSemaphore::create(key).is_err(), "the key is taken");
-        assert!(!s.take_within(SHORT).unwrap());
-        s.post().unwrap();
-        assert!(s.take_within(LONG).unwrap());
+        let s = SysvSemaphores::create(key, 2).unwrap();
+        assert!(SysvSemaphores::create(key, 2).is_err(), "the key is taken");
+        assert!(!s.take_within(1, SHORT).unwrap());
+        s.post(1).unwrap();
+        assert!(!s.take_within(0, SHORT).unwrap(), "the other one is still at 0");
+        assert!(s.take_within(1, LONG).unwrap());
         assert!(remove_sysv_semaphore(key).unwrap());
         assert!(!remove_sysv_semaphore(key).unwrap(), "already gone");
     }

@@ -109,7 +109,7 @@ fn a_killed_run_s_semaphores_are_removed_by_the_next_command() {
     assert_eq!(semaphores_of(pid).len(), 2, "a killed run cannot remove its semaphores");
     let out = lab.cmd(&["runs"]).env("RTBENCH_STATE_DIR", &state).output().unwrap();
     let said = text(&out.stderr);
-    assert!(said.contains(&format!("removed 2 System V semaphore(s) of killed process {pid}")), "{said}");
+    assert!(said.contains(&format!("removed 2 System V semaphore set(s) of killed process {pid}")), "{said}");
     assert!(!journal.exists(), "and its journal");
     assert_eq!(semaphores_of(pid), Vec::<i64>::new(), "the next command removed them");
 }

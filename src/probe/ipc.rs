@@ -97,7 +97,7 @@ enum Way {
         sig: libc::c_int,
         waiter: AtomicI32,
     },
-    /// Semaphore `1` of the pair's set.
+    /// One semaphore of the pair's set: 0 the measured way, 1 the way back.
     Sem(Arc<SysvSemaphores>, u16),
     Mq(MessageQueue),
     Futex(Futex),
@@ -252,7 +252,8 @@ impl Change for Semaphores {
             }
         }
         let own = owner == std::process::id();
-        Ok((removed > 0 && !own).then(|| format!("removed {removed} System V semaphore set(s) of killed process {owner}")))
+        Ok((removed > 0 && !own)
+            .then(|| format!("removed {removed} System V semaphore set(s) of killed process {owner}")))
     }
 }
 

@@ -43,31 +43,26 @@ impl Futex {
 
     /// Waits at most `limit` while the word holds `expected`; true once it holds another value.
     pub fn wait_while(&self, expected: u32, limit: Duration) -> bool {
-        let ts = timespec(limit);
-        // SAFETY: the word is a valid, aligned u32 that outlives the call; `ts` is a valid
-        // relative timeout.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                self.0.as_ptr(),
-                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                expected,
-                &ts as *const libc::timespec,
-            )
-        };
+        self.futex_wait(expected, &timespec(limit));
         self.load() != expected
     }
 
     /// Waits while the word holds `expected`, however long (a wake-up or a change ends it).
     pub fn wait(&self, expected: u32) {
-        // SAFETY: the word is a valid, aligned u32 that outlives the call; no timeout.
+        self.futex_wait(expected, std::ptr::null());
+    }
+
+    /// FUTEX_WAIT, for at most the relative `limit` (null: no limit).
+    fn futex_wait(&self, expected: u32, limit: *const libc::timespec) {
+        // SAFETY: the word is a valid, aligned u32 that outlives the call; `limit` is null or a
+        // valid relative timeout borrowed for the call.
         unsafe {
             libc::syscall(
                 libc::SYS_futex,
                 self.0.as_ptr(),
                 libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
                 expected,
-                std::ptr::null::<libc::timespec>(),
+                limit,
             )
         };
     }

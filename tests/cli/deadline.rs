@@ -27,11 +27,13 @@ fn every_thread_wakes_once_a_period_of_its_own() {
 }
 
 /// A reservation the kernel's admission control refuses is said in words, with the thread and
-/// its share, before anything is stored; the bandwidth is free again for the next run.
+/// its share, before anything is stored; the bandwidth is free again for the next run. It asks
+/// for more than the machine's deadline bandwidth: alone, so no other test's deadline thread is
+/// refused meanwhile.
 #[needs(root, two_cpus)]
 #[test]
 fn a_reservation_the_kernel_refuses_is_said_before_anything_is_stored() {
-    let lab = Lab::new();
+    let lab = Lab::alone();
     let out = lab.run(&["deadline", "-t", "3", "--runtime-percent", "100", "-l", "10"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");

@@ -207,8 +207,9 @@ impl Migrate {
                 }
             }
         }
-        // The lowest waits by design.
-        ran.iter().skip(1).map(|r| r.0.saturating_sub(release)).max().unwrap_or(0)
+        // The lowest ones wait by design: those beyond one a CPU.
+        let waiting = self.params.tasks.saturating_sub(self.params.task_cpus.len());
+        ran.iter().skip(waiting).map(|r| r.0.saturating_sub(release)).max().unwrap_or(0)
     }
 }
 
@@ -248,6 +249,14 @@ impl Probe for Migrate {
                     sys::sleep_until(sys::now_ns() + 1_000_000);
                 }
                 if shared.finished.load(Ordering::Acquire) < self.params.tasks {
+                    let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+                    let said = format!(
+                        "interval {}: a task had not run its {} ms after {} ms: the run ends there",
+                        found.intervals + 1,
+                        self.params.run_ms,
+                        11 * self.params.interval_ms
+                    );
+                    found.said.push(said);
                     break;
                 }
                 let latest = self.check(&shared, release, steal_ticks() != steal);

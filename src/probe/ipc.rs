@@ -89,8 +89,8 @@ struct Ipc {
 /// rt-tests tools have (their sender, like this one, goes back to wait in the same kind of call
 /// at once, and on one CPU at one priority the receiver runs only once it has).
 enum Way {
-    /// Locked by the waiting end, which waits by locking it again; the other end unlocks it
-    /// (the mutex's default kind lets another thread unlock it, as ptsematest relies on).
+    /// Locked from the start; the waiting end waits by locking it (again), the other end unlocks
+    /// it (the mutex's default kind lets any thread unlock it, as ptsematest relies on).
     Mutex(PosixMutex),
     /// The waiting end's thread id, once it has blocked the signal.
     Signal {
@@ -106,7 +106,11 @@ enum Way {
 impl Way {
     fn new(via: IpcVia, index: usize, end: u16, set: Option<&Arc<SysvSemaphores>>) -> Result<Way> {
         Ok(match via {
-            IpcVia::Mutex => Way::Mutex(PosixMutex::new(false)?),
+            IpcVia::Mutex => {
+                let m = PosixMutex::new(false)?;
+                m.lock()?;
+                Way::Mutex(m)
+            }
             IpcVia::Signal => {
                 // sigwaittest's signals: SIGUSR2 to the receiver, SIGUSR1 back.
                 let sig = if end == 0 { libc::SIGUSR2 } else { libc::SIGUSR1 };
@@ -121,7 +125,6 @@ impl Way {
     /// The waiting end, on its own thread, before the other end may wake it.
     fn set_up_waiter(&self) -> std::io::Result<()> {
         match self {
-            Way::Mutex(m) => m.lock(),
             Way::Signal { sig, waiter } => {
                 sys::block_signal(*sig)?;
                 waiter.store(sys::thread_id(), Ordering::Release);
@@ -211,8 +214,7 @@ impl Pair {
     /// The sender's loop: wait for the go, read the clock, wake the receiver.
     fn send(&self) {
         sys::prefault_stack(64 * 1024);
-        // Its mutex is locked already, by the receiver.
-        if !matches!(self.go, Way::Mutex(_)) && self.go.set_up_waiter().is_err() {
+        if self.go.set_up_waiter().is_err() {
             return;
         }
         loop {
@@ -285,12 +287,7 @@ impl Probe for Ipc {
     fn run(&self, ctx: &mut ThreadCtx) {
         let pair = self.pairs.lock().unwrap_or_else(|e| e.into_inner()).get(ctx.index).cloned();
         let Some(pair) = pair else { return };
-        // Both mutexes start locked by this thread (each end waits by locking its own again).
-        let first = match &pair.go {
-            Way::Mutex(m) => m.lock(),
-            _ => Ok(()),
-        };
-        if first.and_then(|()| pair.wake.set_up_waiter()).is_err() {
+        if pair.wake.set_up_waiter().is_err() {
             return;
         }
         let pause = (self.params.interval_us + ctx.index as u64 * self.params.distance_us) * 1000;

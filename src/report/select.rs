@@ -156,18 +156,15 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote])
             cell,
         });
     }
-    // Reports read by label, then probe in registry order, then idle before loaded.
-    let probe_rank = |r: &RunView| {
-        let rank = probes.iter().position(|x| x.name == r.data.header.probe).unwrap_or(usize::MAX);
-        (rank, r.probe().to_string())
-    };
+    // Reports read by label, then probe in registry order (its variants by name), then idle
+    // before loaded.
+    fn probe_rank<'a>(probes: &[ProbeNote], r: &'a RunView) -> (usize, &'a str) {
+        (probes.iter().position(|x| x.name == r.data.header.probe).unwrap_or(usize::MAX), r.probe())
+    }
     out.sort_by(|a, b| {
-        (wanted_labels.iter().position(|l| *l == a.label()), probe_rank(a), a.load() != "none", a.load()).cmp(&(
-            wanted_labels.iter().position(|l| *l == b.label()),
-            probe_rank(b),
-            b.load() != "none",
-            b.load(),
-        ))
+        (wanted_labels.iter().position(|l| *l == a.label()), probe_rank(probes, a), a.load() != "none", a.load()).cmp(
+            &(wanted_labels.iter().position(|l| *l == b.label()), probe_rank(probes, b), b.load() != "none", b.load()),
+        )
     });
     Ok(out)
 }

@@ -190,7 +190,6 @@ impl RunConfig {
         if n > most {
             return Err(invalid!("--threads {n} is too many; use 1 to {most}"));
         }
-        let threads = (0..n).map(|i| ThreadPlan { index: i, cpu: (!unpinned).then(|| cpus[i % cpus.len()]) }).collect();
         for path in [&opts.json, &opts.histfile, &opts.samples].into_iter().flatten() {
             check_writable(path)?;
         }
@@ -198,6 +197,9 @@ impl RunConfig {
         // duration bounds the run.
         let loops = opts.loops.or(args.count()).or(if opts.duration.is_some() { None } else { info.default_loops });
         let built = args.build(&Shape { loops })?;
+        // A probe whose threads must not be pinned (SCHED_DEADLINE's) runs them as `-a none` does.
+        let pinned = !unpinned && built.probe.pins_threads();
+        let threads = (0..n).map(|i| ThreadPlan { index: i, cpu: pinned.then(|| cpus[i % cpus.len()]) }).collect();
         let envelope_ns = opts.envelope_interval.as_nanos().min(u64::MAX as u128) as u64;
         let db = crate::store::default_path(opts.db.as_deref());
         let load = crate::load::LoadSpec::parse(&opts.load, load_options(&opts.load_flags))?;

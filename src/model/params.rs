@@ -14,6 +14,9 @@ pub enum Policy {
     Fifo,
     RoundRobin,
     Other,
+    /// SCHED_DEADLINE, which a probe puts its own threads under (`deadline`); never asked of
+    /// the runner.
+    Deadline,
 }
 
 impl Policy {
@@ -23,13 +26,14 @@ impl Policy {
             Policy::Fifo => "fifo",
             Policy::RoundRobin => "roundrobin",
             Policy::Other => "other",
+            Policy::Deadline => "deadline",
         }
     }
 
     /// `fifo/95`, or `other`: cyclictest's `P:` field.
     pub fn shown(self, priority: i32) -> String {
         match self {
-            Policy::Other => self.name().to_string(),
+            Policy::Other | Policy::Deadline => self.name().to_string(),
             rt => format!("{}/{priority}", rt.name()),
         }
     }

@@ -95,6 +95,11 @@ impl Deadline {
         Reservation { runtime: (period * percent / 100).max(1000), period }
     }
 
+    /// Thread `index`'s reservation among the run's threads (as `prepare` was told them).
+    fn thread_reservation(&self, index: usize) -> Reservation {
+        self.reservation(index, self.threads.load(Ordering::Relaxed).max(index + 1))
+    }
+
     /// The calling thread under SCHED_DEADLINE with reservation `r`, on every online CPU.
     fn enter(r: Reservation) -> std::io::Result<()> {
         sys::set_affinity(&crate::sysinfo::online_cpus())?;
@@ -147,12 +152,19 @@ impl Probe for Deadline {
         }
     }
 
+    /// Unpinned: the kernel admits a deadline thread only with its root domain's CPUs.
+    fn pins_threads(&self) -> bool {
+        false
+    }
+
+    /// The thread under SCHED_DEADLINE, before the runner records how it runs.
+    fn set_up_thread(&self, index: usize) -> Result<(), String> {
+        let r = self.thread_reservation(index);
+        Deadline::enter(r).map_err(|e| refusal(index, r, &e))
+    }
+
     fn run(&self, ctx: &mut ThreadCtx) {
-        let threads = self.threads.load(Ordering::Relaxed).max(ctx.index + 1);
-        let r = self.reservation(ctx.index, threads);
-        if Deadline::enter(r).is_err() {
-            return;
-        }
+        let r = self.thread_reservation(ctx.index);
         // The first wake-up after a yield is the origin of its periods.
         sys::yield_cpu();
         let mut start = sys::now_ns();

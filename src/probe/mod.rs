@@ -95,6 +95,17 @@ pub trait Probe: Send + Sync {
     fn irq(&self, _i: usize, _samples: u64) -> Option<IrqSplit> {
         None
     }
+    /// Whether the runner pins each measuring thread to its planned CPU; a probe whose threads
+    /// must stay free of it says no (a SCHED_DEADLINE thread needs its root domain's CPUs).
+    fn pins_threads(&self) -> bool {
+        true
+    }
+    /// Sets up measuring thread `index` further, on the thread itself, once the runner has
+    /// placed it and before the runner records how it runs (`deadline` puts it under
+    /// SCHED_DEADLINE). Err: why the thread measures nothing.
+    fn set_up_thread(&self, _index: usize) -> Result<(), String> {
+        Ok(())
+    }
     /// Adds what the probe learnt while running to its parameters (`params`, as it built
     /// them), where they are stored with it.
     fn findings(&self, _params: &mut ProbeParams) {}

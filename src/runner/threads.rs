@@ -105,15 +105,19 @@ pub(super) fn spawn(cfg: &RunConfig, how: &Start) -> Result<(Threads, Vec<Thread
             let _ = tid_here.set(sys::gettid());
             let problem = match place(plan, admit, policy, priority) {
                 // The policy's guard is held until the thread has measured.
-                Ok(entered) => {
-                    if let Some((policy, priority)) = entered.ran {
-                        let (thread, timer_slack_ns) = (plan.index as u32, entered.timer_slack_ns);
-                        let _ = ran_here.set(ThreadRan { thread, policy, priority, timer_slack_ns });
+                Ok(entered) => match probe.set_up_thread(plan.index) {
+                    Ok(()) => {
+                        // How it runs once the probe has set it up too (SCHED_DEADLINE).
+                        if let Some((policy, priority)) = rt::scheduling_now().or(entered.ran) {
+                            let (thread, timer_slack_ns) = (plan.index as u32, entered.timer_slack_ns);
+                            let _ = ran_here.set(ThreadRan { thread, policy, priority, timer_slack_ns });
+                        }
+                        let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
+                        probe.run(&mut ctx);
+                        entered.problem
                     }
-                    let mut ctx = ThreadCtx::new(&mut rec, plan.index, start_ns, loops, &stop);
-                    probe.run(&mut ctx);
-                    entered.problem
-                }
+                    Err(why) => Some(format!("thread {} measured nothing: {why}", plan.index)),
+                },
                 Err(said) => Some(said),
             };
             // The runner sleeps until something is due: an ended thread is.

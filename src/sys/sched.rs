@@ -187,7 +187,7 @@ pub fn current_cpu() -> Option<usize> {
 }
 
 /// SCHED_DEADLINE's number (linux/sched.h).
-const SCHED_DEADLINE: u32 = 6;
+pub const SCHED_DEADLINE: libc::c_int = 6;
 
 /// Puts the calling thread under SCHED_DEADLINE: `runtime_ns` of CPU in every period of
 /// `period_ns`, done within `deadline_ns` of the period's start. The kernel's admission control
@@ -196,7 +196,7 @@ const SCHED_DEADLINE: u32 = 6;
 pub fn set_deadline(runtime_ns: u64, deadline_ns: u64, period_ns: u64) -> io::Result<()> {
     let attr = libc::sched_attr {
         size: std::mem::size_of::<libc::sched_attr>() as u32,
-        sched_policy: SCHED_DEADLINE,
+        sched_policy: SCHED_DEADLINE as u32,
         sched_flags: 0,
         sched_nice: 0,
         sched_priority: 0,

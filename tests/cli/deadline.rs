@@ -20,6 +20,8 @@ fn every_thread_wakes_once_a_period_of_its_own() {
     assert_eq!(doc["run"]["status"], "complete");
     for t in doc["threads"].as_array().unwrap() {
         assert_eq!(t["count"], 200, "{t}");
+        // As the kernel held it once the probe had set it up: unpinned, under SCHED_DEADLINE.
+        assert_eq!((t["policy"].as_str(), t["cpu"].is_null()), (Some("deadline"), true), "{t}");
     }
     // 200 periods of 4 ms and of 5 ms: the run lasted at least the longer thread's.
     let secs = crate::helpers::run_seconds(&doc);

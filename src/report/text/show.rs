@@ -99,10 +99,8 @@ fn threads(run: &Run) -> String {
         _ => None,
     };
     for t in &run.threads {
-        // A deadline thread runs unpinned, under SCHED_DEADLINE, whatever the runner set first.
-        let cpu = t.cpu.filter(|_| deadline.is_none()).map_or("-".into(), |c| c.to_string());
-        let policy = if deadline.is_some() { "deadline".to_string() } else { policy(h, t.thread) };
-        let head = format!("T:{:>3} CPU:{:>3} P:{} ", t.thread, cpu, policy);
+        let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
+        let head = format!("T:{:>3} CPU:{:>3} P:{} ", t.thread, cpu, policy(h, t.thread));
         out.push_str(&cyclictest_line(&head, &t.stats, &format!("Overruns:{}", t.stats.overruns)));
         // `--split`, as `rtla timerlat top` shows it: the IRQ part under the thread's line.
         if let Some(irq) = &t.irq {

@@ -163,6 +163,7 @@ fn sched_policy(policy: Policy) -> libc::c_int {
         Policy::Fifo => libc::SCHED_FIFO,
         Policy::RoundRobin => libc::SCHED_RR,
         Policy::Other => libc::SCHED_OTHER,
+        Policy::Deadline => sys::SCHED_DEADLINE,
     }
 }
 
@@ -320,10 +321,15 @@ pub fn enter_thread(cpu: Option<usize>, policy: Policy, priority: i32) -> Entere
             "could not set a thread's timer slack to 1 ns ({e}): at SCHED_OTHER its wake-ups may be up to {slack} µs late"
         ));
     }
-    entered.ran = sys::current_scheduling().ok().map(|s| (policy_of(s.policy()), s.priority()));
+    entered.ran = scheduling_now();
     entered.timer_slack_ns = sys::timer_slack().ok();
     entered.problem = (!problems.is_empty()).then(|| problems.join("; "));
     entered
+}
+
+/// The calling thread's policy and priority, as the kernel holds them now.
+pub fn scheduling_now() -> Option<(Policy, i32)> {
+    sys::current_scheduling().ok().map(|s| (policy_of(s.policy()), s.priority()))
 }
 
 /// A policy from the kernel's number: batch and idle are SCHED_OTHER's kin, not real-time.
@@ -331,6 +337,7 @@ fn policy_of(policy: libc::c_int) -> Policy {
     match policy {
         libc::SCHED_FIFO => Policy::Fifo,
         libc::SCHED_RR => Policy::RoundRobin,
+        sys::SCHED_DEADLINE => Policy::Deadline,
         _ => Policy::Other,
     }
 }

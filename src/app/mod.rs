@@ -340,8 +340,18 @@ fn analyzed_header(path: &std::path::Path) -> crate::model::RunHeader {
 /// One measuring run from its checked settings to summary, JSON and histogram files.
 fn measure(cfg: RunConfig) -> Result<i32> {
     let mut store = writable_store(&cfg.storage.db)?;
-    let (id, outcome) = crate::runner::run(&cfg, &mut store)?;
-    print_run(&cfg, &store, id, outcome)
+    match crate::runner::run(&cfg, &mut store) {
+        Ok((id, outcome)) => print_run(&cfg, &store, id, outcome),
+        // What it measured, then why it failed (its summary's last line says it too).
+        Err(e) => match e.downcast_ref::<crate::runner::ProbeFailed>() {
+            Some(failed) => {
+                print_run(&cfg, &store, failed.id, crate::session::Outcome::Complete)?;
+                eprintln!("rtbench: FAILED: {}", failed.why);
+                Ok(1)
+            }
+            None => Err(e),
+        },
+    }
 }
 
 /// What a measuring run writes and prints at its end (its JSON and histogram files when asked,

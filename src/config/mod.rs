@@ -196,7 +196,8 @@ impl RunConfig {
         // Samples per thread: -l, else the probe's own count flag, else its default unless a
         // duration bounds the run.
         let loops = opts.loops.or(args.count()).or(if opts.duration.is_some() { None } else { info.default_loops });
-        let built = args.build(&Shape { loops })?;
+        let priority = if matches!(opts.policy, Policy::Other) || info.synthetic { 0 } else { opts.priority };
+        let built = args.build(&Shape { loops, priority })?;
         // A probe whose threads must not be pinned (SCHED_DEADLINE's) runs them as `-a none` does.
         let pinned = !unpinned && built.probe.pins_threads();
         let threads = (0..n).map(|i| ThreadPlan { index: i, cpu: pinned.then(|| cpus[i % cpus.len()]) }).collect();

@@ -41,8 +41,9 @@ pub use params::{
     ThreadRan,
 };
 pub use probe_params::{
-    Absent, DeadlineParams, GtodParams, IpcParams, IpcVia, MigrateParams, NoiseParams, PingpongParams, ProbeParams,
-    ResponseParams, RoundTripsApart, SyntheticParams, ThreadNoise, ThreadRoundTrips, TimerParams, Transport, Warmup,
+    Absent, DeadlineParams, GtodParams, IpcParams, IpcVia, MigrateParams, NoiseParams, PiParams, PingpongParams,
+    ProbeParams, ResponseParams, RoundTripsApart, SyntheticParams, ThreadNoise, ThreadRoundTrips, TimerParams,
+    Transport, Warmup,
 };
 pub use run::{Gap, IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use sections::{path as section_path, Sections};

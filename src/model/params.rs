@@ -274,7 +274,7 @@ mod tests {
     /// probe's part reads back as it was written.
     #[test]
     fn every_newer_probe_part_reads_back_beside_the_shared_settings() {
-        use super::super::{IpcParams, IpcVia, MigrateParams};
+        use super::super::{IpcParams, IpcVia, MigrateParams, PiParams};
         let shared = r#"{"threads":1,"cpus":[0],"policy":"fifo","priority":95,"mlock":true,"loops":10,"duration_s":null,"envelope_interval_ns":1000000000,"samples_file":null}"#;
         let ipc = ProbeParams::Ipc(IpcParams { via: IpcVia::Sem, interval_us: 1000, distance_us: 500 });
         let migrate = ProbeParams::Migrate(MigrateParams {
@@ -290,7 +290,16 @@ mod tests {
             violations_in_steal: Some(0),
             first_violations: vec![],
         });
-        for probe in [ipc, migrate] {
+        let pi = ProbeParams::Pi(PiParams {
+            base_priority: 2,
+            deadlock_ms: 2000,
+            inject: true,
+            inversions: Some(0),
+            inversions_per_s: Some(0.0),
+            deadlocks: Some(1),
+            first_deadlocks: vec!["deadlock: group 0".into()],
+        });
+        for probe in [ipc, migrate, pi] {
             let mut p: MeasuredParams = serde_json::from_str(shared).unwrap();
             p.probe = probe;
             let text = serde_json::to_string(&RunParams::Measured(p.clone())).unwrap();

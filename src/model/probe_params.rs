@@ -32,6 +32,7 @@ pub enum ProbeParams {
     Ipc(IpcParams),
     Migrate(MigrateParams),
     Deadline(DeadlineParams),
+    Pi(PiParams),
     /// No probe part at all (a run written by hand): stored as nothing, without a tag.
     #[serde(untagged)]
     Absent(Absent),
@@ -49,7 +50,7 @@ type Read = fn(Value) -> serde_json::Result<ProbeParams>;
 /// Each tag (as the derive writes it) and how its part reads, in the order untagged parts are
 /// tried (the order rtbench always tried them in; a timerlat part without its tag reads as the
 /// timer's, first).
-const TAGS: [(&str, Read); 13] = [
+const TAGS: [(&str, Read); 14] = [
     ("timer", |v| serde_json::from_value(v).map(ProbeParams::Timer)),
     ("timerlat", |v| serde_json::from_value(v).map(ProbeParams::Timerlat)),
     ("gtod", |v| serde_json::from_value(v).map(ProbeParams::Gtod)),
@@ -62,6 +63,7 @@ const TAGS: [(&str, Read); 13] = [
     ("ipc", |v| serde_json::from_value(v).map(ProbeParams::Ipc)),
     ("migrate", |v| serde_json::from_value(v).map(ProbeParams::Migrate)),
     ("deadline", |v| serde_json::from_value(v).map(ProbeParams::Deadline)),
+    ("pi", |v| serde_json::from_value(v).map(ProbeParams::Pi)),
     // Last: it takes only an empty part.
     ("absent", |v| serde_json::from_value(v).map(ProbeParams::Absent)),
 ];
@@ -188,6 +190,29 @@ pub struct MigrateParams {
     /// The first few violations, each said in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_violations: Vec<String>,
+}
+
+/// `pi`'s settings, and what it found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PiParams {
+    /// Each group's low thread's FIFO priority; the medium and high ones are the next two.
+    pub base_priority: i32,
+    /// How long a group may end no round before it counts as deadlocked.
+    pub deadlock_ms: u64,
+    /// The control: mutexes without priority inheritance, which must deadlock.
+    pub inject: bool,
+    /// Rounds every group ended (each an inversion the kernel resolved), and the deadlocks
+    /// seen (absent until the run ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inversions: Option<u64>,
+    /// Over the time the groups went through rounds, all groups together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inversions_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadlocks: Option<u64>,
+    /// Each deadlock in words, its threads named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_deadlocks: Vec<String>,
 }
 
 /// `gtod`'s settings.
@@ -387,6 +412,7 @@ mod tests {
             ProbeParams::Ipc(_) => "ipc",
             ProbeParams::Migrate(_) => "migrate",
             ProbeParams::Deadline(_) => "deadline",
+            ProbeParams::Pi(_) => "pi",
             ProbeParams::Absent(_) => "absent",
         }
     }

@@ -8,6 +8,7 @@ mod gtod;
 mod ipc;
 mod migrate;
 pub mod noise;
+mod pi;
 pub mod pingpong;
 mod response;
 mod resume;
@@ -109,6 +110,11 @@ pub trait Probe: Send + Sync {
     /// Adds what the probe learnt while running to its parameters (`params`, as it built
     /// them), where they are stored with it.
     fn findings(&self, _params: &mut ProbeParams) {}
+    /// Why the run failed, when the probe saw the kernel fail its test (`pi`: a deadlock): the
+    /// run is stored as failed, with everything it measured, and the command exits with 1.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What a probe's samples offer an instrument riding along its run: each instrument needs one,
@@ -136,6 +142,9 @@ pub enum DefaultThreads {
 pub struct Shape {
     /// Samples per thread, once `-l`, the probe's count flag and its default are resolved.
     pub loops: Option<u64>,
+    /// The measuring threads' real-time priority (0 at SCHED_OTHER): a probe's own threads
+    /// that must stay below it check it here.
+    pub priority: i32,
 }
 
 /// A probe ready to run, and its parameters as stored with the run.
@@ -212,6 +221,7 @@ pub static REGISTRY: &[ProbeInfo] = &[
     deadline::INFO,
     ipc::INFO,
     migrate::INFO,
+    pi::INFO,
     synthetic::INFO,
 ];
 
@@ -235,7 +245,7 @@ mod tests {
             if info.in_study {
                 let mut args = defaults;
                 args.study(&StudyEnv { peer: "127.0.0.1:1".into() });
-                args.build(&Shape { loops: None })
+                args.build(&Shape { loops: None, priority: 95 })
                     .unwrap_or_else(|e| panic!("{}: the study's flags do not build: {e:#}", info.name));
             }
         }

@@ -92,7 +92,7 @@ mod tests {
     /// session token, a count the run keeps as its loops) is not a setting.
     #[test]
     fn every_resumable_probe_reads_its_stored_settings_back() {
-        let shape = Shape { loops: Some(5) };
+        let shape = Shape { loops: Some(5), priority: 95 };
         let mut read_back = 0;
         for info in REGISTRY.iter().filter(|i| !matches!(i.resume, Resume::Not(_))) {
             let stored = |args: &ProbeArgs| args.build(&shape).unwrap().params;

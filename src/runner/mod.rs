@@ -84,6 +84,8 @@ pub fn run_with(cfg: &RunConfig, store: &mut Store, extras: Extras) -> Result<(i
     drop(session);
     match result {
         Ok(ended) => Ok(ended),
+        // Stored as failed already, with all it measured.
+        Err(e) if e.is::<ProbeFailed>() => Err(e),
         Err(e) => {
             // Whatever was checkpointed stays; the run says why it ended, waiting for another
             // writer's lock as long as any store operation does (a checkpoint waits less).
@@ -410,6 +412,7 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
     }
     let asked = params.probe.clone();
     cfg.probe.findings(&mut params.probe);
+    let failed = cfg.probe.failure();
     if params.probe != asked || !instruments.is_empty() || !params.ran.is_empty() {
         writer.set_params(&RunParams::Measured(params))?;
     }
@@ -420,8 +423,24 @@ fn save(cfg: &RunConfig, writer: RunWriter, end: End) -> Result<(i64, Outcome)> 
             started.elapsed().as_secs_f64()
         ));
     }
-    let id = writer.finish(outcome.status(), &warnings)?;
-    Ok((id, outcome))
+    if let Some(why) = &failed {
+        warnings.push(format!("the run failed: {why}"));
+    }
+    let status = if failed.is_some() { crate::model::RunStatus::Failed } else { outcome.status() };
+    let id = writer.finish(status, &warnings)?;
+    match failed {
+        Some(why) => Err(ProbeFailed { id, why }.into()),
+        None => Ok((id, outcome)),
+    }
+}
+
+/// A run in which the probe saw the kernel fail its test (`pi`: a deadlock): stored as failed,
+/// with everything it measured and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{why}")]
+pub struct ProbeFailed {
+    pub id: i64,
+    pub why: String,
 }
 
 /// The windows of a run, as `drive` takes them from [`Extras`].

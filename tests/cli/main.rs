@@ -25,6 +25,7 @@ mod migrate;
 mod monitor;
 mod net;
 mod old_store;
+mod pi;
 mod privilege;
 mod report;
 mod resume;

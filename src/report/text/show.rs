@@ -81,6 +81,9 @@ pub fn summary(run: &Run) -> String {
     if let Some(crate::model::ProbeParams::Migrate(m)) = h.params.measured().map(|m| &m.probe) {
         out.push_str(&migrations(m));
     }
+    if let Some(crate::model::ProbeParams::Pi(p)) = h.params.measured().map(|m| &m.probe) {
+        out.push_str(&inversions(p));
+    }
     out.push_str(&percentile_table(run));
     for w in &h.warnings {
         let _ = writeln!(out, "WARNING: {w}");
@@ -206,6 +209,31 @@ fn migrations(m: &crate::model::MigrateParams) -> String {
         _ => out.push_str("violations: unknown (the run ended before it said)\n"),
     }
     for said in &m.first_violations {
+        let _ = writeln!(out, "  {said}");
+    }
+    out + "\n"
+}
+
+/// `pi`: the inversions its groups went through, and any deadlock in words.
+fn inversions(p: &crate::model::PiParams) -> String {
+    let mut out = String::new();
+    let inherit = if p.inject { "without priority inheritance (--inject)" } else { "with priority inheritance" };
+    let _ = writeln!(
+        out,
+        "inversion groups: low/medium/high at FIFO {}/{}/{}, a mutex {inherit}; deadlocked after {} ms without a round",
+        p.base_priority,
+        p.base_priority + 1,
+        p.base_priority + 2,
+        p.deadlock_ms
+    );
+    match (p.inversions, p.deadlocks) {
+        (Some(n), Some(d)) => {
+            let rate = p.inversions_per_s.map_or(String::new(), |r| format!(" ({r:.0} a second)"));
+            let _ = writeln!(out, "inversions: {n}{rate}, deadlocks: {d}");
+        }
+        _ => out.push_str("inversions: unknown (the run ended before it said)\n"),
+    }
+    for said in &p.first_deadlocks {
         let _ = writeln!(out, "  {said}");
     }
     out + "\n"

@@ -8,7 +8,7 @@ use anyhow::Result;
 use super::task::StudyConfig;
 use crate::config::{RunConfig, RunOptions};
 use crate::net::transport::Transport;
-use crate::probe::{ProbeInfo, StudyEnv};
+use crate::probe::{InStudy, ProbeInfo, StudyEnv};
 use crate::report::formats::junit::Errored;
 use crate::report::select;
 use crate::runner::preempt::PreemptSwitch;
@@ -23,12 +23,13 @@ struct Cell {
     duration: Duration,
 }
 
-/// The probes the registry puts in the study, in its order, and those it cannot run here with
-/// the reason.
-fn study_probes() -> (Vec<&'static ProbeInfo>, Vec<(&'static str, String)>) {
+/// The probes the registry puts in the study, in its order (the qualification checks unless
+/// `no_qualify`), and those it cannot run here with the reason.
+fn study_probes(no_qualify: bool) -> (Vec<&'static ProbeInfo>, Vec<(&'static str, String)>) {
     let mut run = Vec::new();
     let mut skipped = Vec::new();
-    for info in crate::probe::REGISTRY.iter().filter(|p| p.in_study) {
+    let asked = |p: &&ProbeInfo| p.in_study() && !(no_qualify && p.study == InStudy::Qualification);
+    for info in crate::probe::REGISTRY.iter().filter(asked) {
         match (info.supported)() {
             Ok(()) => run.push(info),
             Err(why) => skipped.push((info.name, why)),
@@ -83,7 +84,7 @@ pub fn run(a: StudyConfig) -> Result<i32> {
         check_peer(&crate::net::transport::address(Transport::Udp, Some(p)))?;
     }
     let label = a.label.clone();
-    let (probes, skipped) = study_probes();
+    let (probes, skipped) = study_probes(a.no_qualify);
     for (name, why) in &skipped {
         println!("study: skipping {name}: {why}");
     }

@@ -119,6 +119,8 @@ pub struct StudyConfig {
     pub peer: Option<String>,
     pub quiet: bool,
     pub no_sysbench: bool,
+    /// Leave out the probes the registry marks as qualification checks.
+    pub no_qualify: bool,
     pub load_flags: LoadFlags,
     pub db: PathBuf,
     /// `--baseline`: compare the study's labels with a stored one when its cells are done.

@@ -137,6 +137,10 @@ pub struct StudyArgs {
     /// Skip the last cell, `sysbench --quick` idle (the throughput price)
     #[arg(long)]
     pub no_sysbench: bool,
+    /// Leave out the qualification checks (deadline, ipc, migrate, pi): the seed studies'
+    /// measurements only
+    #[arg(long)]
+    pub no_qualify: bool,
     /// When the cells are done, compare the study's label with this stored label (as `compare`)
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,

@@ -163,6 +163,7 @@ impl StudyArgs {
             peer: self.peer,
             quiet: self.quiet,
             no_sysbench: self.no_sysbench,
+            no_qualify: self.no_qualify,
             load_flags: self.load_args.flags(),
             db: store::default_path(self.db.db.as_deref()),
             gate,

@@ -31,11 +31,23 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_threads: DefaultThreads::One,
     default_loops: None,
     flags: FlagSet::of::<DeadlineFlags>(),
-    supported: super::anywhere,
-    in_study: false,
+    supported,
+    study: super::InStudy::Qualification,
     resume: super::Resume::Settings,
     replay: &[],
 };
+
+/// Whether a thread may enter SCHED_DEADLINE here: a small reservation (100 µs of every 10 ms)
+/// asked on a thread of the moment, which ends with it.
+fn supported() -> Result<(), String> {
+    let r = Reservation { runtime: 100_000, period: 10_000_000 };
+    let tried = std::thread::spawn(move || sys::set_deadline(r.runtime, r.period, r.period)).join();
+    match tried {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(refusal(0, r, &e)),
+        Err(_) => Err("the check of SCHED_DEADLINE could not run".into()),
+    }
+}
 
 /// `deadline`'s flags.
 #[derive(clap::Args, Clone, Debug, PartialEq)]

@@ -18,7 +18,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_loops: Some(1_000_000),
     flags: FlagSet::of::<GtodFlags>(),
     supported: anywhere,
-    in_study: true,
+    study: super::InStudy::Seed,
     // Its pair count is the run's loop count, which resume reads from the run.
     resume: super::Resume::Settings,
     replay: &[],

@@ -36,7 +36,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_loops: None,
     flags: FlagSet::of::<IpcFlags>(),
     supported: anywhere,
-    in_study: false,
+    study: super::InStudy::Qualification,
     resume: super::Resume::Settings,
     replay: &[crate::restore::replay::<Semaphores>],
 };

@@ -32,16 +32,18 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_loops: Some(50),
     flags: FlagSet::of::<MigrateFlags>(),
     supported,
-    in_study: false,
+    study: super::InStudy::Qualification,
     resume: super::Resume::Not("its intervals are checked as a whole, each against the others' tasks"),
     replay: &[],
 };
 
 fn supported() -> Result<(), String> {
-    if sys::is_root() {
-        Ok(())
-    } else {
+    if !sys::is_root() {
         Err("its tasks need real-time priority (run as root)".into())
+    } else if crate::sysinfo::online_cpus().len() < 2 {
+        Err("one CPU: there is nowhere to migrate a task to".into())
+    } else {
+        Ok(())
     }
 }
 

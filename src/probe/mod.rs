@@ -138,6 +138,17 @@ pub enum DefaultThreads {
     One,
 }
 
+/// Whether and as what the study runs a probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InStudy {
+    No,
+    /// A measurement of the seed studies (timer, clock reads, round trips, responses, noise).
+    Seed,
+    /// A check of what a kernel qualification runs beyond them (deadline scheduling, IPC
+    /// wake-ups, migration, priority inheritance); `study --no-qualify` leaves them out.
+    Qualification,
+}
+
 /// What a probe's build gets besides its flags.
 pub struct Shape {
     /// Samples per thread, once `-l`, the probe's count flag and its default are resolved.
@@ -190,7 +201,7 @@ pub struct ProbeInfo {
     /// Whether it can run here; if not, why (stress-ng's way: a skip with a reason).
     pub supported: fn() -> Result<(), String>,
     /// Whether the study runs it (with its flags' [`ProbeFlags::study`]).
-    pub in_study: bool,
+    pub study: InStudy,
     /// Whether `rtbench resume` can continue its run.
     pub resume: Resume,
     /// What a killed run of it leaves journalled, one `restore::replay` per kind it holds: the
@@ -199,6 +210,11 @@ pub struct ProbeInfo {
 }
 
 impl ProbeInfo {
+    /// Whether the study runs it at all.
+    pub fn in_study(&self) -> bool {
+        self.study != InStudy::No
+    }
+
     /// The flags at their defaults.
     pub fn defaults(&self) -> ProbeArgs {
         (self.flags.defaults)()
@@ -242,7 +258,7 @@ mod tests {
             (info.flags.command)(clap::Command::new(info.name).disable_help_flag(true)).debug_assert();
             let defaults = info.defaults();
             assert_eq!(defaults, defaults.clone(), "{}", info.name);
-            if info.in_study {
+            if info.in_study() {
                 let mut args = defaults;
                 args.study(&StudyEnv { peer: "127.0.0.1:1".into() });
                 args.build(&Shape { loops: None, priority: 95 })

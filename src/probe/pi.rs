@@ -34,7 +34,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_loops: None,
     flags: FlagSet::of::<PiFlags>(),
     supported,
-    in_study: false,
+    study: super::InStudy::Qualification,
     resume: super::Resume::Not("a deadlock is a group's state, which a new process cannot take over"),
     replay: &[],
 };

@@ -25,7 +25,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_loops: Some(1_000_000),
     flags: FlagSet::of::<PingpongFlags>(),
     supported: anywhere,
-    in_study: true,
+    study: super::InStudy::Seed,
     // Its round-trip count is the run's loop count, which resume reads from the run; its
     // session token is new, as every session's is.
     resume: super::Resume::Peer { flag: "addr" },

@@ -26,7 +26,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_loops: None,
     flags: FlagSet::of::<ResponseFlags>(),
     supported: anywhere,
-    in_study: true,
+    study: super::InStudy::Seed,
     resume: super::Resume::Peer { flag: "logger" },
     replay: &[],
 };

@@ -20,7 +20,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_loops: Some(1_000_000),
     flags: FlagSet::of::<SyntheticFlags>(),
     supported: anywhere,
-    in_study: false,
+    study: super::InStudy::No,
     resume: super::Resume::Settings,
     replay: &[],
 };

@@ -19,7 +19,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     default_loops: None,
     flags: FlagSet::of::<TimerFlags>(),
     supported: anywhere,
-    in_study: true,
+    study: super::InStudy::Seed,
     resume: super::Resume::Settings,
     replay: &[],
 };

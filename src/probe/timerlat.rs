@@ -36,7 +36,7 @@ pub const INFO: ProbeInfo = ProbeInfo {
     supported,
     // Beside the timer cells where the kernel has the tracer; elsewhere `supported` gives the
     // study its reason to skip the cell.
-    in_study: true,
+    study: super::InStudy::Seed,
     resume: super::Resume::Settings,    replay: &[
         crate::restore::replay::<crate::trace::TimerlatTraced>,
         crate::restore::replay::<crate::trace::timerlat::Options>,

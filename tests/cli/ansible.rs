@@ -191,7 +191,7 @@ impl Campaign {
             "rtbench_campaign_dir": self.lab.path("campaign"),
             // Short, one load generator, no tracing: what is checked is the campaign, not the
             // cells (the study's own tests check those).
-            "rtbench_study_args": ["-D", "1s", "--no-sysbench", "--settle", "1s", "--load", "cpu", "--no-split", "--no-classify"],
+            "rtbench_study_args": ["-D", "1s", "--no-sysbench", "--no-qualify", "--settle", "1s", "--load", "cpu", "--no-split", "--no-classify"],
         });
         vars.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         let mut c = Command::new(venv_tool("ansible-playbook"));
@@ -268,7 +268,19 @@ fn the_playbook_studies_two_hosts_over_ssh_and_keeps_one_when_the_other_is_unrea
     // only, so the hosts' idle cells are checked against it (and the seed takes seconds).
     std::fs::create_dir(campaign.lab.path("campaign")).unwrap();
     let seed = Command::new(guest_binary())
-        .args(["study", "-D", "1s", "--no-sysbench", "--load", "none", "--no-report", "-q", "--label", "baseline"])
+        .args([
+            "study",
+            "--no-qualify",
+            "-D",
+            "1s",
+            "--no-sysbench",
+            "--load",
+            "none",
+            "--no-report",
+            "-q",
+            "--label",
+            "baseline",
+        ])
         .args(["--no-split", "--no-classify"])
         .arg("--db")
         .arg(campaign.lab.path("campaign/rtbench.db"))
@@ -313,7 +325,7 @@ fn the_playbook_studies_two_hosts_over_ssh_and_keeps_one_when_the_other_is_unrea
     // Idle cells only: what is checked here is who is merged, not the loaded cells again.
     let out = campaign.play(serde_json::json!({
         "rtbench_label": "{host}/{kernel}/second",
-        "rtbench_study_args": ["-D", "1s", "--no-sysbench", "--load", "none", "--no-split", "--no-classify"],
+        "rtbench_study_args": ["-D", "1s", "--no-sysbench", "--no-qualify", "--load", "none", "--no-split", "--no-classify"],
     }));
     let log = text(&out.stdout);
     assert_ne!(out.status.code(), Some(0), "a host was unreachable: {log}");

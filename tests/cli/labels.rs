@@ -26,7 +26,7 @@ fn refused_everywhere(label: &str, needle: &str) {
         &["import", &log, "--label", label],
         &["sysbench", "--quick", "--only", "null-call", "--label", label],
         &["monitor", "-D", "1s", "--label", label],
-        &["study", "-D", "1s", "--label", label],
+        &["study", "--no-qualify", "-D", "1s", "--label", label],
         &["kernels", "deb:linux-image-amd64", "--label", label],
         &["kernels", "deb:linux-image-amd64", "--", "timer", "-D", "1s", "--label", label],
     ];
@@ -69,7 +69,7 @@ fn an_empty_label_selects_nothing_and_is_refused_as_a_filter() {
         &["report", "--findings", "--label", "k", "--label", "  "],
         &["compare", "--baseline", "", "k"],
         &["compare", "--baseline", "k", " "],
-        &["study", "-D", "1s", "--label", "k", "--baseline", ""],
+        &["study", "--no-qualify", "-D", "1s", "--label", "k", "--baseline", ""],
     ] {
         assert_rejected(&lab.run(args), "label");
     }

@@ -250,8 +250,17 @@ fn a_load_that_fails_in_its_first_second_stops_the_command_and_stores_nothing() 
     let out = run(&["timer", "-D", "2s", "-q", "--load", "stress-ng:--nosuchflag"]);
     assert_rejected(&out, "load generator 'stress-ng' failed");
     assert_clean_within_2s(&lab, &mark);
-    let out =
-        run(&["study", "--no-split", "--no-classify", "-D", "1s", "--load", "stress-ng:--nosuchflag", "--no-sysbench"]);
+    let out = run(&[
+        "study",
+        "--no-qualify",
+        "--no-split",
+        "--no-classify",
+        "-D",
+        "1s",
+        "--load",
+        "stress-ng:--nosuchflag",
+        "--no-sysbench",
+    ]);
     assert_rejected(&out, "load generator 'stress-ng' failed");
     assert!(!text(&out.stdout).contains("cell 1"), "refused before its first cell: {}", text(&out.stdout));
     assert_clean_within_2s(&lab, &mark);

@@ -205,6 +205,7 @@ fn a_study_whose_output_pipe_closes_ends_instead_of_hanging() {
     let tmp = lab.dir.path().to_str().unwrap().to_string();
     let args = [
         "study",
+        "--no-qualify",
         "--no-split",
         "--no-classify",
         "--load",

@@ -179,6 +179,15 @@ fn an_unprivileged_study_marks_each_cell_with_what_it_lacked() {
         .take_while(|l| !l.is_empty() && !l.starts_with("report:"))
         .collect();
     assert!(rows.len() >= 2, "{out}");
+    // The qualification checks that need what it lacks are skipped, each with why; ipc runs.
+    for (probe, why) in [
+        ("deadline", "the kernel refused SCHED_DEADLINE (thread 0: 100 µs of every 10000 µs): not permitted"),
+        ("migrate", "its tasks need real-time priority (run as root)"),
+        ("pi", "its groups need real-time priorities (run as root)"),
+    ] {
+        assert!(out.contains(&format!("study: skipping {probe}: {why}")), "{probe}: {out}");
+    }
+    assert!(rows.iter().any(|r| r.starts_with("ipc")), "{out}");
     for row in &rows {
         assert!(row.contains("lacked rt policy, mlock, cpu_dma_latency"), "{row}");
     }

@@ -235,9 +235,9 @@ fn a_short_study_stores_every_cell_and_reports_it() {
     ]);
     // The study's cells come from the probe registry: every probe with a study entry that can
     // run here, idle and loaded; timerlat only where the kernel has the tracer.
-    let entries: Vec<&str> = rtbench::probe::REGISTRY.iter().filter(|p| p.in_study).map(|p| p.name).collect();
+    let entries: Vec<&str> = rtbench::probe::REGISTRY.iter().filter(|p| p.in_study()).map(|p| p.name).collect();
     assert_eq!(entries, ["timer", "timerlat", "gtod", "pingpong", "response", "noise"], "the probes the study runs");
-    let runnable = rtbench::probe::REGISTRY.iter().filter(|p| p.in_study && (p.supported)().is_ok());
+    let runnable = rtbench::probe::REGISTRY.iter().filter(|p| p.in_study() && (p.supported)().is_ok());
     let probes: Vec<&str> = runnable.map(|p| p.name).collect();
     let n = 2 * probes.len();
     assert!(said.contains(&format!("cell {n} of {n}")), "{said}");
@@ -271,6 +271,7 @@ fn an_interrupted_study_keeps_its_cells_and_says_what_is_missing() {
     let child = lab
         .cmd(&[
             "study",
+            "--no-qualify",
             "--no-split",
             "--no-classify",
             "-D",
@@ -332,6 +333,7 @@ fn preempt_study(lab: &Lab) -> (String, Vec<String>, (usize, usize)) {
     let out = lab.path("rep");
     let said = lab.ok(&[
         "study",
+        "--no-qualify",
         "--no-split",
         "--no-classify",
         "--preempt",
@@ -406,6 +408,7 @@ fn killed_mid_study_the_model_is_put_back_by_the_next_command(
     };
     let args = [
         "study",
+        "--no-qualify",
         "--no-split",
         "--no-classify",
         "--preempt",
@@ -516,6 +519,7 @@ fn a_study_gates_on_its_baseline_in_the_same_command() {
     let (junit, out) = (lab.path("study.xml"), lab.path("rep"));
     let study = [
         "study",
+        "--no-qualify",
         "--no-split",
         "--no-classify",
         "-D",

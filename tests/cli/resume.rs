@@ -205,7 +205,8 @@ fn resumed_adds_up(lab: &Lab, id: i64, before: &serde_json::Value, last_index: i
 fn a_study_pingpong_cell_killed_mid_run_resumes_with_an_echo_server_of_its_own_again() {
     let lab = Lab::alone();
     let report = lab.path("report");
-    let args = ["study", "-D", "4s", "--load", "none", "--no-split", "--no-classify", "--no-sysbench", "-q"];
+    let args =
+        ["study", "--no-qualify", "-D", "4s", "--load", "none", "--no-split", "--no-classify", "--no-sysbench", "-q"];
     let mut study = lab
         .cmd(&[&args[..], &["--label", "s", "-o", report.to_str().unwrap()]].concat())
         .stdout(Stdio::null())

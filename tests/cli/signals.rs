@@ -347,9 +347,11 @@ fn stop_counts() -> (usize, usize) {
 fn a_first_sigterm_at_any_moment_ends_a_study_or_a_monitor_within_2_s() {
     let (studies, monitors) = stop_counts();
     let mut moments = Moments::new();
-    let idle = ["study", "--no-split", "--no-classify", "-D", "1s", "--no-sysbench", "--load", "none", "-q"];
+    let idle =
+        ["study", "--no-qualify", "--no-split", "--no-classify", "-D", "1s", "--no-sysbench", "--load", "none", "-q"];
     let loaded = [
         "study",
+        "--no-qualify",
         "--no-split",
         "--no-classify",
         "-D",

@@ -147,7 +147,7 @@ fn compare_sets_the_irq_part_of_two_split_labels_beside_their_wake_up_latency() 
 #[test]
 fn a_study_splits_its_timer_cells_by_default_and_only_those() {
     let (lab, _) = traced();
-    lab.ok(&["study", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--no-report"]);
+    lab.ok(&["study", "--no-qualify", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--no-report"]);
     let runs = lab.runs();
     let probe_of = |r: &serde_json::Value| r["probe"].as_str().unwrap().to_string();
     let mut seen_timer = false;

@@ -58,6 +58,7 @@ fn an_unreachable_peer_is_refused_before_the_first_cell() {
     let started = Instant::now();
     let run = lab.run(&[
         "study",
+        "--no-qualify",
         "--no-split",
         "--no-classify",
         "-D",
@@ -79,8 +80,20 @@ fn an_unreachable_peer_is_refused_before_the_first_cell() {
 /// its network cells (3 and 4) fail. Returns its exit code and what it printed.
 fn study_losing_its_peer(lab: &Lab, extra: &[&str]) -> (Option<i32>, String, String) {
     let (mut srv, peer) = peer(lab);
-    let args =
-        ["study", "--no-split", "--no-classify", "-D", "1s", "--load", "none", "--no-sysbench", "-q", "--peer", &peer];
+    let args = [
+        "study",
+        "--no-qualify",
+        "--no-split",
+        "--no-classify",
+        "-D",
+        "1s",
+        "--load",
+        "none",
+        "--no-sysbench",
+        "-q",
+        "--peer",
+        &peer,
+    ];
     let (study, lines) = spawn_lines(lab.cmd(&[&args[..], extra].concat()));
     let mut said = Vec::new();
     wait_line(&lines, "== cell 1 of 5", &mut said);
@@ -149,7 +162,8 @@ fn a_cell_whose_peer_stops_answering_fails_on_the_watchdog_and_the_study_goes_on
     let srv = Stoppable(srv);
     // Longer than the moment the peer stops and the watchdog's margin (5 s) after it.
     let cell = Duration::from_secs(9);
-    let args = ["study", "--no-split", "--no-classify", "-D", "9s", "--load", "none", "--no-sysbench", "-q"];
+    let args =
+        ["study", "--no-qualify", "--no-split", "--no-classify", "-D", "9s", "--load", "none", "--no-sysbench", "-q"];
     let (study, lines) = spawn_lines(lab.cmd(&[&args[..], &["--peer", &peer, "--no-report"]].concat()));
     let mut said = Vec::new();
     wait_line(&lines, "== cell 3 of 5: pingpong idle", &mut said);

@@ -33,7 +33,8 @@ fn the_rt_kernel_in_a_guest_gives_a_study_whose_timerlat_and_split_timer_cells_h
     // study, whose timer cell is split (its default where tracing works) and whose timerlat cell
     // reads the tracer. No report in the guest (under TCG its fits and figures take minutes);
     // the study's runs come back with the others.
-    let study = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "--no-classify", "-q", "--no-report"];
+    let study =
+        ["study", "--no-qualify", "-D", "1s", "--load", "none", "--no-sysbench", "--no-classify", "-q", "--no-report"];
     let said = lab.ok(&[&["kernels", &kernel, "--allow-emulated", "-o", o, "--"][..], &study].concat());
     assert!(said.contains("0 failed"), "{said}");
     assert!(!said.contains("skipping timerlat"), "the RT kernel has the tracer: {said}");
@@ -60,7 +61,19 @@ fn the_rt_kernel_in_a_guest_gives_a_study_whose_timerlat_and_split_timer_cells_h
 fn a_study_on_a_kernel_without_the_tracer_says_why_it_has_no_timerlat_cell() {
     let lab = Lab::alone();
     let report = lab.path("report");
-    let args = ["study", "-D", "1s", "--load", "none", "--no-sysbench", "--no-split", "--no-classify", "-q", "-o"];
+    let args = [
+        "study",
+        "--no-qualify",
+        "-D",
+        "1s",
+        "--load",
+        "none",
+        "--no-sysbench",
+        "--no-split",
+        "--no-classify",
+        "-q",
+        "-o",
+    ];
     let said = lab.ok(&[&args[..], &[report.to_str().unwrap()]].concat());
     let why = "study: skipping timerlat: the kernel has no timerlat tracer (CONFIG_TIMERLAT_TRACER)";
     assert!(said.lines().any(|l| l == why), "{said}");

@@ -197,7 +197,7 @@ impl Stats {
     /// Several percentiles in one pass over the histogram; `qs` must be ascending.
     pub fn percentiles(&self, qs: &[f64]) -> Vec<u64> {
         let mut out = Vec::with_capacity(qs.len());
-        if self.count == 0 {
+        if self.count == 0 || !self.has_distribution() {
             out.resize(qs.len(), 0);
             return out;
         }
@@ -224,9 +224,18 @@ impl Stats {
         out
     }
 
-    /// A serialisable summary with every reported number.
+    /// Whether the samples' distribution is known: false for statistics imported from a tool
+    /// that keeps only their count, min, average and max (rt-tests' IPC tools, cyclicdeadline),
+    /// which have no percentile and no standard deviation.
+    pub fn has_distribution(&self) -> bool {
+        self.count == 0 || !self.hist.is_empty()
+    }
+
+    /// A serialisable summary with every reported number (without percentiles and standard
+    /// deviation where the distribution is not known).
     pub fn summary(&self) -> Summary {
         let qs: Vec<f64> = PERCENTILES.iter().map(|p| p.1).collect();
+        let known = self.has_distribution();
         let values = self.percentiles(&qs);
         Summary {
             count: self.count,
@@ -234,8 +243,11 @@ impl Stats {
             min_ns: if self.count == 0 { 0 } else { self.min },
             max_ns: self.max,
             mean_ns: self.mean(),
-            stddev_ns: self.stddev(),
-            percentiles_ns: PERCENTILES.iter().zip(values).map(|(p, v)| (p.0.to_string(), v.into())).collect(),
+            stddev_ns: known.then(|| self.stddev()),
+            percentiles_ns: match known {
+                true => PERCENTILES.iter().zip(values).map(|(p, v)| (p.0.to_string(), v.into())).collect(),
+                false => serde_json::Map::new(),
+            },
         }
     }
 }
@@ -249,24 +261,27 @@ pub struct Summary {
     pub max_ns: u64,
     #[schemars(range(min = 0.0))]
     pub mean_ns: f64,
+    /// Null where the distribution is not known (a tool's min/avg/max imported).
     #[schemars(range(min = 0.0))]
-    pub stddev_ns: f64,
-    /// Each reported percentile by its label ("99.9"), in ns.
+    pub stddev_ns: Option<f64>,
+    /// Each reported percentile by its label ("99.9"), in ns; none where the distribution is
+    /// not known.
     #[schemars(schema_with = "percentiles_schema")]
     pub percentiles_ns: serde_json::Map<String, serde_json::Value>,
 }
 
-/// `percentiles_ns` holds every label of [`PERCENTILES`] and nothing else, each an integer.
+/// `percentiles_ns` holds every label of [`PERCENTILES`] and nothing else, each an integer, or
+/// nothing at all (no distribution).
 fn percentiles_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let labels: Vec<&str> = PERCENTILES.iter().map(|p| p.0).collect();
     let ns = schemars::json_schema!({ "type": "integer", "minimum": 0 });
     let properties: serde_json::Map<String, serde_json::Value> =
         labels.iter().map(|l| (l.to_string(), ns.clone().into())).collect();
     schemars::json_schema!({
-        "type": "object",
-        "properties": properties,
-        "required": labels,
-        "additionalProperties": false,
+        "oneOf": [
+            { "type": "object", "properties": properties, "required": labels, "additionalProperties": false },
+            { "type": "object", "maxProperties": 0 },
+        ]
     })
 }
 

@@ -273,7 +273,9 @@ fn show_run(a: ShowConfig) -> Result<i32> {
     print!("{}", show::summary(&run));
     let envelope = store.envelope(a.run)?;
     print!("{}", show::worst_intervals_table(&run, &envelope, &store.cpu_activity(a.run)?));
-    print!("{}", wcet::brief(&run, &envelope));
+    if run.without_distribution().is_none() {
+        print!("{}", wcet::brief(&run, &envelope));
+    }
     print!("{}", show::breaches(&run));
     print!("{}", show::timerlat_analysis(&run));
     Ok(0)

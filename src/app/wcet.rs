@@ -17,6 +17,9 @@ use crate::units::fmt_ns_as_us;
 pub fn run(a: WcetConfig) -> Result<i32> {
     let store = Store::open(&a.db)?;
     let run = store.run(a.run)?;
+    if let Some(why) = run.without_distribution() {
+        anyhow::bail!(crate::invalid!("{why} to estimate a worst case from"));
+    }
     let measured = run.header.params.measured();
     let envelope = store.envelope(a.run)?;
     let rate = evt::sample_rate(&run, &envelope);

@@ -2,6 +2,7 @@
 //! `rtla osnoise hist` output and sockperf's `--full-log` become stored runs, so results made
 //! with those tools join the same reports.
 
+mod rt_tests;
 mod rtla;
 mod rtla_aa;
 mod sockperf;
@@ -14,6 +15,7 @@ use serde_json::Value;
 use crate::error::InputError;
 use crate::model::{
     ImportedParams, LoadRecord, Metric, Preemption, RunKind, RunParams, SystemSnapshot, ThreadResult, TimerlatAnalysis,
+    ToolSummary,
 };
 use crate::stats::Stats;
 use crate::store::{RunHead, RunWriter, Store};
@@ -47,6 +49,10 @@ pub struct Converted {
     pub warnings: Vec<String>,
     /// rtla timerlat's auto-analysis, where the file has one.
     pub analysis: Option<TimerlatAnalysis>,
+    /// Which of its probe's measurements the file's are (an rt-tests IPC tool's way).
+    pub variant: Option<String>,
+    /// A tool's own summary, where its file holds no distribution (rt-tests' `--json`).
+    pub summary: Option<ToolSummary>,
 }
 
 /// Latencies beyond a day (in µs) are no measurement: the file is broken.
@@ -56,6 +62,9 @@ const MAX_US: u64 = 86_400 * 1_000_000;
 /// hist` output, or sockperf's `--full-log`. An error says what is wrong with it.
 pub fn convert(text: &str) -> Result<Converted, String> {
     if let Some(c) = sockperf::convert(text).or_else(|| rtla::convert(text)) {
+        return c;
+    }
+    if let Some(c) = serde_json::from_str::<Value>(text).ok().as_ref().and_then(rt_tests::convert) {
         return c;
     }
     let imported = if text.trim_start().starts_with('{') { from_json(text)? } else { from_histogram(text)? };
@@ -80,6 +89,8 @@ pub fn convert(text: &str) -> Result<Converted, String> {
         system: imported.system,
         warnings,
         analysis: None,
+        variant: None,
+        summary: None,
     })
 }
 
@@ -133,6 +144,7 @@ pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result
     let bad = |reason: String| InputError::Invalid(format!("'{}' {reason}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
     let c = convert(&text).map_err(bad)?;
+    let failed = c.summary.as_ref().and_then(|t| Some((t.tool.clone(), t.return_code.filter(|rc| *rc != 0)?)));
     let head = RunHead {
         label: label.to_string(),
         probe: c.probe.into(),
@@ -142,6 +154,8 @@ pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result
             imported_from: path.display().to_string(),
             format: c.format.to_string(),
             timerlat_analysis: c.analysis,
+            variant: c.variant,
+            summary: c.summary,
         }),
         load: LoadRecord::named(load),
         command_line: c.command_line,
@@ -150,7 +164,12 @@ pub fn import(store: &mut Store, path: &Path, label: &str, load: &str) -> Result
         system: c.system,
         envelope_ns: 1_000_000_000,
     };
-    RunWriter::whole(store, head, &c.threads)
+    let id = RunWriter::whole(store, head, &c.threads)?;
+    if let Some((tool, rc)) = failed {
+        // The tool's own verdict: it failed its test (pi_stress's deadlock, rt-migrate-test's wait).
+        store.mark_failed(id, &format!("{tool} failed its own test (it exited with {rc})"))?;
+    }
+    Ok(id)
 }
 
 fn from_json(text: &str) -> Result<Imported, String> {
@@ -181,22 +200,26 @@ fn from_json(text: &str) -> Result<Imported, String> {
     if out.is_empty() {
         return Err("has no threads".into());
     }
-    let sys = &v["sysinfo"];
     Ok(Imported {
         format: "--json file",
         threads: out,
         command_line: v["cmdline:"].as_str().or(v["cmdline"].as_str()).unwrap_or("cyclictest").to_string(),
-        system: SystemSnapshot {
-            hostname: sys["nodename"].as_str().map(str::to_string),
-            kernel_release: sys["release"].as_str().map(str::to_string),
-            kernel_version: sys["version"].as_str().map(str::to_string),
-            preemption: Preemption {
-                sys_kernel_realtime: sys["realtime"].as_i64().map(|r| r == 1),
-                ..Preemption::default()
-            },
-            ..SystemSnapshot::default()
-        },
+        system: system_of(&v["sysinfo"]),
     })
+}
+
+/// The machine as an rt-tests tool's `sysinfo` says it.
+fn system_of(sys: &Value) -> SystemSnapshot {
+    SystemSnapshot {
+        hostname: sys["nodename"].as_str().map(str::to_string),
+        kernel_release: sys["release"].as_str().map(str::to_string),
+        kernel_version: sys["version"].as_str().map(str::to_string),
+        preemption: Preemption {
+            sys_kernel_realtime: sys["realtime"].as_i64().map(|r| r == 1),
+            ..Preemption::default()
+        },
+        ..SystemSnapshot::default()
+    }
 }
 
 fn from_histogram(text: &str) -> Result<Imported, String> {

@@ -146,5 +146,7 @@ fn threads(tool: &'static str, columns: &[Column], unit_ns: u64) -> Result<Conve
         system: SystemSnapshot::default(),
         warnings,
         analysis: None,
+        variant: None,
+        summary: None,
     })
 }

@@ -31,6 +31,8 @@ pub(super) fn convert(text: &str) -> Option<Result<Converted, String>> {
                 "imported from a sockperf --full-log: each sample is half its round trip, as sockperf reports it; scheduling priority not recorded".into(),
             ],
             analysis: None,
+            variant: None,
+            summary: None,
         }
     }))
 }

@@ -38,7 +38,7 @@ pub use metric::{Better, Metric, Unit};
 pub use op_group::{op_shown, OpGroup};
 pub use params::{
     placement, BreachRecord, ImportedParams, Lacked, MeasuredParams, Policy, RunParams, ShieldRecord, SplitRecord,
-    ThreadRan,
+    ThreadRan, ToolSummary,
 };
 pub use probe_params::{
     Absent, DeadlineParams, GtodParams, IpcParams, IpcVia, MigrateParams, NoiseParams, PiParams, PingpongParams,

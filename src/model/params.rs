@@ -223,6 +223,30 @@ pub struct ImportedParams {
     /// file has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timerlat_analysis: Option<super::TimerlatAnalysis>,
+    /// Which of its probe's measurements the file's are, where the probe makes several (an
+    /// rt-tests IPC tool's way: `mutex`, `signal`, `sem`, `mq`), as rtbench's own runs say it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// What a tool that keeps no distribution said (rt-tests' ptsematest, cyclicdeadline,
+    /// pi_stress, rt-migrate-test…): its own verdict and counts; the run's statistics are its
+    /// min, average and max, with no percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<ToolSummary>,
+}
+
+/// A tool's summary of its run, as its JSON file gives it (rt-tests' `--json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolSummary {
+    /// The tool ("ptsematest") and its version ("2.40").
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The tool's exit status: 0 when it passed its own test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_code: Option<i64>,
+    /// pi_stress's inversions (it measures no latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inversions: Option<u64>,
 }
 
 /// The stored `params` of a run.
@@ -238,6 +262,15 @@ pub enum RunParams {
 }
 
 impl RunParams {
+    /// Which of its probe's measurements the run made, where the probe makes several.
+    pub fn variant(&self) -> Option<&str> {
+        match self {
+            RunParams::Measured(m) => m.probe.variant(),
+            RunParams::Imported(i) => i.variant.as_deref(),
+            RunParams::Unknown(_) => None,
+        }
+    }
+
     pub fn measured(&self) -> Option<&MeasuredParams> {
         match self {
             RunParams::Measured(m) => Some(m),

@@ -42,7 +42,7 @@ impl RunHeader {
     /// What the report draws and compares the run as: its probe, and the variant of it the run
     /// measured where a probe measures several (`ipc-mutex`, `ipc-sem`).
     pub fn cell_probe(&self) -> String {
-        match self.params.measured().and_then(|m| m.probe.variant()) {
+        match self.params.variant() {
             Some(variant) => format!("{}-{variant}", self.probe),
             None => self.probe.clone(),
         }
@@ -143,6 +143,22 @@ impl Run {
             total.merge(&t.irq.as_ref()?.stats);
         }
         Some(total)
+    }
+
+    /// Why the run has no distribution to draw, estimate or export as a histogram, when it has
+    /// none: a tool's summary imported (rt-tests' IPC tools and cyclicdeadline keep min, average
+    /// and max; pi_stress a count).
+    pub fn without_distribution(&self) -> Option<String> {
+        let tool = match &self.header.params {
+            super::RunParams::Imported(i) => i.summary.as_ref().map(|t| t.tool.as_str()),
+            _ => None,
+        };
+        let known = self.total.has_distribution() && self.threads.iter().all(|t| t.stats.has_distribution());
+        if known && tool.is_none() {
+            return None;
+        }
+        let what = if self.threads.is_empty() { "counts" } else { "min, average and max" };
+        Some(format!("run {} holds {}'s {what} only: no distribution", self.header.id, tool.unwrap_or("its tool")))
     }
 
     pub fn new(header: RunHeader, threads: Vec<ThreadResult>) -> Run {

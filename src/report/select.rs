@@ -135,6 +135,11 @@ pub fn runs(store: &Store, labels: &[String], ids: &[i64], probes: &[ProbeNote])
     let mut out = Vec::new();
     for id in chosen {
         let data = store.run(id)?;
+        // Nothing to draw or compare: said, as every skip is.
+        if let Some(why) = data.without_distribution() {
+            eprintln!("rtbench: {why}: left out of the figures and comparisons (`rtbench show {id}` has it)");
+            continue;
+        }
         let mut envelope: Vec<(u32, Vec<EnvPoint>)> = Vec::new();
         for (t, p) in store.envelope(id)? {
             match envelope.last_mut() {

@@ -1,4 +1,4 @@
-//! Imports of other tools' results: sockperf's full log and rtla's histograms (cyclictest's are
+//! Imports of other tools' results: sockperf's full log, rtla's histograms and rt-tests' summaries (cyclictest's are
 //! in `report`, beside the exports they round-trip with).
 
 use crate::helpers::*;
@@ -169,4 +169,85 @@ fn a_broken_rtla_or_sockperf_file_is_refused() {
         "sample 1 is '0, 1.0, 1.1, fast'",
     );
     assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "nothing stored");
+}
+
+/// rt-tests' qualification tools, run here for a moment each, write `--json` files that import
+/// as runs of rtbench's probes (an IPC tool's as its way's cell): the count, min, average and
+/// max the file holds, no percentile and no standard deviation (the tools keep no distribution:
+/// the export says so with an empty set and a null, and still matches the schema), the tool's
+/// own verdict and pi_stress's inversions in `show`. What needs a distribution refuses them in
+/// one line (a histogram export, the worst-case estimate) or leaves them out and says so (the
+/// report).
+#[rtbench_testkit::needs(
+    root,
+    "ptsematest",
+    "sigwaittest",
+    "svsematest",
+    "pmqtest",
+    "cyclicdeadline",
+    "pi_stress",
+    "rt-migrate-test"
+)]
+#[test]
+fn rt_tests_qualification_tools_import_as_summaries_of_their_probes() {
+    let lab = Lab::alone();
+    let json = |tool: &str| lab.path(&format!("{tool}.json")).to_str().unwrap().to_string();
+    let ipc = ["-a", "1", "-p", "90", "-i", "1000", "-l", "100", "-q"];
+    let tools: [(&str, Vec<&str>, &str, Option<&str>); 7] = [
+        ("ptsematest", ipc.to_vec(), "ipc", Some("mutex")),
+        ("sigwaittest", ipc.to_vec(), "ipc", Some("signal")),
+        ("svsematest", ipc.to_vec(), "ipc", Some("sem")),
+        ("pmqtest", ipc.to_vec(), "ipc", Some("mq")),
+        ("cyclicdeadline", vec!["-t", "1", "-i", "4000", "-D", "1", "-q"], "deadline", None),
+        ("rt-migrate-test", vec!["-c", "-l", "2"], "migrate", None),
+        ("pi_stress", vec!["-D", "1", "-q"], "pi", None),
+    ];
+    for (tool, args, probe, variant) in &tools {
+        let out = std::process::Command::new(tool).args(args).arg(format!("--json={}", json(tool))).output().unwrap();
+        assert!(std::path::Path::new(&json(tool)).exists(), "{tool} wrote no JSON: {}", text(&out.stderr));
+        lab.ok(&["import", &json(tool), "--label", "rt-tests"]);
+        let id = lab.last_run();
+        let doc = lab.export_json(id);
+        assert_valid_export(&doc);
+        assert_eq!(doc["run"]["probe"], *probe, "{tool}");
+        // The way of an IPC tool, as rtbench's own ipc runs say it: the same cell of a report.
+        assert_eq!(doc["run"]["params"]["variant"].as_str(), *variant, "{tool}");
+        let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json(tool)).unwrap()).unwrap();
+        assert_eq!(doc["run"]["params"]["summary"]["tool"], *tool);
+        assert_eq!(doc["run"]["params"]["summary"]["return_code"], file["return_code"], "{tool}");
+        let shown = lab.ok(&["show", &id.to_string()]);
+        assert!(shown.contains(&format!("{tool} 2.")) && shown.contains("its own test (exit "), "{shown}");
+        let refused = lab.run(&["export", &id.to_string(), "--format", "hgrm"]);
+        assert_rejected(&refused, &format!("run {id} holds {tool}'s "));
+        assert_rejected(&lab.run(&["wcet", &id.to_string()]), "no distribution");
+        if *tool == "pi_stress" {
+            assert_eq!(doc["run"]["params"]["summary"]["inversions"], file["inversion"]);
+            assert!(shown.contains("; inversions: "), "{shown}");
+            continue;
+        }
+        // The file's own numbers: its first thread (an IPC tool's receiver), µs to ns.
+        let t = &file["thread"]["0"];
+        let (part, count) = match *tool {
+            "cyclicdeadline" => (t, t["cycles"].as_u64()),
+            "rt-migrate-test" => (t, Some((t["total"].as_f64().unwrap() / t["avg"].as_f64().unwrap()).round() as u64)),
+            _ => (&t["receiver"], t["sender"]["samples"].as_u64()),
+        };
+        let got = &doc["threads"][0];
+        assert_eq!(got["count"].as_u64(), count, "{tool}: {got}");
+        assert_eq!(got["min_ns"].as_f64(), part["min"].as_f64().map(|us| us * 1000.0), "{tool}");
+        assert_eq!(got["max_ns"].as_f64(), part["max"].as_f64().map(|us| us * 1000.0), "{tool}");
+        let avg = part["avg"].as_f64().unwrap() * 1000.0;
+        assert!((got["mean_ns"].as_f64().unwrap() - avg).abs() < 1.0, "{tool}: {got} vs {avg}");
+        assert!(got["stddev_ns"].is_null() && got["percentiles_ns"] == serde_json::json!({}), "{tool}: {got}");
+        assert!(shown.contains("        -          -"), "{tool}: no percentile shown: {shown}");
+    }
+    let runs = lab.runs();
+    let cells: Vec<&str> = runs.as_array().unwrap().iter().map(|r| r["probe"].as_str().unwrap()).collect();
+    assert_eq!(cells, tools.iter().map(|t| t.2).collect::<Vec<_>>(), "one run per file");
+    let report = lab.path("report");
+    let out = lab.run(&["report", "-o", report.to_str().unwrap()]);
+    let said = text(&out.stderr);
+    for (id, (tool, ..)) in tools.iter().enumerate() {
+        assert!(said.contains(&format!("run {} holds {tool}'s ", id + 1)), "{said}");
+    }
 }

@@ -81,6 +81,9 @@ pub fn summary(run: &Run) -> String {
     if let Some(crate::model::ProbeParams::Migrate(m)) = h.params.measured().map(|m| &m.probe) {
         out.push_str(&migrations(m));
     }
+    if let crate::model::RunParams::Imported(crate::model::ImportedParams { summary: Some(t), .. }) = &h.params {
+        out.push_str(&tool_summary(t));
+    }
     if let Some(crate::model::ProbeParams::Pi(p)) = h.params.measured().map(|m| &m.probe) {
         out.push_str(&inversions(p));
     }
@@ -212,6 +215,18 @@ fn migrations(m: &crate::model::MigrateParams) -> String {
         let _ = writeln!(out, "  {said}");
     }
     out + "\n"
+}
+
+/// An imported tool's own verdict and counts.
+fn tool_summary(t: &crate::model::ToolSummary) -> String {
+    let version = t.version.as_deref().map_or(String::new(), |v| format!(" {v}"));
+    let verdict = match t.return_code {
+        Some(0) => "passed its own test (exit 0)".to_string(),
+        Some(rc) => format!("failed its own test (exit {rc})"),
+        None => "did not say how it ended".to_string(),
+    };
+    let inversions = t.inversions.map_or(String::new(), |n| format!("; inversions: {n}"));
+    format!("{}{version}: {verdict}{inversions}\n\n", t.tool)
 }
 
 /// `pi`: the inversions its groups went through, and any deadlock in words.
@@ -380,9 +395,12 @@ pub fn percentile_table(run: &Run) -> String {
     out.push_str("   (µs)\n");
     let mut row = |name: String, s: &Stats| {
         let sum = s.summary();
-        let _ = write!(out, "{:<8}{:>12} {:>10} {:>10}", name, s.count, us(sum.mean_ns), us(sum.stddev_ns));
+        // "-" where the distribution is not known (a tool's min/avg/max imported).
+        let stddev = sum.stddev_ns.map_or("-".into(), us);
+        let _ = write!(out, "{:<8}{:>12} {:>10} {:>10}", name, s.count, us(sum.mean_ns), stddev);
         for (label, _) in PERCENTILES {
-            let _ = write!(out, " {:>10}", us(sum.p(label) as f64));
+            let known = sum.percentiles_ns.get(label).and_then(|v| v.as_u64());
+            let _ = write!(out, " {:>10}", known.map_or("-".into(), |v| us(v as f64)));
         }
         out.push('\n');
     };

@@ -16,7 +16,7 @@ pub fn render(run: &Run) -> String {
         let sum = s.summary();
         let _ = write!(
             out,
-            "{},{},{},{thread},{cpu},{},{},{},{},{:.3},{:.3}",
+            "{},{},{},{thread},{cpu},{},{},{},{},{:.3},{}",
             h.id,
             quote(&h.label),
             h.probe,
@@ -25,10 +25,12 @@ pub fn render(run: &Run) -> String {
             sum.min_ns,
             sum.max_ns,
             sum.mean_ns,
-            sum.stddev_ns
+            // Empty where the distribution is not known (a tool's min/avg/max imported).
+            sum.stddev_ns.map_or(String::new(), |sd| format!("{sd:.3}"))
         );
         for (p, _) in PERCENTILES {
-            let _ = write!(out, ",{}", sum.p(p));
+            let known = sum.percentiles_ns.get(p).and_then(|v| v.as_u64());
+            let _ = write!(out, ",{}", known.map_or(String::new(), |v| v.to_string()));
         }
         out.push('\n');
     };

@@ -109,7 +109,8 @@ pub fn document(run: &Run) -> Document<'_> {
         run: RunPart { header: &run.header, unit: run.header.metric.unit, better: run.header.metric.better },
         threads: threads.collect(),
         total: run.total.summary(),
-        wcet: crate::evt::for_run(run, crate::evt::sample_rate(run, &[])),
+        wcet: crate::evt::for_run(run, crate::evt::sample_rate(run, &[]))
+            .filter(|_| run.without_distribution().is_none()),
         breaches: &run.breaches,
         gaps: &run.gaps,
         noise_intervals: &run.noise,

@@ -47,6 +47,11 @@ impl Format {
             format!("'{name}' is not a format; use {}", names.join(", "))
         })
     }
+
+    /// The name `--format` takes for it.
+    pub fn name(self) -> &'static str {
+        Format::NAMES.iter().find(|(_, f)| *f == self).map_or("?", |(n, _)| n)
+    }
 }
 
 /// Options a format may use.
@@ -61,6 +66,11 @@ pub struct ExportOptions {
 
 /// Renders `run` in `format`.
 pub fn render(run: &Run, format: Format, opts: &ExportOptions) -> Result<String> {
+    if let (Some(why), Format::Hgrm | Format::CyclictestHist | Format::CyclictestJson | Format::Samples) =
+        (run.without_distribution(), format)
+    {
+        return Err(crate::invalid!("{why} to write as {}; --format json or csv carry what it has", format.name()));
+    }
     Ok(match format {
         Format::Json => serde_json::to_string_pretty(&json::document(run))? + "\n",
         Format::Csv => csv::render(run),

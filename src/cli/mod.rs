@@ -42,7 +42,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Ratios of one label against a baseline; exit 1 when --fail-if holds.
     Compare(CompareArgs),
-    /// Store another tool's measurement as a run: cyclictest, rtla timerlat/osnoise, sockperf.
+    /// Store another tool's measurement as a run: cyclictest, rtla timerlat/osnoise, sockperf, rt-tests.
     Import(ImportArgs),
     /// Copy the runs of another store into this one.
     Merge(MergeArgs),
@@ -262,7 +262,8 @@ pub struct CompareArgs {
 #[derive(Args, Debug)]
 pub struct ImportArgs {
     /// A cyclictest --json file or -h histogram (stdout or --histfile), rtla timerlat/osnoise hist
-    /// output, or a sockperf --full-log
+    /// output, a sockperf --full-log, or the --json file of ptsematest, sigwaittest, svsematest,
+    /// pmqtest, cyclicdeadline, rt-migrate-test or pi_stress (min/avg/max only)
     pub file: PathBuf,
     /// Label of the imported run
     #[arg(long)]

@@ -4,6 +4,7 @@
 //! has no comparison, a run without a CPU clock no rule of thumb.
 
 mod absent;
+mod checks;
 mod emulated;
 mod machine;
 mod pairs;
@@ -78,6 +79,8 @@ pub enum Topic {
     Given,
     /// A probe a study could not run under a label, and why.
     Absent,
+    /// A qualification check's verdict (`migrate`'s violations, `pi`'s deadlocks).
+    Check,
 }
 
 /// One sentence of the answer.
@@ -102,6 +105,7 @@ pub fn compute(runs: &[RunView], costs: &[RunView], baseline: Option<&str>) -> V
     out.extend(machine::rules(runs));
     out.extend(tail::sentences(runs));
     out.extend(split::sentences(runs));
+    out.extend(checks::sentences(runs));
     out.extend(machine::fix_first(runs));
     out.sort_by_key(|f| std::cmp::Reverse(f.weight));
     out

@@ -150,3 +150,52 @@ fn a_campaigns_page_leads_with_one_finding_per_topic_and_folds_its_kin() {
     let plain = super::html(&all, false);
     assert!(!plain.contains("<details>") && !plain.contains("more of this kind"), "{plain}");
 }
+
+/// The checks that pass or fail say so: a kernel's failure above every latency comparison, a
+/// pass with what it went through, a control caught as it must be, and a control not caught as
+/// a check that cannot be trusted.
+#[test]
+fn each_check_says_whether_the_kernel_passed_and_a_control_that_was_not_caught_is_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("s.db")).unwrap();
+    let migrate = |inject: bool, violations: u64| {
+        serde_json::json!({"probe": "migrate", "tasks": 3, "task_cpus": [0, 1], "base_priority": 2, "run_ms": 20,
+            "interval_ms": 100, "max_wait_us": 1000, "inject": inject, "intervals": 10, "violations": violations,
+            "violations_in_steal": 0})
+    };
+    let pi = |inject: bool, deadlocks: u64| {
+        let said: Vec<String> = (0..deadlocks).map(|_| "deadlock: group 0 on CPU 1 …".to_string()).collect();
+        serde_json::json!({"probe": "pi", "base_priority": 2, "deadlock_ms": 2000, "inject": inject,
+            "inversions": 1000, "deadlocks": deadlocks, "first_deadlocks": said})
+    };
+    let cases = [
+        ("pass", "migrate", migrate(false, 0)),
+        ("caught", "migrate", migrate(true, 10)),
+        ("deadlock", "pi", pi(false, 1)),
+        ("missed", "pi", pi(true, 0)),
+    ];
+    for (label, probe, extra) in cases {
+        store(&mut s, head(label, probe, "none", "kvm", params(extra)), &[5_000, 6_000]);
+    }
+    let catalog: Vec<ProbeNote> = ["migrate", "pi"].map(|name| ProbeNote { name, help: "" }).into();
+    let runs = crate::report::select::runs(&s, &[], &[], &catalog).unwrap();
+    let checks: Vec<Finding> = compute(&runs, &[], None).into_iter().filter(|f| f.topic == Topic::Check).collect();
+    let sentences: Vec<&str> = checks.iter().map(|f| f.sentence.as_str()).collect();
+    assert_eq!(checks.len(), 4, "{sentences:#?}");
+    // Failures first, the deadlock's threads in its words; then the pass, then the caught control.
+    assert!(
+        sentences[..2].iter().any(|s| s.starts_with("Failed (deadlock pi idle): deadlock: group 0")),
+        "{sentences:#?}"
+    );
+    assert!(
+        sentences[..2].iter().any(|s| s.starts_with("The control was not caught (missed pi idle, --inject)")),
+        "{sentences:#?}"
+    );
+    assert!(
+        sentences[2].starts_with("Passed (pass migrate idle): in 10 intervals of 3 FIFO tasks"),
+        "{}",
+        sentences[2]
+    );
+    assert!(sentences[2].contains("ran 0 time(s)"), "{}", sentences[2]);
+    assert!(sentences[3].starts_with("The control was caught (caught migrate idle, --inject)"), "{}", sentences[3]);
+}

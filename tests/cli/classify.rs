@@ -50,7 +50,6 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     let of_bursts = |at: u64, ns: u64| -> u64 {
         bursts.iter().map(|&(a, end)| (start + at + ns).min(end).saturating_sub((start + at).max(a))).sum()
     };
-    let in_burst = |at: u64, ns: u64| of_bursts(at, ns) > 0;
     let seconds = run_seconds(&doc).ceil() as u64;
     let inside = bursts.iter().filter(|&&(a, end)| a >= start && end <= start + seconds * 1_000_000_000).count();
     assert_eq!(inside, bursts.len(), "every burst {bursts:?} inside the run from {start} ({seconds} s)");
@@ -83,9 +82,18 @@ fn gaps_during_a_fifo_burst_are_the_burst_s_task_never_the_hardware() {
     // them went to the hardware (a host stall elsewhere in the run may be longer still).
     let longest =
         doc["run"]["params"]["classify"]["threads"][0]["longest"].as_array().expect("the longest gaps").clone();
-    let kept = |g: &serde_json::Value| in_burst(g["t_ns"].as_u64().unwrap(), g["ns"].as_u64().unwrap());
+    // As above, a gap is the bursts' where they took at least half of it: a hypervisor stall
+    // that overlaps a burst and is longer than it is the hardware's, rightly.
+    let kept = |g: &serde_json::Value| {
+        let (at, ns) = (g["t_ns"].as_u64().unwrap(), g["ns"].as_u64().unwrap());
+        of_bursts(at, ns) * 2 >= ns
+    };
     let burst_gaps: Vec<_> = longest.iter().filter(|g| kept(g)).collect();
-    assert!(burst_gaps.len() >= 2, "the bursts' gaps among the longest: {longest:?}");
+    // The list holds the longest gaps: every burst's gap longer than its shortest is in it (in a
+    // storm of hypervisor stalls, 16 of 5–17 ms were seen here, all longer than the bursts').
+    let shortest = longest.iter().filter_map(|g| g["ns"].as_u64()).min().unwrap_or(0);
+    let belong = overlapping.iter().filter(|&&ns| ns > shortest).count().min(2);
+    assert!(burst_gaps.len() >= belong, "{belong} of the bursts' gaps among the longest: {longest:?}");
     assert!(burst_gaps.iter().all(|g| g["class"] != "hardware"), "a burst's gap went to the hardware: {burst_gaps:?}");
     assert_intervals_add_up(&doc, &totals, seconds);
     // Counted as rtla osnoise counts them: each gap put down to the busy loop holds at least one
@@ -308,7 +316,9 @@ fn breach_run(
     hog: Option<&mut std::process::Child>,
 ) -> serde_json::Value {
     let json = lab.path("run.json");
-    let traced = ["-a", "1", "--breach", threshold_us, "--breach-max", "30", "-D", "5s", "-q", "--json"];
+    // Room for every breach of 5 s: in a storm of hypervisor stalls (34 a second over 1 ms, seen
+    // here), 30 were all taken in the first second, before the hog's bursts began.
+    let traced = ["-a", "1", "--breach", threshold_us, "--breach-max", "300", "-D", "5s", "-q", "--json"];
     let running = measuring(lab, lab.cmd(&[probe, &traced[..], &[json.to_str().unwrap()]].concat()));
     // A held busy loop's bursts begin once the run measures (its first checkpoint): a loaded
     // machine may take seconds to set the run up and start its threads, and bursts before them

@@ -70,9 +70,11 @@ tmp, rounds, ways, cpu = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), int
 tools = {"mutex": "ptsematest", "signal": "sigwaittest", "sem": "svsematest", "mq": "pmqtest", "deadline": "cyclicdeadline"}
 line = re.compile(r"^\s*(\S.*?)\s+(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d+):\s+\w+:(\w+):\s+(.*)$")
 
-def delays(path, way, prog):
-    """ns from each wake-up that counts to the switch that runs the woken thread."""
-    waking, out, timer = {}, [], None
+def delays(path, way, prog, after=None):
+    """ns from each wake-up that counts to the switch that runs the woken thread; with `after`
+    (a list), also how long the waker ran on after each such wake-up until it gave up the CPU
+    (ipc: on one CPU at one priority the woken thread runs only then)."""
+    waking, out, timer, waker = {}, [], None, {}
     for raw in open(path + ".txt"):
         m = line.match(raw)
         if not m:
@@ -89,7 +91,11 @@ def delays(path, way, prog):
         elif event == "sched_waking":
             if int(on) == cpu and comm.startswith(prog) and f["comm"].startswith(prog):
                 waking[f["pid"]] = t
+                waker[tid] = t
         elif event == "sched_switch":
+            woke = waker.pop(f["prev_pid"], None)
+            if woke is not None and after is not None:
+                after.append(t - woke)
             woken = waking.pop(f["next_pid"], None)
             if woken is not None:
                 out.append(t - woken)
@@ -100,8 +106,11 @@ def nearest(v, q):
 
 def run(who, side, w, r):
     prog = "rtbench" if who == "ours" else tools[w][:15]
-    d = delays(f"{tmp}/{who}-{side}.{w}.{r}", w, prog)
-    return (nearest(d, 0.5), nearest(d, 0.99), len(d)) if d else (float("nan"),) * 3
+    after = []
+    d = delays(f"{tmp}/{who}-{side}.{w}.{r}", w, prog, after)
+    after.sort()
+    ran_on = nearest(after, 0.5) if after else float("nan")
+    return (nearest(d, 0.5), nearest(d, 0.99), len(d), ran_on) if d else (float("nan"),) * 4
 
 med = statistics.median
 print("wake-up to running, from the kernel's sched_waking and sched_switch (ns): medians of the runs")
@@ -117,4 +126,12 @@ for w in ways:
         n = f"{med(x[2] for p in o for x in p):.0f}/{med(x[2] for p in t for x in p):.0f}"
         print(f"{w:9} {tools[w]:15} {name:4} {ov:9.0f} {tv:9.0f} {ov / tv:9.3f} "
               f"{min(aa_o):6.3f}…{max(aa_o):<7.3f} {min(aa_t):6.3f}…{max(aa_t):<7.3f} {n:>14}")
+print()
+print("ipc: how long the waker ran on after its wake-up before giving up the CPU (ns, median of the runs'")
+print("medians): on one CPU at one priority the woken thread runs once the waker blocks, so the delays")
+print("above are the waker's own path after its wake-up, which each tool's code makes")
+for w in (w for w in ways if w != "deadline"):
+    o = med(run("ours", s, w, r)[3] for s in "ab" for r in range(1, rounds + 1))
+    t = med(run("theirs", s, w, r)[3] for s in "ab" for r in range(1, rounds + 1))
+    print(f"{w:9} {tools[w]:15} rtbench {o:7.0f}  tool {t:7.0f}  difference {t - o:6.0f}")
 PY

@@ -97,6 +97,8 @@ struct Pi {
 
 #[derive(Default)]
 struct Found {
+    /// A group that could not be made (no mutex): the run fails, but no deadlock was seen.
+    error: Option<String>,
     inversions: u64,
     /// When the first group began its rounds and the last ended them (CLOCK_MONOTONIC ns).
     span: Option<(u64, u64)>,
@@ -218,17 +220,16 @@ impl Group {
 
 /// What /proc says thread `tid` of this process is doing: its state letter and last CPU.
 fn doing(tid: i32) -> String {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
-    // After the command name's closing parenthesis: state, then 36 fields to the CPU.
-    let fields: Vec<&str> = stat.rsplit_once(')').map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
-    let state = match fields.first().copied() {
+    let field = |n| crate::sysinfo::stat_field(tid as u32, n);
+    let state = match field(0).as_deref() {
         Some("R") => "running or ready",
         Some("S") => "waiting",
         Some("D") => "waiting, uninterruptible",
         Some(_) => "in another state",
         None => "gone",
     };
-    match fields.get(36) {
+    // Field 39 of the stat, the 36th after the state.
+    match field(36) {
         Some(cpu) => format!("{state}, CPU {cpu}"),
         None => state.to_string(),
     }
@@ -270,7 +271,7 @@ impl Probe for Pi {
             Ok(g) => g,
             Err(e) => {
                 let said = format!("group {}: no mutex: {e}", ctx.index);
-                self.found.lock().unwrap_or_else(|e| e.into_inner()).deadlocks.push(said);
+                self.found.lock().unwrap_or_else(|e| e.into_inner()).error.get_or_insert(said);
                 return;
             }
         };
@@ -324,6 +325,7 @@ impl Probe for Pi {
     }
 
     fn failure(&self) -> Option<String> {
-        self.found.lock().unwrap_or_else(|e| e.into_inner()).deadlocks.first().cloned()
+        let found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        found.deadlocks.first().or(found.error.as_ref()).cloned()
     }
 }

@@ -7,9 +7,8 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=helper/spawn.c");
-    println!("cargo:rerun-if-env-changed=CC");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("rtbench-spawn");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let cc = compiler();
     let compile = |libs: &[&str]| {
         Command::new(&cc)
             .args(["-O", "-o"])
@@ -35,4 +34,26 @@ fn main() {
         println!("cargo:warning=could not compile helper/spawn.c with '{cc}': sysbench's fork-exit, fork-exec and fork-sh will be unavailable");
         std::fs::write(&out, b"").expect("OUT_DIR is writable");
     }
+}
+
+/// The C compiler for the target rtbench is built for, named as the cc crate names it: a cross
+/// build (`--target aarch64-unknown-linux-gnu`) reads `CC_aarch64_unknown_linux_gnu` or
+/// `TARGET_CC`, and never the host's `cc`, which would embed a helper the target cannot run.
+fn compiler() -> String {
+    let target = std::env::var("TARGET").expect("cargo sets TARGET");
+    let host = std::env::var("HOST").expect("cargo sets HOST");
+    let own = format!("CC_{}", target.replace('-', "_"));
+    for name in [own.as_str(), "TARGET_CC", "CC"] {
+        println!("cargo:rerun-if-env-changed={name}");
+    }
+    let set = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    if target == host {
+        return set(&own).or_else(|| set("CC")).unwrap_or_else(|| "cc".to_string());
+    }
+    // Debian's cross compilers are named after the GNU triple: aarch64-linux-gnu-gcc,
+    // arm-linux-gnueabihf-gcc.
+    set(&own).or_else(|| set("TARGET_CC")).unwrap_or_else(|| {
+        let gnu = target.replace("-unknown-", "-").replace("armv7-", "arm-");
+        format!("{gnu}-gcc")
+    })
 }

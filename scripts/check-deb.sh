@@ -2,12 +2,22 @@
 # What CI checks of the Debian package: it installs with dpkg -i, the binary, a man page and
 # the bash completion work from where the package put them, the monitor's unit passes
 # systemd-analyze verify, real-time capabilities come only with the debconf opt-in, and removing
-# (then purging) it leaves none of its files behind.
+# (then purging) it leaves none of its files behind. A package for arm64 or armhf is checked the
+# same way on this machine, installed beside its architecture's libraries (multiarch: see
+# scripts/setup-arm.sh), its binary run under qemu-user, and it measures for a second too.
 #   scripts/check-deb.sh PACKAGE.deb     (as root)
 set -euo pipefail
 deb=$1
 fail() { echo "check-deb: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || fail "needs root to install $deb"
+arch=$(dpkg-deb -f "$deb" Architecture)
+case "$arch" in
+  "$(dpkg --print-architecture)") run=() machine= ;;
+  arm64) run=(qemu-aarch64-static) machine=AArch64 ;;
+  armhf) run=(qemu-arm-static) machine=ARM ;;
+  *) fail "$deb is for $arch, which this check cannot run" ;;
+esac
+rtbench() { "${run[@]}" /usr/bin/rtbench "$@"; }
 
 dpkg -i "$deb" >/dev/null
 # A check that fails below still takes the package off the machine.
@@ -15,7 +25,15 @@ trap 'dpkg -P rtbench >/dev/null 2>&1 || true' EXIT
 files=$(dpkg -L rtbench | while read -r f; do [ -d "$f" ] || echo "$f"; done)
 conffiles=$(dpkg-query -W -f='${Conffiles}\n' rtbench | awk 'NF {print $1}')
 
-[ "$(command -v rtbench)" = /usr/bin/rtbench ] || fail "rtbench is not /usr/bin/rtbench on PATH"
+[ "$(type -P rtbench)" = /usr/bin/rtbench ] || fail "rtbench is not /usr/bin/rtbench on PATH"
+if [ -n "$machine" ]; then
+  found=$(readelf -h /usr/bin/rtbench | sed -n 's/^ *Machine: *//p')
+  [ "$found" = "$machine" ] || fail "the $arch package's binary is for '$found'"
+  db=$(mktemp -d)
+  rtbench timer -D 1s -t 1 --db "$db/runs.db" >"$db/out" 2>&1 || fail "timer under ${run[*]}: $(tail -n3 "$db/out")"
+  grep -q 'stored as run 1' "$db/out" || fail "timer under ${run[*]} stored no run: $(tail -n3 "$db/out")"
+  rm -rf "$db"
+fi
 rtbench --version | grep -q '^rtbench ' || fail "rtbench --version printed nothing like a version"
 page=$(man -w rtbench-study) || fail "man finds no rtbench-study page"
 [ "$page" = /usr/share/man/man1/rtbench-study.1.gz ] || fail "man found rtbench-study at $page"
@@ -55,4 +73,4 @@ done
 dpkg -P rtbench >/dev/null
 for f in $conffiles; do [ ! -e "$f" ] || fail "$f is left after dpkg -P"; done
 ! dpkg -s rtbench >/dev/null 2>&1 || fail "dpkg still knows rtbench after purging it"
-echo "check-deb: $(basename "$deb") installs, works and removes cleanly"
+echo "check-deb: $(basename "$deb") installs, works${run[*]:+ under ${run[*]}} and removes cleanly"

@@ -6,38 +6,58 @@
 # comes as an old third-party wheel; the man pages and completions need generating first
 # either way.)
 #   scripts/package-deb.sh [OUT_DIR]              builds the release binary, then the package
+#   scripts/package-deb.sh --arch arm64|armhf [OUT_DIR]
+#                                                 cross-builds it for that architecture
+#                                                 (scripts/cross.sh), then the package
 #   RTBENCH_BIN=PATH scripts/package-deb.sh ...   packages an already built binary
 # Prints the path of the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+native=$(dpkg --print-architecture)
+arch=$native
+if [ "${1:-}" = --arch ]; then
+  arch=${2:?package-deb: --arch needs arm64 or armhf}
+  shift 2
+fi
 out=${1:-target/debian}
 
+# A package for another architecture: its binary runs here under qemu-user, to write its own
+# man pages and completions; its tools are the cross toolchain's.
+run=() tools=
+case "$arch" in
+  "$native") ;;
+  arm64) triple=aarch64-unknown-linux-gnu tools=aarch64-linux-gnu- run=(qemu-aarch64-static) ;;
+  armhf) triple=armv7-unknown-linux-gnueabihf tools=arm-linux-gnueabihf- run=(qemu-arm-static) ;;
+  *) echo "package-deb: cannot build for '$arch' (arm64, armhf or $native)" >&2; exit 2 ;;
+esac
 bin=${RTBENCH_BIN:-}
-if [ -z "$bin" ]; then
+if [ -z "$bin" ] && [ "$arch" = "$native" ]; then
   cargo build --release --quiet
   bin=${CARGO_TARGET_DIR:-target}/release/rtbench
+elif [ -z "$bin" ]; then
+  scripts/cross.sh "$arch" build --release --quiet
+  bin=${CARGO_TARGET_DIR:-target/cross}/$triple/release/rtbench
 fi
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
-arch=$(dpkg --print-architecture)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 root=$stage/root
 
 install -D -m 0755 "$bin" "$root/usr/bin/rtbench"
 # Debian ships binaries without their debug sections.
-strip --strip-debug --remove-section=.comment "$root/usr/bin/rtbench"
+"${tools}strip" --strip-debug --remove-section=.comment "$root/usr/bin/rtbench"
 
 mkdir -p "$stage/man" "$root/usr/share/man/man1"
-"$root/usr/bin/rtbench" __man "$stage/man" >/dev/null
+"${run[@]}" "$root/usr/bin/rtbench" __man "$stage/man" >/dev/null
 for page in "$stage"/man/*.1; do
   gzip -9n <"$page" >"$root/usr/share/man/man1/$(basename "$page").gz"
 done
 
 install -d "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
   "$root/usr/share/fish/vendor_completions.d"
-"$root/usr/bin/rtbench" completions bash >"$root/usr/share/bash-completion/completions/rtbench"
-"$root/usr/bin/rtbench" completions zsh >"$root/usr/share/zsh/vendor-completions/_rtbench"
-"$root/usr/bin/rtbench" completions fish >"$root/usr/share/fish/vendor_completions.d/rtbench.fish"
+"${run[@]}" "$root/usr/bin/rtbench" completions bash >"$root/usr/share/bash-completion/completions/rtbench"
+"${run[@]}" "$root/usr/bin/rtbench" completions zsh >"$root/usr/share/zsh/vendor-completions/_rtbench"
+"${run[@]}" "$root/usr/bin/rtbench" completions fish >"$root/usr/share/fish/vendor_completions.d/rtbench.fish"
 
 # The unit in deploy/ runs a hand-installed /usr/local/bin/rtbench; the package's is /usr/bin.
 install -d "$root/lib/systemd/system"
@@ -52,12 +72,15 @@ printf 'rtbench %s\nLicense: MIT\n' "$version" >"$root/usr/share/doc/rtbench/cop
 # dpkg-shlibdeps reads a debian/control; a minimal one in the staging directory will do.
 mkdir -p "$stage/debian"
 printf 'Source: rtbench\n\nPackage: rtbench\nArchitecture: any\n' >"$stage/debian/control"
-depends=$(cd "$stage" && dpkg-shlibdeps -O root/usr/bin/rtbench 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+depends=$(cd "$stage" && DEB_HOST_ARCH=$arch dpkg-shlibdeps -O root/usr/bin/rtbench 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 # sysbench's process helper, embedded in the binary and so unseen by dpkg-shlibdeps, is linked
 # with -ltirpc as LMbench's programs are (build.rs); a toolchain that links --as-needed drops it,
-# one that does not keeps it, so the package depends on it either way.
-depends="$depends, libtirpc3"
+# one that does not keeps it, so the package depends on it either way; a cross build without
+# the architecture's libtirpc-dev linked the helper without it (build.rs).
+if [ "$arch" = "$native" ] || dpkg -s "libtirpc-dev:$arch" >/dev/null 2>&1; then
+  depends="$depends, libtirpc3"
+fi
 
 install -d "$root/DEBIAN"
 cat >"$root/DEBIAN/control" <<EOF

@@ -210,7 +210,7 @@ mod tests {
 
     /// What is written into the map is what the shared page reads (Linux 5.5 and later; an
     /// older kernel reads it with a system call, the same value).
-    #[rtbench_testkit::needs(root, linux_5_5)]
+    #[rtbench_testkit::needs(root, linux_5_5, native)]
     #[test]
     fn a_counter_reads_its_map_s_value() {
         let counter = Counter::new().expect("a counter");

@@ -156,7 +156,7 @@ mod tests {
 
     /// The kernel takes the map and both mappings; an empty ring reads nothing. (The records
     /// themselves are tested with real programs writing them, in `trace::bpf::records`.)
-    #[rtbench_testkit::needs(root, linux_5_8)]
+    #[rtbench_testkit::needs(root, linux_5_8, native)]
     #[test]
     fn an_empty_ring_maps_and_reads_nothing() {
         let mut ring = RingBuf::new(1).unwrap_or_else(|e| panic!("a ring buffer: {e}"));

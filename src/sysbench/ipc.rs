@@ -374,6 +374,7 @@ mod tests {
         drop(bench);
     }
 
+    #[rtbench_testkit::needs(native)]
     #[test]
     fn the_acceptor_ends_when_no_connection_can_reach_it() {
         let exe = std::env::current_exe().unwrap();

@@ -359,6 +359,7 @@ mod tests {
         assert_eq!(f.iterate(2).unwrap().units, 2 * (SIZE / sys::page_size()) as u64, "every page of the file");
     }
 
+    #[rtbench_testkit::needs(native)]
     #[test]
     fn a_page_of_the_file_costs_the_faults_of_a_file_written_as_lmbench_writes_it() {
         let f = Faults::make().unwrap();

@@ -143,6 +143,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_embedded_helper_is_a_program_for_the_machine_rtbench_was_built_for() {
+        // A cross build once compiled the helper with the host's cc (build.rs read CC only).
+        // ELF's e_machine: EM_X86_64 62, EM_AARCH64 183, EM_ARM 40.
+        let machine = match std::env::consts::ARCH {
+            "x86_64" => 62,
+            "aarch64" => 183,
+            "arm" => 40,
+            other => return eprintln!("no ELF machine number known here for {other}"),
+        };
+        assert!(HELPER.starts_with(b"\x7fELF"), "build.rs compiled no helper ({} bytes)", HELPER.len());
+        assert_eq!(u16::from_le_bytes([HELPER[18], HELPER[19]]), machine);
+    }
+
+    #[rtbench_testkit::needs(native)]
+    #[test]
     fn the_helper_makes_each_kind_of_process_and_answers_per_request() {
         for how in [How::Exit, How::Exec, How::Shell] {
             let mut s = Spawner::make(how).unwrap();
@@ -152,6 +167,7 @@ mod tests {
         }
     }
 
+    #[rtbench_testkit::needs(native)]
     #[test]
     fn the_helper_s_image_is_read_from_its_maps_while_it_runs() {
         let mut s = Spawner::start(How::Exit).unwrap();

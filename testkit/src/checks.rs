@@ -36,6 +36,10 @@ pub enum Need {
     Linux(u32, u32),
     /// apt knows Debian's standard and RT kernels (linux-image-amd64, linux-image-rt-amd64).
     Kernels,
+    /// Built to run on its own CPU, not under qemu-user (`RTBENCH_QEMU_USER`, which
+    /// scripts/cross.sh sets for the ARM tests): the emulator has no bpf(), a host program
+    /// cannot start an ARM one, and page faults are the emulator's own.
+    Native,
 }
 
 impl Need {
@@ -54,6 +58,7 @@ impl Need {
             "kernels" => Need::Kernels,
             "preempt_switch" => Need::PreemptSwitch,
             "no_preempt_switch" => Need::NoPreemptSwitch,
+            "native" => Need::Native,
             _ => match name.strip_prefix("linux_").and_then(|v| v.split_once('_')) {
                 Some((a, b)) if a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok() => {
                     Need::Linux(a.parse().unwrap(), b.parse().unwrap())
@@ -80,6 +85,7 @@ impl Need {
             Need::Kernels => "kernels".into(),
             Need::PreemptSwitch => "preempt_switch".into(),
             Need::NoPreemptSwitch => "no_preempt_switch".into(),
+            Need::Native => "native".into(),
             Need::Linux(a, b) => format!("linux_{a}_{b}"),
         }
     }
@@ -107,6 +113,7 @@ pub fn missing(need: &Need, manifest: &str) -> Option<String> {
         Need::PreemptSwitch => preempt_switches(),
         Need::NoPreemptSwitch => !preempt_switches(),
         Need::Kernels => ["linux-image-amd64", "linux-image-rt-amd64"].iter().all(|m| kernel_package(m)),
+        Need::Native => emulator().is_none(),
     };
     if met {
         return None;
@@ -134,7 +141,16 @@ pub fn missing(need: &Need, manifest: &str) -> Option<String> {
         }
         Need::NoPreemptSwitch => "the preemption model can be switched here: there is no refusal to test".into(),
         Need::Kernels => "apt knows no linux-image-amd64 / linux-image-rt-amd64 (apt-get update)".into(),
+        Need::Native => format!(
+            "built to run under {} (qemu-user), which has no bpf(), cannot start an ARM program from a host one, and faults pages its own way",
+            emulator().unwrap_or_default()
+        ),
     })
+}
+
+/// The emulator the tests are built to run under (scripts/cross.sh), if any.
+fn emulator() -> Option<String> {
+    std::env::var("RTBENCH_QEMU_USER").ok().filter(|q| !q.is_empty())
 }
 
 fn on_path(program: &str) -> bool {

@@ -144,14 +144,17 @@ fn attribute(inner: &str) -> TokenStream {
         .collect()
 }
 
-/// `const _: () = { option_env!("CI"); include_str!(list) };` — dependencies rustc records.
+/// `const _: () = { option_env!("CI"); option_env!("RTBENCH_QEMU_USER"); include_str!(list) };`
+/// — dependencies rustc records.
 fn tracked(list: &Path) -> TokenStream {
     let include = if list.exists() {
         format!("let _ = include_str!({});", Literal::string(&list.display().to_string()))
     } else {
         String::new()
     };
-    format!("const _: () = {{ let _ = option_env!(\"CI\"); {include} }};").parse().expect("well-formed")
+    format!("const _: () = {{ let _ = option_env!(\"CI\"); let _ = option_env!(\"RTBENCH_QEMU_USER\"); {include} }};")
+        .parse()
+        .expect("well-formed")
 }
 
 /// The item with `panic!(message);` as its body's first statement.

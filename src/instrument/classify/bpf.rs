@@ -245,7 +245,7 @@ mod tests {
     use super::*;
 
     /// The programs as the kernel runs them: a switch on this CPU is queued with both tasks.
-    #[rtbench_testkit::needs(root, btf)]
+    #[rtbench_testkit::needs(root, btf, native)]
     #[test]
     fn a_switch_on_a_followed_cpu_comes_back_with_the_next_task() {
         let cpus = crate::sysinfo::online_cpus();
@@ -276,7 +276,7 @@ mod tests {
 
     /// A hard interrupt comes as one record, its exit's with its entry's time: no entry of an
     /// IRQ handler or a vector is handed on by itself, and the reader makes both events of it.
-    #[rtbench_testkit::needs(root, btf)]
+    #[rtbench_testkit::needs(root, btf, native)]
     #[test]
     fn an_interrupt_s_entry_travels_in_its_exit_s_record() {
         let cpus = crate::sysinfo::online_cpus();
@@ -301,7 +301,7 @@ mod tests {
 
     /// The programs add up their own time on the CPU they follow, a run for each record and
     /// each interrupt entered, and nothing on a CPU they do not follow.
-    #[rtbench_testkit::needs(root, btf)]
+    #[rtbench_testkit::needs(root, btf, native)]
     #[test]
     fn the_programs_count_their_own_time_where_they_follow() {
         let cpus = crate::sysinfo::online_cpus();
@@ -324,7 +324,7 @@ mod tests {
 
     /// Built for a 256-CPU machine (issue 38): every followed CPU's entry is there, CPUs past
     /// 64 included, and each program passes the kernel's verifier with that map.
-    #[rtbench_testkit::needs(root, btf)]
+    #[rtbench_testkit::needs(root, btf, native)]
     #[test]
     fn the_programs_follow_cpus_past_64() {
         let cpus = [0, 1, 63, 64, 130, 200, 255];
@@ -348,7 +348,7 @@ mod tests {
     }
 
     /// A CPU not followed queues nothing, however busy: the filter is the map's.
-    #[rtbench_testkit::needs(root, btf, two_cpus)]
+    #[rtbench_testkit::needs(root, btf, two_cpus, native)]
     #[test]
     fn a_cpu_not_followed_queues_nothing() {
         let cpus = crate::sysinfo::online_cpus();
@@ -370,7 +370,7 @@ mod tests {
 
     /// Attaching interrupts every CPU (text patching): no CPU is left "in" an interrupt whose
     /// entry was seen before its exit's program was attached.
-    #[rtbench_testkit::needs(root, btf)]
+    #[rtbench_testkit::needs(root, btf, native)]
     #[test]
     fn no_cpu_is_left_in_an_interrupt_by_the_attaching() {
         let cpus = crate::sysinfo::online_cpus();

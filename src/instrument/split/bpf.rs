@@ -106,7 +106,7 @@ mod tests {
     use super::*;
 
     /// Another process's sleeps expire on the same tracepoint: they are not queued.
-    #[rtbench_testkit::needs(root, btf)]
+    #[rtbench_testkit::needs(root, btf, native)]
     #[test]
     fn another_process_s_sleep_is_not_queued() {
         let mut programs = crate::sys::attached(|| Programs::attach(std::process::id(), &Hist::make()?));
@@ -124,7 +124,7 @@ mod tests {
 
     /// The programs as the kernel runs them: this thread's own sleep comes back as an expiry,
     /// due when it asked, handled no earlier.
-    #[rtbench_testkit::needs(root, btf)]
+    #[rtbench_testkit::needs(root, btf, native)]
     #[test]
     fn a_sleep_of_this_thread_comes_back_as_its_expiry() {
         let mut programs = crate::sys::attached(|| Programs::attach(std::process::id(), &Hist::make()?));
@@ -145,7 +145,7 @@ mod tests {
     /// count grows, exact extremes within it, and the reader gets no record of them. An expiry
     /// the kernel did not run the program for (it was running on that CPU: a soft timer's
     /// expiry interrupted by this one's) is neither, and counted as missed.
-    #[rtbench_testkit::needs(root, btf)]
+    #[rtbench_testkit::needs(root, btf, native)]
     #[test]
     fn an_aggregated_sleep_is_counted_in_the_kernel_not_handed_on() {
         let hist = Arc::new(Hist::make().unwrap());

@@ -163,7 +163,7 @@ mod tests {
 
     /// A real program's N records come back, exactly those and in order, none lost: through a
     /// ring buffer, and through the queue kernels before 5.8 fall back to.
-    #[rtbench_testkit::needs(root, linux_5_8)]
+    #[rtbench_testkit::needs(root, linux_5_8, native)]
     #[test]
     fn a_program_s_records_come_back_exactly() {
         let ring = ring(16, 4096);
@@ -179,7 +179,7 @@ mod tests {
 
     /// A one-page ring written and read many times over: records straddle its end (24 bytes a
     /// slot do not divide a page) and come back whole, in order.
-    #[rtbench_testkit::needs(root, linux_5_8)]
+    #[rtbench_testkit::needs(root, linux_5_8, native)]
     #[test]
     fn records_wrap_around_the_ring_s_end_whole() {
         let mut records = ring(16, 1);
@@ -194,7 +194,7 @@ mod tests {
     }
 
     /// A full ring drops the newest records and counts each: what fits is read, the rest is lost.
-    #[rtbench_testkit::needs(root, linux_5_8)]
+    #[rtbench_testkit::needs(root, linux_5_8, native)]
     #[test]
     fn a_full_ring_counts_what_it_drops() {
         let mut records = ring(16, 1);
@@ -218,7 +218,7 @@ mod tests {
 
     /// A program that goes on after its record returns what it returns next, whether the record
     /// was handed on or counted lost; what fits is read, the rest counted, on both transports.
-    #[rtbench_testkit::needs(root, linux_5_8)]
+    #[rtbench_testkit::needs(root, linux_5_8, native)]
     #[test]
     fn a_program_that_goes_on_after_its_record_reaches_its_own_end() {
         let ring = ring(16, 1);

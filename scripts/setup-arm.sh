@@ -2,15 +2,21 @@
 # Installs what building, testing and packaging rtbench for arm64 and armhf needs on a Debian
 # x86_64 machine (scripts/cross.sh uses it): Debian's Rust toolchain with the two architectures'
 # standard libraries, the GNU cross compilers, each architecture's C library (to link, and to
-# run the binaries under qemu-user) and qemu-user. Safe to run again. As root.
+# run the binaries under qemu-user) and qemu-user; and for `rtbench kernels` with an arm64
+# kernel, QEMU's ARM system emulator, mmdebstrap (which makes the guest's arm64 root) and Debian's
+# arm64 RT kernel in the kernel cache. Safe to run again. As root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "setup-arm: needs root to install packages" >&2; exit 1; }
 
+kernels_cache="${XDG_CACHE_HOME:-$HOME/.cache}/rtbench/kernels/debs"
 ready() {
   command -v aarch64-linux-gnu-g++ >/dev/null && command -v arm-linux-gnueabihf-g++ >/dev/null \
     && command -v qemu-aarch64-static >/dev/null && [ -x /usr/bin/rustc ] \
-    && [ -d /usr/lib/rustlib/aarch64-unknown-linux-gnu ] && [ -e /lib/ld-linux-armhf.so.3 ] \
+    && command -v qemu-system-aarch64 >/dev/null && command -v mmdebstrap >/dev/null \
+    && ls "$kernels_cache"/linux-image-6*-rt-arm64_*.deb >/dev/null 2>&1 \
+    && [ -d /usr/lib/rustlib/aarch64-unknown-linux-gnu ] \
+    && [ -e /usr/lib/aarch64-linux-gnu/libstdc++.so.6 ] && [ -e /usr/lib/arm-linux-gnueabihf/libstdc++.so.6 ] \
     && { [ -d /usr/lib/rustlib/armv7-unknown-linux-gnueabihf ] \
       || [ -d target/cross/sysroot-armhf/usr/lib/rustlib/armv7-unknown-linux-gnueabihf ]; }
 }
@@ -24,7 +30,7 @@ apt-get update -qq || echo "setup-arm: some package indexes could not be read; g
 
 # rustc-web is in bookworm-security: its standard library for each target must be the same build.
 apt_install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; }
-apt_install rustc-web cargo-web qemu-user-static \
+apt_install rustc-web cargo-web qemu-user-static qemu-system-arm mmdebstrap \
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf \
   libc6:arm64 libgcc-s1:arm64 libstdc++6:arm64 libc6:armhf libgcc-s1:armhf libstdc++6:armhf
 version=$(dpkg-query -W -f='${Version}' rustc-web)
@@ -53,5 +59,13 @@ for arch in arm64 armhf; do
   rm -rf "$deb"
   echo "setup-arm: libstd-rust-web-dev:$arch $version unpacked into target/cross/sysroot-$arch"
 done
+# The arm64 guest test boots Debian's arm64 RT kernel: downloaded once, here, into the cache
+# `rtbench kernels deb:PACKAGE` reads, as scripts/setup.sh does for the x86 kernels.
+mkdir -p "$kernels_cache"
+(cd "$kernels_cache" && apt-get download -qq linux-image-rt-arm64:arm64 2>/dev/null) \
+  || { echo "setup-arm: could not download linux-image-rt-arm64" >&2; exit 1; }
+kernel=$(dpkg-deb -f "$(ls "$kernels_cache"/linux-image-rt-arm64_*.deb | tail -n1)" Depends | grep -o 'linux-image-[^ ,|:]*' | head -n1)
+(cd "$kernels_cache" && apt-get download -qq "$kernel:arm64" 2>/dev/null) \
+  || { echo "setup-arm: could not download $kernel" >&2; exit 1; }
 ready || { echo "setup-arm: something is still missing after installing" >&2; exit 1; }
 echo "setup-arm: ready"

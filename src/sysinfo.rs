@@ -192,6 +192,7 @@ pub fn snapshot() -> SystemSnapshot {
         vm: cmdline.as_deref().and_then(crate::model::VmPlacement::from_cmdline),
         hostname: Some(hostname()),
         kernel_release: read("/proc/sys/kernel/osrelease"),
+        arch: Some(arch()),
         preemption: preemption_model(&version),
         kernel_version: Some(version),
         cmdline,
@@ -205,6 +206,17 @@ pub fn snapshot() -> SystemSnapshot {
         cpu_dma_latency_held: None,
         audit: None,
     }
+}
+
+/// The machine's architecture as `uname -m` names it: the kernel's `arch` sysctl where it has
+/// one, else the one rtbench was built for (which the kernel runs, as it runs rtbench).
+pub fn arch() -> String {
+    read("/proc/sys/kernel/arch").unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// Is `program` on PATH?
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
 /// `uname -r`, the default label.

@@ -14,15 +14,14 @@ use crate::session::Session;
 use crate::store::Store;
 use crate::vm::accel::{self, Accel};
 use crate::vm::cache::{self, Kernel};
-use crate::vm::guest::{self, Ended, Machine};
+use crate::vm::guest::{self, Ended, Machine, System};
+use crate::vm::image::Arch;
 use crate::vm::perf::{HostTuning, Perf};
 use crate::vm::Stopped;
 
 pub fn run(cfg: KernelsConfig) -> Result<i32> {
-    for tool in ["vng", "qemu-system-x86_64"] {
-        if !on_path(tool) {
-            return Err(crate::invalid!("kernels needs {tool} (scripts/setup.sh installs virtme-ng and QEMU)"));
-        }
+    if !crate::sysinfo::on_path("vng") {
+        return Err(crate::invalid!("kernels needs vng (scripts/setup.sh installs virtme-ng and QEMU)"));
     }
     let scratch = tempfile::Builder::new().prefix("rtbench-kernels-").tempdir()?;
     let cache = cache::dir();
@@ -30,6 +29,8 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
     for (name, source) in &cfg.kernels {
         kernels.push(cache::resolve(source, name, cfg.modules.as_deref(), &cache, scratch.path())?);
     }
+    // What each kernel's guest runs, all found (a root made) before the first boot.
+    let systems = kernels.iter().map(|k| system_of(&cfg, k, &cache)).collect::<Result<Vec<_>>>()?;
     // The whole label of each kernel, its release in it, before the first boot.
     for kernel in &kernels {
         crate::parse::label(&label_of(&cfg, kernel), &format!("--label of {}", kernel.name))?;
@@ -37,9 +38,12 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
     // From here a Ctrl-C is taken between looks at the guest: it stops the guest, not rtbench.
     let mut session = Session::taking_signals()?;
     let started = Instant::now();
-    let accel = match accelerator(&kernels[0], cfg.allow_emulated, scratch.path()) {
-        Err(e) => return stopped(e, &[]),
-        Ok(a) => a,
+    // KVM is asked of the first kernel of rtbench's own architecture; the others are emulated.
+    let native = kernels.iter().find(|k| Some(k.arch) == Arch::own());
+    let accel = match native.map(|k| accelerator(k, cfg.allow_emulated, scratch.path())) {
+        Some(Err(e)) => return stopped(e, &[]),
+        Some(Ok(a)) => a,
+        None => Accel::Tcg,
     };
     // Held until the command ends, however it ends; a killed rtbench's is put back by the next.
     if let Some(perf) = &cfg.perf {
@@ -56,10 +60,22 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
     };
     let mut labels: Vec<String> = Vec::new();
     let mut failed = 0;
-    for (i, kernel) in kernels.iter().enumerate() {
+    for (i, (kernel, system)) in kernels.iter().zip(&systems).enumerate() {
         let commands = labelled(&cfg, kernel);
-        println!("kernels: {} ({}): booting under {}", kernel.name, kernel.release, accel.name());
-        match guest::run(kernel, &machine, &commands, &scratch.path().join(format!("guest-{i}"))) {
+        let accel = machine.accel_for(kernel);
+        println!(
+            "kernels: {} ({}, {}): booting under {}",
+            kernel.name,
+            kernel.release,
+            kernel.arch.name(),
+            accel.name()
+        );
+        // virtme-ng shares with a guest of another root only directories inside that root.
+        let share = match &system.root {
+            Some(root) => tempfile::Builder::new().prefix("guest-").tempdir_in(ensure_dir(&root.join("rtbench"))?)?,
+            None => tempfile::Builder::new().prefix(&format!("guest-{i}-")).tempdir_in(scratch.path())?,
+        };
+        match guest::run(kernel, &machine, system, &commands, share.path()) {
             Ok(ended) => failed += usize::from(!take(kernel, ended, &mut store, &mut labels)?),
             Err(e) => return stopped(e, &labels),
         }
@@ -155,9 +171,41 @@ fn accelerator(first: &Kernel, allow_emulated: bool, scratch: &Path) -> Result<A
     }
 }
 
-/// The label of `kernel`'s runs: `--label` with the kernel's release for `{release}`.
+/// What `kernel`'s guest runs: this rtbench on the host's root, or for another architecture
+/// the rtbench given for it on a root of that architecture.
+fn system_of(cfg: &KernelsConfig, kernel: &Kernel, cache: &Path) -> Result<System> {
+    if Some(kernel.arch) == Arch::own() {
+        if !crate::sysinfo::on_path("qemu-system-x86_64") {
+            return Err(crate::invalid!("kernels needs qemu-system-x86_64 (scripts/setup.sh installs QEMU)"));
+        }
+        return Ok(System { root: None, binary: std::env::current_exe()? });
+    }
+    let arch = kernel.arch.name();
+    if !crate::sysinfo::on_path("qemu-system-aarch64") {
+        return Err(crate::invalid!(
+            "kernel {}: an {arch} kernel needs qemu-system-aarch64 (scripts/setup-arm.sh installs it)",
+            kernel.name
+        ));
+    }
+    let Some((_, binary)) = cfg.guest_binaries.iter().find(|(a, _)| *a == kernel.arch) else {
+        return Err(crate::invalid!(
+            "kernel {} is for {arch}: give an {arch} rtbench with --guest-binary {arch}=PATH (scripts/cross.sh {arch} build --release makes one)",
+            kernel.name
+        ));
+    };
+    println!("kernels: {}: its {arch} root is kept in {}", kernel.name, cache.display());
+    Ok(System { root: Some(crate::vm::root::ensure(kernel.arch, cache)?), binary: binary.clone() })
+}
+
+fn ensure_dir(dir: &Path) -> Result<&Path> {
+    std::fs::create_dir_all(dir)?;
+    Ok(dir)
+}
+
+/// The label of `kernel`'s runs: `--label` with the kernel's release for `{release}` and its
+/// architecture for `{arch}`.
 fn label_of(cfg: &KernelsConfig, kernel: &Kernel) -> String {
-    cfg.label.replace("{release}", &kernel.release)
+    cfg.label.replace("{release}", &kernel.release).replace("{arch}", kernel.arch.name())
 }
 
 /// The guest's command lines, the kernel's label given to each that needs one.
@@ -180,8 +228,4 @@ fn bring_back(store: &mut Store, guest: &Path) -> Result<(usize, Vec<String>)> {
     }
     let (added, _) = store.merge(guest)?;
     Ok((added, labels))
-}
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
 }

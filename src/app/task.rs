@@ -187,8 +187,10 @@ pub struct KernelsConfig {
     /// As QEMU takes it: 1G, 512M.
     pub memory: String,
     pub allow_emulated: bool,
-    /// The runs' label; `{release}` is each kernel's release.
+    /// The runs' label; `{release}` is each kernel's release, `{arch}` its architecture.
     pub label: String,
+    /// The rtbench for the guests of each other architecture (`--guest-binary`).
+    pub guest_binaries: Vec<(crate::vm::image::Arch, PathBuf)>,
     pub boot_timeout: Duration,
     /// Performance mode (`--host-cpus`).
     pub perf: Option<crate::vm::perf::Perf>,

@@ -10,6 +10,7 @@ use clap::Args;
 use super::{Command, DbArg, Invocation};
 use crate::app::task::{GuestCommand, KernelsConfig};
 use crate::vm::cache::Source;
+use crate::vm::image::Arch;
 use crate::vm::perf::Perf;
 
 #[derive(Args, Debug)]
@@ -32,9 +33,16 @@ pub struct KernelsArgs {
     /// are the emulator's, not the kernel's (each run says so)
     #[arg(long)]
     pub allow_emulated: bool,
-    /// Label of each kernel's runs; {release} stands for the kernel's release
+    /// Label of each kernel's runs; {release} stands for the kernel's release, {arch} for its
+    /// architecture (amd64, arm64)
     #[arg(long, default_value = "{release}", value_name = "PATTERN")]
     pub label: String,
+    /// The rtbench to run in the guests of a kernel of another architecture, as ARCH=PATH
+    /// (arm64=PATH; `scripts/package-deb.sh --arch arm64` or `scripts/cross.sh arm64 build
+    /// --release` makes one). Such a kernel boots emulated on a root of its architecture, made
+    /// once with mmdebstrap and kept with the kernels
+    #[arg(long = "guest-binary", value_name = "ARCH=PATH")]
+    pub guest_binaries: Vec<String>,
     /// The most a kernel may take to boot (to start running the command)
     #[arg(long, value_parser = crate::parse::duration, default_value = "5m", value_name = "DURATION")]
     pub timeout: Duration,
@@ -65,7 +73,7 @@ impl KernelsArgs {
     pub fn config(self) -> Result<KernelsConfig> {
         // Each kernel's release is known once its image is found (app::kernels checks the whole
         // label then, before the first boot); now, the pattern with the shortest release.
-        let shortest = self.label.replace("{release}", "r");
+        let shortest = self.label.replace("{release}", "r").replace("{arch}", "a");
         crate::model::check_label(&shortest).map_err(|fault| crate::invalid!("--label {:?}: {fault}", self.label))?;
         let kernels = self.kernels.iter().map(|k| Ok((k.clone(), Source::parse(k)?))).collect::<Result<Vec<_>>>()?;
         let size = self.memory.trim_end_matches(['M', 'G', 'm', 'g']);
@@ -92,6 +100,7 @@ impl KernelsArgs {
             memory: self.memory,
             allow_emulated: self.allow_emulated,
             label: self.label,
+            guest_binaries: self.guest_binaries.iter().map(|b| guest_binary(b)).collect::<Result<_>>()?,
             boot_timeout: self.timeout,
             perf,
             kernel_params: self.kernel_params,
@@ -104,6 +113,30 @@ impl KernelsArgs {
 
 /// The most vCPUs a guest can have: QEMU's q35 machine's limit.
 const MAX_VCPUS: u64 = 288;
+
+/// `--guest-binary ARCH=PATH`: an rtbench program built for ARCH.
+fn guest_binary(given: &str) -> Result<(Arch, PathBuf)> {
+    let fault = |why: &str| crate::invalid!("--guest-binary '{given}': {why}");
+    let (arch, path) = given.split_once('=').ok_or_else(|| fault("give ARCH=PATH, such as arm64=PATH"))?;
+    let arch = [Arch::Amd64, Arch::Arm64]
+        .into_iter()
+        .find(|a| a.name() == arch)
+        .ok_or_else(|| fault("ARCH is amd64 or arm64"))?;
+    let mut head = [0u8; 20];
+    std::io::Read::read_exact(&mut std::fs::File::open(path).map_err(|e| fault(&e.to_string()))?, &mut head)
+        .map_err(|_| fault("not a program"))?;
+    // ELF's e_machine (EM_X86_64 62, EM_AARCH64 183): a program of another architecture would
+    // only fail inside the guest, after its boot.
+    let machine = head.starts_with(b"\x7fELF").then(|| u16::from_le_bytes([head[18], head[19]]));
+    let wanted = match arch {
+        Arch::Amd64 => 62,
+        Arch::Arm64 => 183,
+    };
+    if machine != Some(wanted) {
+        return Err(fault(&format!("not an {} program", arch.name())));
+    }
+    Ok((arch, std::path::absolute(path)?))
+}
 
 /// `--host-cpus`: one online host CPU for each vCPU.
 fn perf(list: &str, vcpus: u32, priority: i32) -> Result<Perf> {

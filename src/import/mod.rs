@@ -214,6 +214,7 @@ fn system_of(sys: &Value) -> SystemSnapshot {
         hostname: sys["nodename"].as_str().map(str::to_string),
         kernel_release: sys["release"].as_str().map(str::to_string),
         kernel_version: sys["version"].as_str().map(str::to_string),
+        arch: sys["machine"].as_str().map(str::to_string),
         preemption: Preemption {
             sys_kernel_realtime: sys["realtime"].as_i64().map(|r| r == 1),
             ..Preemption::default()

@@ -137,10 +137,7 @@ pub fn info(name: &str) -> Option<&'static GeneratorInfo> {
     REGISTRY.iter().find(|g| g.name == name)
 }
 
-/// Is `program` on PATH?
-pub fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file())).unwrap_or(false)
-}
+pub use crate::sysinfo::on_path;
 
 #[cfg(test)]
 mod tests {

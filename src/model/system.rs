@@ -50,6 +50,10 @@ pub struct SystemSnapshot {
     pub hostname: Option<String>,
     pub kernel_release: Option<String>,
     pub kernel_version: Option<String>,
+    /// The machine's architecture as `uname -m` names it (x86_64, aarch64, armv7l); absent in
+    /// runs made before it was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
     pub preemption: Preemption,
     pub cmdline: Option<String>,
     pub cpu_model: Option<String>,

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use anyhow::Result;
 
-use super::image;
+use super::image::{self, Arch};
 
 /// A kernel as the user named it.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +48,9 @@ pub struct Kernel {
     /// the host's `/lib/modules`.
     pub image: PathBuf,
     pub release: String,
+    /// What it runs on: another architecture than rtbench's boots under emulation, with a
+    /// root of its own (`vm::root`).
+    pub arch: Arch,
     /// Its modules are where virtme-ng looks: beside the image, or in the host's /lib/modules.
     pub has_modules: bool,
 }
@@ -77,13 +80,13 @@ pub fn resolve(source: &Source, name: &str, modules: Option<&Path>, cache: &Path
             unpack(&deb, cache)?
         }
     };
-    let release = image::inspect(&image)?.release;
+    let image::Image { release, arch } = image::inspect(&image)?;
     let image = match (source, modules) {
         (Source::Image(_), Some(dir)) => beside(&image, &release, dir, scratch)?,
         _ => image,
     };
     let has_modules = modules_of(&image, &release).is_some();
-    Ok(Kernel { name: name.to_string(), image, release, has_modules })
+    Ok(Kernel { name: name.to_string(), image, release, arch, has_modules })
 }
 
 /// Where virtme-ng finds the modules of `image`: `lib/modules/RELEASE` in the nearest directory
@@ -100,10 +103,24 @@ fn download(package: &str, cache: &Path) -> Result<PathBuf> {
     if let Some(found) = cached_deb(&debs, package) {
         return Ok(found);
     }
-    run_tool(Command::new("apt-get").args(["download", "-q", package]).current_dir(&debs))
+    run_tool(Command::new("apt-get").args(["download", "-q", &qualified(package)]).current_dir(&debs))
         .map_err(|why| crate::invalid!("kernel 'deb:{package}': apt-get download failed: {why}"))?;
     cached_deb(&debs, package)
         .ok_or_else(|| crate::invalid!("kernel 'deb:{package}': apt-get downloaded no package file"))
+}
+
+/// `package` as apt names it: Debian's kernel packages end in their architecture
+/// (linux-image-rt-arm64), and one for another architecture than rtbench's is asked for with it
+/// (`linux-image-rt-arm64:arm64`; apt knows it once dpkg has that architecture:
+/// scripts/setup-arm.sh).
+fn qualified(package: &str) -> String {
+    let foreign = [Arch::Amd64, Arch::Arm64]
+        .into_iter()
+        .find(|&a| package.ends_with(&format!("-{}", a.name())) && Some(a) != Arch::own());
+    match foreign {
+        Some(arch) => format!("{package}:{}", arch.name()),
+        None => package.to_string(),
+    }
 }
 
 /// The kernel package a metapackage such as linux-image-amd64 depends on, when `deb` holds no
@@ -238,6 +255,23 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("pkg/lib/modules/9.9.9-test")).unwrap();
         assert_eq!(modules_of(&image, "9.9.9-test"), Some(dir.path().join("pkg/lib/modules/9.9.9-test")));
         assert_eq!(modules_of(&image, "9.9.9-other"), None, "another release's are not its own");
+    }
+
+    #[test]
+    fn a_package_of_another_architecture_is_asked_for_with_it() {
+        let (own, other) = match Arch::own() {
+            Some(Arch::Arm64) => ("arm64", "amd64"),
+            _ => ("amd64", "arm64"),
+        };
+        let mine = format!("linux-image-rt-{own}");
+        assert_eq!(qualified(&mine), mine);
+        let theirs = format!("linux-image-6.1.0-57-rt-{other}");
+        assert_eq!(qualified(&theirs), format!("{theirs}:{other}"));
+        assert_eq!(
+            qualified("linux-image-6.1.0-57-rt-armmp"),
+            "linux-image-6.1.0-57-rt-armmp",
+            "not a kind rtbench boots yet"
+        );
     }
 
     #[test]

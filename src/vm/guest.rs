@@ -12,6 +12,7 @@ use anyhow::Result;
 use super::accel::Accel;
 use super::cache::Kernel;
 use super::group::{Group, Waited};
+use super::image::Arch;
 use super::perf::{self, Perf};
 
 /// Console lines shown for a kernel that failed.
@@ -87,6 +88,26 @@ pub struct Machine {
     pub kernel_params: Vec<String>,
 }
 
+impl Machine {
+    /// What `kernel` boots under: a kernel of another architecture than rtbench's can only be
+    /// emulated.
+    pub fn accel_for(&self, kernel: &Kernel) -> Accel {
+        if Some(kernel.arch) == Arch::own() {
+            self.accel
+        } else {
+            Accel::Tcg
+        }
+    }
+}
+
+/// What a guest runs: the root it sees and the rtbench in it.
+pub struct System {
+    /// A root of the kernel's architecture (`vm::root`), or None: the host's own, read only.
+    pub root: Option<PathBuf>,
+    /// This rtbench for a guest of its own architecture; one built for the kernel's otherwise.
+    pub binary: PathBuf,
+}
+
 /// What a guest did.
 #[derive(Debug)]
 pub enum Ended {
@@ -97,15 +118,29 @@ pub enum Ended {
     Failed { why: String, console: Vec<String> },
 }
 
-/// Boots `kernel`, runs each of `commands` (argument lists of this rtbench binary) inside, one
-/// after another, and brings its store back through `share`, a directory of its own.
-pub fn run(kernel: &Kernel, machine: &Machine, commands: &[Vec<String>], share: &Path) -> Result<Ended> {
+/// Boots `kernel`, runs each of `commands` (argument lists of `system`'s rtbench) inside, one
+/// after another, and brings its store back through `share`, a directory of its own (inside
+/// `system`'s root when it has one: virtme-ng shares only directories the guest's root holds).
+pub fn run(
+    kernel: &Kernel,
+    machine: &Machine,
+    system: &System,
+    commands: &[Vec<String>],
+    share: &Path,
+) -> Result<Ended> {
     std::fs::create_dir_all(share)?;
-    let binary = std::env::current_exe()?;
-    let script = share.join("guest.sh");
-    std::fs::write(&script, script_text(&binary, commands, share))?;
+    let (binary, seen) = match &system.root {
+        None => (system.binary.clone(), share.to_path_buf()),
+        Some(root) => {
+            let copy = share.join("rtbench");
+            std::fs::copy(&system.binary, &copy)?;
+            let seen = |p: &Path| Path::new("/").join(p.strip_prefix(root).unwrap_or(p));
+            (seen(&copy), seen(share))
+        }
+    };
+    std::fs::write(share.join("guest.sh"), script_text(&binary, commands, &seen))?;
     let console = share.join("console.log");
-    let mut cmd = vng(kernel, machine, share, &script);
+    let mut cmd = vng(kernel, machine, system.root.as_deref(), share, &seen.join("guest.sh"));
     let log = std::fs::File::create(&console)?;
     cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
     let started = Instant::now();
@@ -181,13 +216,22 @@ fn wait_status(group: &mut Group, share: &Path) -> Result<(Waited, Option<i32>)>
 }
 
 /// The virtme-ng command line of a guest. The kernel command line tells rtbench inside where
-/// it runs (see `sysinfo::vm_placement`).
-fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Command {
+/// it runs (see `sysinfo::vm_placement`). `script`: the guest's path to its script.
+fn vng(kernel: &Kernel, machine: &Machine, root: Option<&Path>, share: &Path, script: &Path) -> Command {
     let mut cmd = Command::new("vng");
     // Verbose: the kernel's own console, for the lines shown when it fails.
     cmd.arg("--verbose").arg("-r").arg(&kernel.image);
-    if machine.accel == Accel::Tcg {
+    if let Some(root) = root {
+        cmd.args(["--arch", kernel.arch.name()]).arg("--root").arg(root);
+    }
+    let accel = machine.accel_for(kernel);
+    // The x86 CPU model and clock fix below are for x86 guests; virtme-ng runs an arm64 one on
+    // QEMU's virt machine with `-cpu max`, timed by the architected timer.
+    let x86_tcg = accel == Accel::Tcg && kernel.arch == Arch::Amd64;
+    if accel == Accel::Tcg {
         cmd.arg("--disable-kvm");
+    }
+    if x86_tcg {
         cmd.args(TCG_CPU);
     }
     cmd.args(["--cpus", &machine.cpus.to_string(), "--memory", &machine.memory]);
@@ -196,11 +240,11 @@ fn vng(kernel: &Kernel, machine: &Machine, share: &Path, script: &Path) -> Comma
     let host = crate::sysinfo::kernel_release();
     let mut params = vec![
         "rtbench.vm=qemu".to_string(),
-        format!("rtbench.accel={}", machine.accel.name()),
+        format!("rtbench.accel={}", accel.name()),
         format!("rtbench.vcpus={}", machine.cpus),
         format!("rtbench.host={host}"),
     ];
-    if machine.accel == Accel::Tcg {
+    if x86_tcg {
         params.extend(TCG_PARAMS.map(String::from));
     }
     if let Some(perf) = &machine.perf {
@@ -298,7 +342,13 @@ mod tests {
 
     #[test]
     fn a_guest_is_booted_without_the_devices_and_drivers_a_measurement_does_not_use() {
-        let kernel = Kernel { name: "k".into(), image: "/k/vmlinuz".into(), release: "6.1".into(), has_modules: true };
+        let kernel = Kernel {
+            name: "k".into(),
+            image: "/k/vmlinuz".into(),
+            release: "6.1".into(),
+            arch: Arch::Amd64,
+            has_modules: true,
+        };
         let memory = "1G".to_string();
         let machine = Machine {
             accel: Accel::Tcg,
@@ -308,7 +358,7 @@ mod tests {
             perf: None,
             kernel_params: vec!["nohz_full=0-71".into()],
         };
-        let cmd = vng(&kernel, &machine, Path::new("/s"), Path::new("/s/guest.sh"));
+        let cmd = vng(&kernel, &machine, None, Path::new("/s"), Path::new("/s/guest.sh"));
         let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(args.iter().any(|a| a == "--force-9p"), "{args:?}");
         assert!(args.iter().any(|a| a == "--qemu-opts=-nodefaults"), "{args:?}");
@@ -326,7 +376,7 @@ mod tests {
         assert!(appended.contains(&"tsc=nowatchdog"), "{appended:?}");
         assert_eq!(appended.last(), Some(&"nohz_full=0-71"), "the user's words come last: {appended:?}");
         let kvm = Machine { accel: Accel::Kvm, ..machine };
-        let args: Vec<String> = vng(&kernel, &kvm, Path::new("/s"), Path::new("/s/guest.sh"))
+        let args: Vec<String> = vng(&kernel, &kvm, None, Path::new("/s"), Path::new("/s/guest.sh"))
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
@@ -334,6 +384,33 @@ mod tests {
             !args.iter().any(|a| a == "--qemu-opt=-cpu" || a == "tsc=nowatchdog"),
             "KVM's guest is left as is: {args:?}"
         );
+    }
+
+    #[test]
+    fn a_kernel_of_another_architecture_boots_emulated_on_its_own_root_without_x86_settings() {
+        let arch = if Arch::own() == Some(Arch::Arm64) { Arch::Amd64 } else { Arch::Arm64 };
+        let kernel =
+            Kernel { name: "k".into(), image: "/k/vmlinuz".into(), release: "6.1".into(), arch, has_modules: true };
+        let machine = Machine {
+            accel: Accel::Kvm,
+            cpus: 2,
+            memory: "1G".into(),
+            boot_timeout: Duration::from_secs(1),
+            perf: None,
+            kernel_params: Vec::new(),
+        };
+        assert_eq!(machine.accel_for(&kernel), Accel::Tcg);
+        let root = Path::new("/cache/root-arm64");
+        let cmd = vng(&kernel, &machine, Some(root), &root.join("rtbench/g0"), Path::new("/rtbench/g0/guest.sh"));
+        let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        let after = |flag: &str| args.windows(2).find(|w| w[0] == flag).map(|w| w[1].clone());
+        assert_eq!(after("--arch").as_deref(), Some(arch.name()), "{args:?}");
+        assert_eq!(after("--root").as_deref(), Some("/cache/root-arm64"));
+        assert_eq!(after("--exec").as_deref(), Some("sh '/rtbench/g0/guest.sh'"), "the guest's own path");
+        assert!(args.iter().any(|a| a == "--disable-kvm") && args.iter().any(|a| a == "rtbench.accel=tcg"), "{args:?}");
+        if arch == Arch::Arm64 {
+            assert!(!args.iter().any(|a| a.contains("GenuineIntel") || a == "tsc=nowatchdog"), "{args:?}");
+        }
     }
 
     #[test]

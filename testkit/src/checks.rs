@@ -36,6 +36,9 @@ pub enum Need {
     Linux(u32, u32),
     /// apt knows Debian's standard and RT kernels (linux-image-amd64, linux-image-rt-amd64).
     Kernels,
+    /// apt knows Debian's arm64 RT kernel (dpkg has arm64 as a foreign architecture:
+    /// scripts/setup-arm.sh).
+    Arm64Kernel,
     /// Built to run on its own CPU, not under qemu-user (`RTBENCH_QEMU_USER`, which
     /// scripts/cross.sh sets for the ARM tests): the emulator has no bpf(), a host program
     /// cannot start an ARM one, and page faults are the emulator's own.
@@ -59,6 +62,7 @@ impl Need {
             "preempt_switch" => Need::PreemptSwitch,
             "no_preempt_switch" => Need::NoPreemptSwitch,
             "native" => Need::Native,
+            "arm64_kernel" => Need::Arm64Kernel,
             _ => match name.strip_prefix("linux_").and_then(|v| v.split_once('_')) {
                 Some((a, b)) if a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok() => {
                     Need::Linux(a.parse().unwrap(), b.parse().unwrap())
@@ -86,6 +90,7 @@ impl Need {
             Need::PreemptSwitch => "preempt_switch".into(),
             Need::NoPreemptSwitch => "no_preempt_switch".into(),
             Need::Native => "native".into(),
+            Need::Arm64Kernel => "arm64_kernel".into(),
             Need::Linux(a, b) => format!("linux_{a}_{b}"),
         }
     }
@@ -114,6 +119,7 @@ pub fn missing(need: &Need, manifest: &str) -> Option<String> {
         Need::NoPreemptSwitch => !preempt_switches(),
         Need::Kernels => ["linux-image-amd64", "linux-image-rt-amd64"].iter().all(|m| kernel_package(m)),
         Need::Native => emulator().is_none(),
+        Need::Arm64Kernel => kernel_package("linux-image-rt-arm64:arm64"),
     };
     if met {
         return None;
@@ -141,6 +147,7 @@ pub fn missing(need: &Need, manifest: &str) -> Option<String> {
         }
         Need::NoPreemptSwitch => "the preemption model can be switched here: there is no refusal to test".into(),
         Need::Kernels => "apt knows no linux-image-amd64 / linux-image-rt-amd64 (apt-get update)".into(),
+        Need::Arm64Kernel => "apt knows no linux-image-rt-arm64:arm64 (scripts/setup-arm.sh adds arm64)".into(),
         Need::Native => format!(
             "built to run under {} (qemu-user), which has no bpf(), cannot start an ARM program from a host one, and faults pages its own way",
             emulator().unwrap_or_default()

@@ -1,6 +1,7 @@
 //! End-to-end tests of the rtbench binary: one test binary, one module per topic.
 
 mod ansible;
+mod arm;
 mod audit;
 mod bad_input;
 mod breach;

@@ -288,8 +288,9 @@ fn system_html(label: &str, sys: &SystemSnapshot) -> String {
     let mut rows = String::new();
     let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
     let throttling = &sys.rt_throttling;
-    let fields: [(&str, String); 8] = [
+    let fields: [(&str, String); 9] = [
         ("kernel", text(&sys.kernel_release)),
+        ("architecture", text(&sys.arch)),
         ("version", text(&sys.kernel_version)),
         ("preemption", sys.preemption.describe()),
         ("command line", text(&sys.cmdline)),

@@ -181,6 +181,12 @@ fn system_of(cfg: &KernelsConfig, kernel: &Kernel, cache: &Path) -> Result<Syste
         return Ok(System { root: None, binary: std::env::current_exe()? });
     }
     let arch = kernel.arch.name();
+    if !cfg.allow_emulated {
+        return Err(crate::invalid!(
+            "kernel {} is for {arch}: this machine can only emulate it (TCG), whose latencies are the emulator's, not the kernel's: --allow-emulated",
+            kernel.name
+        ));
+    }
     if !crate::sysinfo::on_path("qemu-system-aarch64") {
         return Err(crate::invalid!(
             "kernel {}: an {arch} kernel needs qemu-system-aarch64 (scripts/setup-arm.sh installs it)",

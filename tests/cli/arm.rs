@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::helpers::Lab;
+use crate::helpers::{assert_rejected, Lab};
 use rtbench_testkit::needs;
 
 const EMULATED: &str = "emulated CPU (TCG): these latencies are the emulator's, not the kernel's";
@@ -44,6 +44,7 @@ fn timer_split_classified_noise_and_timerlat_on_debians_arm64_rt_kernel() {
     let said = lab.ok(&[
         "kernels",
         "deb:linux-image-rt-arm64",
+        "--allow-emulated",
         "--guest-binary",
         &guest_binary,
         "--label",
@@ -125,4 +126,29 @@ fn timer_split_classified_noise_and_timerlat_on_debians_arm64_rt_kernel() {
     }
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("aarch64") && html.contains(EMULATED), "the report names the architecture and the emulation");
+}
+
+/// An arm64 kernel without the flag that accepts emulation, without an arm64 rtbench, or with
+/// a program of another architecture: one line each, exit 2, before any boot, store as it was.
+#[needs(arm64_kernel, "dpkg-deb", "vng")]
+#[test]
+fn an_arm64_kernel_is_refused_before_booting_without_what_its_guest_needs() {
+    let lab = Lab::new();
+    let before = lab.runs();
+    let kernel = "deb:linux-image-rt-arm64";
+    assert_rejected(&lab.run(&["kernels", kernel, "--", "timer", "-D", "2s"]), "can only emulate it (TCG)");
+    assert_rejected(
+        &lab.run(&["kernels", kernel, "--allow-emulated"]),
+        "kernel deb:linux-image-rt-arm64 is for arm64: give an arm64 rtbench with --guest-binary arm64=PATH",
+    );
+    let host = format!("arm64={}", env!("CARGO_BIN_EXE_rtbench"));
+    assert_rejected(
+        &lab.run(&["kernels", kernel, "--allow-emulated", "--guest-binary", &host]),
+        &format!("--guest-binary '{host}': not an arm64 program"),
+    );
+    for bad in ["arm64", "sparc=/bin/sh", "arm64=/no/such/file"] {
+        let out = lab.run(&["kernels", kernel, "--allow-emulated", "--guest-binary", bad]);
+        assert_rejected(&out, &format!("--guest-binary '{bad}': "));
+    }
+    assert_eq!(lab.runs(), before, "the store is unchanged");
 }

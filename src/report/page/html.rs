@@ -290,7 +290,8 @@ fn system_html(label: &str, sys: &SystemSnapshot) -> String {
     let throttling = &sys.rt_throttling;
     let fields: [(&str, String); 9] = [
         ("kernel", text(&sys.kernel_release)),
-        ("architecture", text(&sys.arch)),
+        // Kept since ARM kernels were measured: a run made before says nothing of it.
+        ("architecture", sys.arch.clone().unwrap_or_default()),
         ("version", text(&sys.kernel_version)),
         ("preemption", sys.preemption.describe()),
         ("command line", text(&sys.cmdline)),
@@ -302,7 +303,7 @@ fn system_html(label: &str, sys: &SystemSnapshot) -> String {
             format!("{} µs per {} µs", json(&throttling.sched_rt_runtime_us), json(&throttling.sched_rt_period_us)),
         ),
     ];
-    for (k, v) in fields {
+    for (k, v) in fields.into_iter().filter(|(k, v)| *k != "architecture" || !v.is_empty()) {
         let _ = write!(rows, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
     }
     format!(r#"<h3>{}</h3><table class="sys">{rows}</table>"#, esc(label))

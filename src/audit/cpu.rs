@@ -3,8 +3,9 @@
 
 use std::os::unix::fs::FileExt;
 
+use super::platform::{self, Family};
 use super::{cmdline_param, ev, ev_file, finding, fix, read};
-use crate::model::{Finding, Severity};
+use crate::model::{Evidence, Finding, Severity};
 use crate::sysinfo::CpuTimes;
 
 pub fn checks(cpus: &[usize]) -> Vec<Finding> {
@@ -20,6 +21,9 @@ fn cpu_flags() -> Vec<String> {
 fn clocksource() -> Finding {
     let path = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
     let (e, current) = ev_file(path);
+    if platform::family() == Family::Arm {
+        return arm_clocksource(e, current);
+    }
     let flags = cpu_flags();
     let stable: Vec<&str> =
         ["constant_tsc", "nonstop_tsc", "tsc_reliable"].into_iter().filter(|f| flags.iter().any(|x| x == f)).collect();
@@ -43,6 +47,29 @@ fn clocksource() -> Finding {
     fix(f, "echo tsc > /sys/devices/system/clocksource/clocksource0/current_clocksource, or boot with clocksource=tsc tsc=reliable when the TSC is stable")
 }
 
+/// ARM's cheap clock is the architected timer's counter, which user space reads without a
+/// system call (the vDSO), as x86 reads the TSC.
+fn arm_clocksource(e: Evidence, current: Option<String>) -> Finding {
+    let (available, _) = ev_file("/sys/devices/system/clocksource/clocksource0/available_clocksource");
+    let evidence = vec![e, available];
+    let f = match current.as_deref() {
+        Some("arch_sys_counter") => finding(
+            "clocksource",
+            Severity::Ok,
+            "arch_sys_counter: the architected timer's counter, read without a system call",
+            evidence,
+        ),
+        Some(other) => finding(
+            "clocksource",
+            Severity::Warn,
+            format!("{other}: not the architected timer's counter, the cheapest clock to read"),
+            evidence,
+        ),
+        None => finding("clocksource", Severity::Unknown, "current clocksource unreadable", evidence),
+    };
+    fix(f, "echo arch_sys_counter > /sys/devices/system/clocksource/clocksource0/current_clocksource")
+}
+
 /// Steal ticks since boot, summed over CPUs.
 fn steal_since_boot() -> Option<u64> {
     let stat = read("/proc/stat")?;
@@ -50,10 +77,10 @@ fn steal_since_boot() -> Option<u64> {
 }
 
 fn virtualization() -> Finding {
-    let vendor = crate::sys::hypervisor_vendor();
+    let (vendor, said) = platform::hypervisor();
     let steal = steal_since_boot();
     let hz = crate::sys::clock_ticks_per_second();
-    let mut evidence = vec![ev("cpuid 0x40000000", vendor.clone().unwrap_or_else(|| "no hypervisor bit".into()))];
+    let mut evidence = vec![said];
     if let Some(s) = steal {
         evidence.push(ev("/proc/stat steal", format!("{s} ticks ({:.1} s) since boot", s as f64 / hz as f64)));
     }
@@ -235,6 +262,15 @@ fn numa(cpus: &[usize]) -> Finding {
 
 /// SMIs counted by MSR 0x34 (Intel), through the msr driver.
 fn smi(cpus: &[usize]) -> Finding {
+    if platform::family() != Family::X86 {
+        let e = ev("processor", std::env::consts::ARCH);
+        return finding(
+            "smi",
+            Severity::Ok,
+            "no SMIs: System Management Mode is x86's (time secure firmware takes is still unseen by the kernel; rtla hwlat finds it)",
+            vec![e],
+        );
+    }
     let cpu = cpus.first().copied().unwrap_or(0);
     let path = format!("/dev/cpu/{cpu}/msr");
     let count = std::fs::File::open(&path).and_then(|f| {

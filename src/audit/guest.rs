@@ -2,8 +2,9 @@
 //! runs its thread again) and what KVM tells the guest about its vCPUs. On bare metal both are
 //! ok with nothing to tune; the hypervisor itself and its steal are `virtualization`'s.
 
+use super::platform::{self, Family};
 use super::{cmdline_param, ev, ev_file, finding, fix, read};
-use crate::model::{Finding, Severity};
+use crate::model::{Evidence, Finding, Severity};
 
 /// KVM_FEATURE_* bits of CPUID 0x40000001 EAX worth naming for real time.
 const FEATURES: [(u32, &str); 4] =
@@ -12,15 +13,21 @@ const FEATURES: [(u32, &str); 4] =
 const HINT_REALTIME: u32 = 1;
 
 pub fn checks() -> Vec<Finding> {
-    match crate::sys::hypervisor_vendor() {
-        Some(vendor) => vec![guest_idle(), kvm_hints(&vendor)],
-        None => vec![bare_metal("guest-idle"), bare_metal("kvm-hints")],
+    match platform::hypervisor() {
+        (Some(_), said) if platform::family() != Family::X86 => vec![guest_idle(), no_kvm_leaf(said)],
+        (Some(vendor), _) => vec![guest_idle(), kvm_hints(&vendor)],
+        (None, said) => vec![bare_metal("guest-idle", said.clone()), bare_metal("kvm-hints", said)],
     }
 }
 
-fn bare_metal(check: &str) -> Finding {
-    let e = ev("cpuid 0x40000000", "no hypervisor bit");
-    finding(check, Severity::Ok, "bare metal: not a guest", vec![e])
+fn bare_metal(check: &str, said: Evidence) -> Finding {
+    finding(check, Severity::Ok, "bare metal: not a guest", vec![said])
+}
+
+/// KVM's paravirtual features and hints are CPUID leaves: an ARM guest has none to read.
+fn no_kvm_leaf(said: Evidence) -> Finding {
+    let summary = format!("KVM's paravirtual hints are x86 CPUID leaves: none on {}", std::env::consts::ARCH);
+    finding("kvm-hints", Severity::Ok, summary, vec![said])
 }
 
 fn guest_idle() -> Finding {

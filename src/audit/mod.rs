@@ -8,6 +8,7 @@ mod guest;
 mod irq;
 mod kernel;
 mod memory;
+mod platform;
 
 use std::fmt::Write;
 

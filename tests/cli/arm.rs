@@ -68,6 +68,8 @@ fn timer_split_classified_noise_and_timerlat_on_debians_arm64_rt_kernel() {
         "-D",
         "3s",
         "-q",
+        "--",
+        "audit",
     ]);
     let booted = said.lines().find(|l| l.contains(": booted in ")).unwrap_or("");
     eprintln!("arm64 RT guest, three probes: {:.1} s ({booted})", started.elapsed().as_secs_f64());
@@ -75,6 +77,16 @@ fn timer_split_classified_noise_and_timerlat_on_debians_arm64_rt_kernel() {
         said.contains("0 failed") && said.contains("(6.1") && said.contains(", arm64): booting under tcg"),
         "{said}"
     );
+
+    // The audit's own ARM checks, and no x86 check failed there.
+    let audit = |check: &str| -> String {
+        let line = said.lines().find(|l| l.trim_start_matches([' ', '>']).split_whitespace().nth(1) == Some(check));
+        line.unwrap_or_else(|| panic!("no {check} check in: {said}")).trim_start_matches([' ', '>']).to_string()
+    };
+    assert!(audit("clocksource").starts_with("ok       clocksource        arch_sys_counter: the architected timer"));
+    assert!(audit("virtualization").contains("virtual machine (QEMU virt board)"), "{said}");
+    assert!(audit("smi").starts_with("ok       smi                no SMIs"), "{said}");
+    assert!(audit("kvm-hints").starts_with("ok "), "{said}");
 
     let runs = lab.runs();
     let runs = runs.as_array().unwrap();

@@ -2,6 +2,9 @@
 # rtbench timer vs cyclictest: same settings, interleaved rounds, idle machine.
 #
 #   bench/vs-cyclictest.sh [ROUNDS] [SECONDS]        (defaults: 5 rounds of 10 s per tool)
+#   GUEST=VMLINUZ [GUEST_ARCH=arm64] bench/vs-cyclictest.sh ...
+#                 boots that kernel and runs itself inside (bench/rtla-guest.sh: an arm64 one on
+#                 the arm64 root, RTBENCH then an arm64 rtbench)
 #
 # Needs root (FIFO priority, mlock), python3, `cyclictest` (Debian/Ubuntu package `rt-tests`;
 # this script installs nothing), and a release build (`cargo build --release`); set RTBENCH to
@@ -15,12 +18,14 @@
 #               the samples past the last bucket (a 50 ms stall moves a 30 000-sample mean by 1.7 µs)
 #   rb_p99      rtbench `total.percentiles_ns["99"]` (HDR bucket upper bound, ≤ 0.1 % above)
 #   rb_p99_h    the same p99 method as ct_p99, on rtbench's own cyclictest-hist export
-# then the medians over the rounds and the ratios rtbench / cyclictest. Load averages are shown
+# then the medians over the rounds and the ratios rtbench / cyclictest. With AA=1 each tool runs
+# twice a round, and each tool's second run against its first (its A/A: what the machine's noise
+# alone makes of a ratio) is printed beside: a ratio inside the A/A spread is agreement. Load averages are shown
 # because nothing here can make the machine idle: check them before trusting a round.
 set -euo pipefail
 
-ROUNDS=${1:-5}
-SECS=${2:-10}
+ROUNDS=${1:-${ROUNDS:-5}}
+SECS=${2:-${SECS:-10}}
 THREADS=${THREADS:-2}
 AFFINITY=${AFFINITY:-0-$((THREADS - 1))}
 PRIO=${PRIO:-95}
@@ -29,6 +34,10 @@ BUCKETS=${BUCKETS:-20000}   # 1-µs histogram buckets (20 ms); later samples cou
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 RTBENCH=${RTBENCH:-$here/target/release/rtbench}
+if [ -n "${GUEST:-}" ]; then
+    . "$here/bench/rtla-guest.sh"
+    rtla_where vs-cyclictest "" "AA=${AA:-0} ROUNDS=$ROUNDS SECS=$SECS THREADS=$THREADS AFFINITY=$AFFINITY PRIO=$PRIO INTERVAL=$INTERVAL BUCKETS=$BUCKETS" no-rtla
+fi
 
 if ! command -v cyclictest >/dev/null 2>&1; then
     echo "vs-cyclictest: cyclictest not found; install it first (Debian/Ubuntu: apt-get install rt-tests)" >&2
@@ -75,12 +84,15 @@ echo "settings: -t $THREADS -a $AFFINITY -p $PRIO -i $INTERVAL -m, $SECS s per r
 for r in $(seq 1 "$ROUNDS"); do
     echo "round $r/$ROUNDS ..." >&2
     if [ $((r % 2)) -eq 1 ]; then run_ct "$r"; run_rb "$r"; else run_rb "$r"; run_ct "$r"; fi
+    if [ "${AA:-0}" = 1 ]; then
+        if [ $((r % 2)) -eq 1 ]; then run_rb "aa$r"; run_ct "aa$r"; else run_ct "aa$r"; run_rb "aa$r"; fi
+    fi
 done
 
-python3 - "$tmp" "$ROUNDS" <<'PY'
+python3 - "$tmp" "$ROUNDS" "${AA:-0}" <<'PY'
 import json, math, statistics, sys
 
-tmp, rounds = sys.argv[1], int(sys.argv[2])
+tmp, rounds, aa = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 
 def hist(path):
     """cyclictest histogram file -> (bucket counts summed over threads, overflows, header lines)."""
@@ -142,4 +154,16 @@ print(f"ratio rtbench/cyclictest  avg: {med[6] / med[1]:.3f} (same histogram met
       f"  {med[3] / med[0]:.3f} (vs # Avg Latencies)")
 print(f"ratio rtbench/cyclictest  p99: {med[4] / med[2]:.3f} (rtbench HDR)"
       f"  {med[5] / med[2]:.3f} (same histogram method)")
+
+if aa:
+    # Each tool's second run of a round against its first, by the same histogram method.
+    def stats(path):
+        c, over, _ = hist(path)
+        return sum(b * n for b, n in c.items()) / sum(c.values()) + 0.5, p99_mid(c, over)
+    for tool, name in (("ct", "cyclictest"), ("rb", "rtbench")):
+        pairs = [(stats(f"{tmp}/{tool}.{r}.hist"), stats(f"{tmp}/{tool}.aa{r}.hist")) for r in range(1, rounds + 1)]
+        avg = [b[0] / a[0] for a, b in pairs]
+        p99 = [b[1] / a[1] for a, b in pairs]
+        print(f"A/A {name:<10}  avg: {min(avg):.3f}-{max(avg):.3f}  p99: {min(p99):.3f}-{max(p99):.3f}"
+              "  (second run / first, per round)")
 PY

@@ -29,12 +29,12 @@ pub fn run(cfg: KernelsConfig) -> Result<i32> {
     for (name, source) in &cfg.kernels {
         kernels.push(cache::resolve(source, name, cfg.modules.as_deref(), &cache, scratch.path())?);
     }
-    // What each kernel's guest runs, all found (a root made) before the first boot.
-    let systems = kernels.iter().map(|k| system_of(&cfg, k, &cache)).collect::<Result<Vec<_>>>()?;
     // The whole label of each kernel, its release in it, before the first boot.
     for kernel in &kernels {
         crate::parse::label(&label_of(&cfg, kernel), &format!("--label of {}", kernel.name))?;
     }
+    // What each kernel's guest runs, all found (a root made) before the first boot.
+    let systems = kernels.iter().map(|k| system_of(&cfg, k, &cache)).collect::<Result<Vec<_>>>()?;
     // From here a Ctrl-C is taken between looks at the guest: it stops the guest, not rtbench.
     let mut session = Session::taking_signals()?;
     let started = Instant::now();
@@ -174,22 +174,26 @@ fn accelerator(first: &Kernel, allow_emulated: bool, scratch: &Path) -> Result<A
 /// What `kernel`'s guest runs: this rtbench on the host's root, or for another architecture
 /// the rtbench given for it on a root of that architecture.
 fn system_of(cfg: &KernelsConfig, kernel: &Kernel, cache: &Path) -> Result<System> {
+    let arch = kernel.arch.name();
+    let qemu = match kernel.arch {
+        Arch::Amd64 => "qemu-system-x86_64",
+        Arch::Arm64 => "qemu-system-aarch64",
+    };
     if Some(kernel.arch) == Arch::own() {
-        if !crate::sysinfo::on_path("qemu-system-x86_64") {
-            return Err(crate::invalid!("kernels needs qemu-system-x86_64 (scripts/setup.sh installs QEMU)"));
+        if !crate::sysinfo::on_path(qemu) {
+            return Err(crate::invalid!("kernels needs {qemu} (scripts/setup.sh installs QEMU)"));
         }
         return Ok(System { root: None, binary: std::env::current_exe()? });
     }
-    let arch = kernel.arch.name();
     if !cfg.allow_emulated {
         return Err(crate::invalid!(
             "kernel {} is for {arch}: this machine can only emulate it (TCG), whose latencies are the emulator's, not the kernel's: --allow-emulated",
             kernel.name
         ));
     }
-    if !crate::sysinfo::on_path("qemu-system-aarch64") {
+    if !crate::sysinfo::on_path(qemu) {
         return Err(crate::invalid!(
-            "kernel {}: an {arch} kernel needs qemu-system-aarch64 (scripts/setup-arm.sh installs it)",
+            "kernel {}: an {arch} kernel needs {qemu} (scripts/setup-arm.sh installs it)",
             kernel.name
         ));
     }

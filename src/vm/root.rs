@@ -15,7 +15,8 @@ use super::image::Arch;
 
 /// What a guest root holds: virtme-ng's init is a bash script over coreutils, util-linux and
 /// kmod, and takes busybox for its initramfs from the root; rtbench links libstdc++ (libzmq)
-/// and its fork helper libtirpc; the reference tools come with their libraries.
+/// and its fork helper libtirpc; the reference tools come with their libraries; the study's
+/// load needs a C compiler.
 const PACKAGES: &[&str] = &[
     "bash",
     "busybox-static",
@@ -36,7 +37,18 @@ const PACKAGES: &[&str] = &[
     // The benchmarks that hold rtbench against those tools in the guest do their arithmetic
     // in Python (bench/rtla-guest.sh).
     "python3",
+    // The seed studies' load compiles C (`--load paper`'s compile generator).
+    "make",
+    "gcc",
+    "libc6-dev",
+    // virtme-ng's init brings the loopback up with ip, which the ping flood and the ping-pong
+    // measure on.
+    "iproute2",
 ];
+
+/// What the packages' maintainer scripts would have made (no script runs in an unpacked root):
+/// the shell, a poweroff for the init's end (busybox's), the compiler's usual name.
+const LINKS: &[(&str, &str)] = &[("bin/sh", "bash"), ("sbin/poweroff", "/bin/busybox"), ("usr/bin/cc", "gcc")];
 
 /// The file in a root that lists what it was made with: a root made with another list is made
 /// again.
@@ -52,7 +64,8 @@ fn suite() -> String {
 /// The root of `arch` in `cache`, made first when there is none.
 pub fn ensure(arch: Arch, cache: &Path) -> Result<PathBuf> {
     let root = cache.join(format!("root-{}", arch.name()));
-    let wanted = PACKAGES.join("\n");
+    let links: Vec<String> = LINKS.iter().map(|(at, to)| format!("{at} -> {to}")).collect();
+    let wanted = format!("{}\n{}", PACKAGES.join("\n"), links.join("\n"));
     let made_with = || std::fs::read_to_string(root.join(MADE_WITH)).ok();
     if made_with().as_deref() == Some(wanted.as_str()) {
         return Ok(root);
@@ -93,11 +106,12 @@ fn make(arch: Arch, dir: &Path) -> Result<()> {
             .arg(dir),
     )
     .map_err(named)?;
-    // What the packages' maintainer scripts would have made: the shell, the one user, and a
-    // poweroff for the init's end (busybox's).
-    std::os::unix::fs::symlink("bash", dir.join("bin/sh"))?;
-    std::fs::create_dir_all(dir.join("sbin"))?;
-    std::os::unix::fs::symlink("/bin/busybox", dir.join("sbin/poweroff"))?;
+    for (at, to) in LINKS {
+        let at = dir.join(at);
+        std::fs::create_dir_all(at.parent().unwrap_or(dir))?;
+        std::os::unix::fs::symlink(to, at)?;
+    }
+    // The one user, as base-passwd's script would have written it.
     std::fs::write(dir.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")?;
     std::fs::write(dir.join("etc/group"), "root:x:0:\n")?;
     Ok(())

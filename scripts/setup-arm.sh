@@ -14,7 +14,7 @@ ready() {
   command -v aarch64-linux-gnu-g++ >/dev/null && command -v arm-linux-gnueabihf-g++ >/dev/null \
     && command -v qemu-aarch64-static >/dev/null && [ -x /usr/bin/rustc ] \
     && command -v qemu-system-aarch64 >/dev/null && command -v mmdebstrap >/dev/null \
-    && ls "$kernels_cache"/linux-image-6*-rt-arm64_*.deb >/dev/null 2>&1 \
+    && ls "$kernels_cache"/linux-image-[0-9]*-rt-arm64_*.deb >/dev/null 2>&1 \
     && [ -d /usr/lib/rustlib/aarch64-unknown-linux-gnu ] \
     && [ -e /usr/lib/aarch64-linux-gnu/libstdc++.so.6 ] && [ -e /usr/lib/arm-linux-gnueabihf/libstdc++.so.6 ] \
     && { [ -d /usr/lib/rustlib/armv7-unknown-linux-gnueabihf ] \

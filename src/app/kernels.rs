@@ -175,10 +175,7 @@ fn accelerator(first: &Kernel, allow_emulated: bool, scratch: &Path) -> Result<A
 /// the rtbench given for it on a root of that architecture.
 fn system_of(cfg: &KernelsConfig, kernel: &Kernel, cache: &Path) -> Result<System> {
     let arch = kernel.arch.name();
-    let qemu = match kernel.arch {
-        Arch::Amd64 => "qemu-system-x86_64",
-        Arch::Arm64 => "qemu-system-aarch64",
-    };
+    let qemu = kernel.arch.qemu();
     if Some(kernel.arch) == Arch::own() {
         if !crate::sysinfo::on_path(qemu) {
             return Err(crate::invalid!("kernels needs {qemu} (scripts/setup.sh installs QEMU)"));

@@ -118,21 +118,14 @@ const MAX_VCPUS: u64 = 288;
 fn guest_binary(given: &str) -> Result<(Arch, PathBuf)> {
     let fault = |why: &str| crate::invalid!("--guest-binary '{given}': {why}");
     let (arch, path) = given.split_once('=').ok_or_else(|| fault("give ARCH=PATH, such as arm64=PATH"))?;
-    let arch = [Arch::Amd64, Arch::Arm64]
-        .into_iter()
-        .find(|a| a.name() == arch)
-        .ok_or_else(|| fault("ARCH is amd64 or arm64"))?;
+    let arch = Arch::ALL.into_iter().find(|a| a.name() == arch).ok_or_else(|| fault("ARCH is amd64 or arm64"))?;
     let mut head = [0u8; 20];
     std::io::Read::read_exact(&mut std::fs::File::open(path).map_err(|e| fault(&e.to_string()))?, &mut head)
         .map_err(|_| fault("not a program"))?;
-    // ELF's e_machine (EM_X86_64 62, EM_AARCH64 183): a program of another architecture would
-    // only fail inside the guest, after its boot.
+    // ELF's e_machine: a program of another architecture would only fail inside the guest,
+    // after its boot.
     let machine = head.starts_with(b"\x7fELF").then(|| u16::from_le_bytes([head[18], head[19]]));
-    let wanted = match arch {
-        Arch::Amd64 => 62,
-        Arch::Arm64 => 183,
-    };
-    if machine != Some(wanted) {
+    if machine != Some(arch.elf_machine()) {
         return Err(fault(&format!("not an {} program", arch.name())));
     }
     Ok((arch, std::path::absolute(path)?))

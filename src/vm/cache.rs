@@ -114,9 +114,8 @@ fn download(package: &str, cache: &Path) -> Result<PathBuf> {
 /// (`linux-image-rt-arm64:arm64`; apt knows it once dpkg has that architecture:
 /// scripts/setup-arm.sh).
 fn qualified(package: &str) -> String {
-    let foreign = [Arch::Amd64, Arch::Arm64]
-        .into_iter()
-        .find(|&a| package.ends_with(&format!("-{}", a.name())) && Some(a) != Arch::own());
+    let foreign =
+        Arch::ALL.into_iter().find(|&a| package.ends_with(&format!("-{}", a.name())) && Some(a) != Arch::own());
     match foreign {
         Some(arch) => format!("{package}:{}", arch.name()),
         None => package.to_string(),

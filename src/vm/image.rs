@@ -36,11 +36,30 @@ pub enum Arch {
 }
 
 impl Arch {
+    /// Every architecture rtbench boots kernels of.
+    pub const ALL: [Arch; 2] = [Arch::Amd64, Arch::Arm64];
+
     /// Debian's name (`dpkg --print-architecture`), as package names and labels carry it.
     pub fn name(self) -> &'static str {
         match self {
             Arch::Amd64 => "amd64",
             Arch::Arm64 => "arm64",
+        }
+    }
+
+    /// ELF's e_machine of its programs (EM_X86_64, EM_AARCH64).
+    pub fn elf_machine(self) -> u16 {
+        match self {
+            Arch::Amd64 => 62,
+            Arch::Arm64 => 183,
+        }
+    }
+
+    /// The QEMU system emulator its kernels boot on.
+    pub fn qemu(self) -> &'static str {
+        match self {
+            Arch::Amd64 => "qemu-system-x86_64",
+            Arch::Arm64 => "qemu-system-aarch64",
         }
     }
 

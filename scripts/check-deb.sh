@@ -11,12 +11,12 @@ deb=$1
 fail() { echo "check-deb: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || fail "needs root to install $deb"
 arch=$(dpkg-deb -f "$deb" Architecture)
-case "$arch" in
-  "$(dpkg --print-architecture)") run=() machine= ;;
-  arm64) run=(qemu-aarch64-static) machine=AArch64 ;;
-  armhf) run=(qemu-arm-static) machine=ARM ;;
-  *) fail "$deb is for $arch, which this check cannot run" ;;
-esac
+. "$(dirname "$0")/arm-arch.sh"
+run=() machine=
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+  arm_arch "$arch" || fail "$deb is for $arch, which this check cannot run"
+  run=("$qemu")
+fi
 rtbench() { "${run[@]}" /usr/bin/rtbench "$@"; }
 
 dpkg -i "$deb" >/dev/null

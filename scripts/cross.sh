@@ -10,11 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${1:-}
-case "$arch" in
-  arm64) triple=aarch64-unknown-linux-gnu gnu=aarch64-linux-gnu qemu=qemu-aarch64-static ;;
-  armhf) triple=armv7-unknown-linux-gnueabihf gnu=arm-linux-gnueabihf qemu=qemu-arm-static ;;
-  *) echo "cross: give arm64 or armhf, not '${arch}'" >&2; exit 2 ;;
-esac
+. scripts/arm-arch.sh
+arm_arch "$arch" || { echo "cross: give arm64 or armhf, not '${arch}'" >&2; exit 2; }
 shift
 # Debian's rustc-web comes with the ARM standard libraries (libstd-rust-web-dev:ARCH); rustup's
 # toolchain, first on PATH, has none.

@@ -24,12 +24,11 @@ out=${1:-target/debian}
 # A package for another architecture: its binary runs here under qemu-user, to write its own
 # man pages and completions; its tools are the cross toolchain's.
 run=() tools=
-case "$arch" in
-  "$native") ;;
-  arm64) triple=aarch64-unknown-linux-gnu tools=aarch64-linux-gnu- run=(qemu-aarch64-static) ;;
-  armhf) triple=armv7-unknown-linux-gnueabihf tools=arm-linux-gnueabihf- run=(qemu-arm-static) ;;
-  *) echo "package-deb: cannot build for '$arch' (arm64, armhf or $native)" >&2; exit 2 ;;
-esac
+. scripts/arm-arch.sh
+if [ "$arch" != "$native" ]; then
+  arm_arch "$arch" || { echo "package-deb: cannot build for '$arch' (arm64, armhf or $native)" >&2; exit 2; }
+  tools=$gnu- run=("$qemu")
+fi
 bin=${RTBENCH_BIN:-}
 if [ -z "$bin" ] && [ "$arch" = "$native" ]; then
   cargo build --release --quiet

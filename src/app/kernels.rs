@@ -155,7 +155,7 @@ fn performance_mode(perf: &Perf) -> Result<HostTuning> {
 
 /// KVM when it really runs a guest, else TCG if the user allows it.
 fn accelerator(first: &Kernel, allow_emulated: bool, scratch: &Path) -> Result<Accel> {
-    let probe = accel::probe_kvm(&first.image, scratch)?;
+    let probe = accel::probe_kvm(&first.image, first.arch, scratch)?;
     match probe {
         Ok(took) => {
             println!("kernels: KVM runs guests here (a kernel printed its banner after {:.1} s)", took.as_secs_f64());

@@ -201,7 +201,14 @@ fn system_of(cfg: &KernelsConfig, kernel: &Kernel, cache: &Path) -> Result<Syste
         ));
     };
     println!("kernels: {}: its {arch} root is kept in {}", kernel.name, cache.display());
-    Ok(System { root: Some(crate::vm::root::ensure(kernel.arch, cache)?), binary: binary.clone() })
+    let root = crate::vm::root::ensure(kernel.arch, cache)?;
+    // The kernel's configuration where an installed Debian kernel keeps it, for the audit's
+    // tick and debug checks (the host's root has the host kernel's; this root has none).
+    let config = format!("config-{}", kernel.release);
+    if let Some(found) = kernel.image.parent().map(|boot| boot.join(&config)).filter(|c| c.is_file()) {
+        std::fs::copy(found, ensure_dir(&root.join("boot"))?.join(&config))?;
+    }
+    Ok(System { root: Some(root), binary: binary.clone() })
 }
 
 fn ensure_dir(dir: &Path) -> Result<&Path> {

@@ -3,8 +3,8 @@
 # x86_64 machine (scripts/cross.sh uses it): Debian's Rust toolchain with the two architectures'
 # standard libraries, the GNU cross compilers, each architecture's C library (to link, and to
 # run the binaries under qemu-user) and qemu-user; and for `rtbench kernels` with an arm64
-# kernel, QEMU's ARM system emulator, mmdebstrap (which makes the guest's arm64 root) and Debian's
-# arm64 RT kernel in the kernel cache. Safe to run again. As root.
+# or armhf kernel, QEMU's ARM system emulators, mmdebstrap (which makes the guest's ARM roots)
+# and Debian's arm64 and armhf RT kernels in the kernel cache. Safe to run again. As root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "setup-arm: needs root to install packages" >&2; exit 1; }
@@ -15,6 +15,7 @@ ready() {
     && command -v qemu-aarch64-static >/dev/null && [ -x /usr/bin/rustc ] \
     && command -v qemu-system-aarch64 >/dev/null && command -v mmdebstrap >/dev/null \
     && ls "$kernels_cache"/linux-image-[0-9]*-rt-arm64_*.deb >/dev/null 2>&1 \
+    && ls "$kernels_cache"/linux-image-[0-9]*-rt-armmp_*.deb >/dev/null 2>&1 \
     && [ -d /usr/lib/rustlib/aarch64-unknown-linux-gnu ] \
     && [ -e /usr/lib/aarch64-linux-gnu/libstdc++.so.6 ] && [ -e /usr/lib/arm-linux-gnueabihf/libstdc++.so.6 ] \
     && { [ -d /usr/lib/rustlib/armv7-unknown-linux-gnueabihf ] \
@@ -59,13 +60,16 @@ for arch in arm64 armhf; do
   rm -rf "$deb"
   echo "setup-arm: libstd-rust-web-dev:$arch $version unpacked into target/cross/sysroot-$arch"
 done
-# The arm64 guest test boots Debian's arm64 RT kernel: downloaded once, here, into the cache
-# `rtbench kernels deb:PACKAGE` reads, as scripts/setup.sh does for the x86 kernels.
+# The ARM guest tests boot Debian's arm64 and armhf RT kernels: downloaded once, here, into the
+# cache `rtbench kernels deb:PACKAGE` reads, as scripts/setup.sh does for the x86 kernels.
 mkdir -p "$kernels_cache"
-(cd "$kernels_cache" && apt-get download -qq linux-image-rt-arm64:arm64 2>/dev/null) \
-  || { echo "setup-arm: could not download linux-image-rt-arm64" >&2; exit 1; }
-kernel=$(dpkg-deb -f "$(ls "$kernels_cache"/linux-image-rt-arm64_*.deb | tail -n1)" Depends | grep -o 'linux-image-[^ ,|:]*' | head -n1)
-(cd "$kernels_cache" && apt-get download -qq "$kernel:arm64" 2>/dev/null) \
-  || { echo "setup-arm: could not download $kernel" >&2; exit 1; }
+for pair in arm64:rt-arm64 armhf:rt-armmp; do
+  arch=${pair%%:*} meta=linux-image-${pair#*:}
+  (cd "$kernels_cache" && apt-get download -qq "$meta:$arch" 2>/dev/null) \
+    || { echo "setup-arm: could not download $meta" >&2; exit 1; }
+  kernel=$(dpkg-deb -f "$(ls "$kernels_cache"/"$meta"_*.deb | tail -n1)" Depends | grep -o 'linux-image-[^ ,|:]*' | head -n1)
+  (cd "$kernels_cache" && apt-get download -qq "$kernel:$arch" 2>/dev/null) \
+    || { echo "setup-arm: could not download $kernel" >&2; exit 1; }
+done
 ready || { echo "setup-arm: something is still missing after installing" >&2; exit 1; }
 echo "setup-arm: ready"

@@ -34,13 +34,13 @@ pub struct KernelsArgs {
     #[arg(long)]
     pub allow_emulated: bool,
     /// Label of each kernel's runs; {release} stands for the kernel's release, {arch} for its
-    /// architecture (amd64, arm64)
+    /// architecture (amd64, arm64, armhf)
     #[arg(long, default_value = "{release}", value_name = "PATTERN")]
     pub label: String,
     /// The rtbench to run in the guests of a kernel of another architecture, as ARCH=PATH
-    /// (arm64=PATH; `scripts/package-deb.sh --arch arm64` or `scripts/cross.sh arm64 build
-    /// --release` makes one). Such a kernel boots emulated on a root of its architecture, made
-    /// once with mmdebstrap and kept with the kernels
+    /// (arm64=PATH, armhf=PATH; `scripts/package-deb.sh --arch ARCH` or `scripts/cross.sh ARCH
+    /// build --release` makes one). Such a kernel boots emulated on a root of its architecture,
+    /// made once with mmdebstrap and kept with the kernels
     #[arg(long = "guest-binary", value_name = "ARCH=PATH")]
     pub guest_binaries: Vec<String>,
     /// The most a kernel may take to boot (to start running the command)
@@ -118,7 +118,10 @@ const MAX_VCPUS: u64 = 288;
 fn guest_binary(given: &str) -> Result<(Arch, PathBuf)> {
     let fault = |why: &str| crate::invalid!("--guest-binary '{given}': {why}");
     let (arch, path) = given.split_once('=').ok_or_else(|| fault("give ARCH=PATH, such as arm64=PATH"))?;
-    let arch = Arch::ALL.into_iter().find(|a| a.name() == arch).ok_or_else(|| fault("ARCH is amd64 or arm64"))?;
+    let Some(arch) = Arch::ALL.into_iter().find(|a| a.name() == arch) else {
+        let names: Vec<&str> = Arch::ALL.iter().map(|a| a.name()).collect();
+        return Err(fault(&format!("ARCH is one of {}", names.join(", "))));
+    };
     let mut head = [0u8; 20];
     std::io::Read::read_exact(&mut std::fs::File::open(path).map_err(|e| fault(&e.to_string()))?, &mut head)
         .map_err(|_| fault("not a program"))?;

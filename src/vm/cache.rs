@@ -109,13 +109,14 @@ fn download(package: &str, cache: &Path) -> Result<PathBuf> {
         .ok_or_else(|| crate::invalid!("kernel 'deb:{package}': apt-get downloaded no package file"))
 }
 
-/// `package` as apt names it: Debian's kernel packages end in their architecture
-/// (linux-image-rt-arm64), and one for another architecture than rtbench's is asked for with it
+/// `package` as apt names it: Debian's kernel packages end in their architecture or flavour
+/// (linux-image-rt-arm64, linux-image-rt-armmp), and one for another architecture than rtbench's is asked for with it
 /// (`linux-image-rt-arm64:arm64`; apt knows it once dpkg has that architecture:
 /// scripts/setup-arm.sh).
 fn qualified(package: &str) -> String {
-    let foreign =
-        Arch::ALL.into_iter().find(|&a| package.ends_with(&format!("-{}", a.name())) && Some(a) != Arch::own());
+    let foreign = Arch::ALL
+        .into_iter()
+        .find(|&a| a.package_suffixes().iter().any(|end| package.ends_with(end)) && Some(a) != Arch::own());
     match foreign {
         Some(arch) => format!("{package}:{}", arch.name()),
         None => package.to_string(),
@@ -266,10 +267,18 @@ mod tests {
         assert_eq!(qualified(&mine), mine);
         let theirs = format!("linux-image-6.1.0-57-rt-{other}");
         assert_eq!(qualified(&theirs), format!("{theirs}:{other}"));
+        if Arch::own() != Some(Arch::Armhf) {
+            assert_eq!(
+                qualified("linux-image-rt-armmp"),
+                "linux-image-rt-armmp:armhf",
+                "a flavour, not an architecture"
+            );
+            assert_eq!(qualified("linux-image-6.1.0-50-armmp-lpae"), "linux-image-6.1.0-50-armmp-lpae:armhf");
+        }
         assert_eq!(
-            qualified("linux-image-6.1.0-57-rt-armmp"),
-            "linux-image-6.1.0-57-rt-armmp",
-            "not a kind rtbench boots yet"
+            qualified("linux-image-6.1.0-57-rt-sparc64"),
+            "linux-image-6.1.0-57-rt-sparc64",
+            "not a kind rtbench boots"
         );
     }
 

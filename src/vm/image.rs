@@ -1,7 +1,9 @@
 //! What a kernel image says about itself: its architecture, its release, and how long it must
 //! be. An x86 bzImage has all three in its boot header; an arm64 `Image` (Debian's arm64
 //! vmlinuz, uncompressed) has its magic in its header, its release in the kernel's banner, and
-//! its length in the EFI stub's PE section table. A truncated image still has a whole header,
+//! its length in the EFI stub's PE section table; a 32-bit ARM `zImage` (Debian's armmp
+//! vmlinuz) has its magic and length in its header and its banner compressed, so its release is
+//! the one its file is named after (`vmlinuz-RELEASE`). A truncated image still has a whole header,
 //! and would only be found out by a guest that never boots; the length catches it before any
 //! boot.
 
@@ -19,6 +21,10 @@ const KERNEL_VERSION: usize = 0x20E;
 const ARM64_MAGIC: usize = 0x38;
 /// Where an EFI stub's MS-DOS header keeps the offset of its PE header.
 const PE_OFFSET: usize = 0x3C;
+/// Where a 32-bit ARM zImage keeps its magic, then its start and end addresses (the kernel's
+/// arch/arm/boot/compressed/head.S).
+const ZIMAGE_MAGIC: usize = 0x24;
+const ZIMAGE_MAGIC_VALUE: u32 = 0x016F_2818;
 
 /// A kernel image that can be booted, as far as its header tells.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,17 +39,30 @@ pub struct Image {
 pub enum Arch {
     Amd64,
     Arm64,
+    /// 32-bit ARMv7 with hardware floating point (Debian's armmp kernels).
+    Armhf,
 }
 
 impl Arch {
     /// Every architecture rtbench boots kernels of.
-    pub const ALL: [Arch; 2] = [Arch::Amd64, Arch::Arm64];
+    pub const ALL: [Arch; 3] = [Arch::Amd64, Arch::Arm64, Arch::Armhf];
 
     /// Debian's name (`dpkg --print-architecture`), as package names and labels carry it.
     pub fn name(self) -> &'static str {
         match self {
             Arch::Amd64 => "amd64",
             Arch::Arm64 => "arm64",
+            Arch::Armhf => "armhf",
+        }
+    }
+
+    /// How the names of Debian's kernel packages for it end (linux-image-rt-arm64,
+    /// linux-image-6.1.0-50-rt-armmp): armhf's name the kernel's flavour, not the architecture.
+    pub fn package_suffixes(self) -> &'static [&'static str] {
+        match self {
+            Arch::Amd64 => &["-amd64"],
+            Arch::Arm64 => &["-arm64"],
+            Arch::Armhf => &["-armmp", "-armmp-lpae"],
         }
     }
 
@@ -52,6 +71,7 @@ impl Arch {
         match self {
             Arch::Amd64 => 62,
             Arch::Arm64 => 183,
+            Arch::Armhf => 40,
         }
     }
 
@@ -60,6 +80,7 @@ impl Arch {
         match self {
             Arch::Amd64 => "qemu-system-x86_64",
             Arch::Arm64 => "qemu-system-aarch64",
+            Arch::Armhf => "qemu-system-arm",
         }
     }
 
@@ -68,27 +89,35 @@ impl Arch {
         match std::env::consts::ARCH {
             "x86_64" => Some(Arch::Amd64),
             "aarch64" => Some(Arch::Arm64),
+            "arm" => Some(Arch::Armhf),
             _ => None,
         }
     }
 }
 
-/// Reads `path`'s boot header; an input error naming the file when it is no bzImage or is
+/// Reads `path`'s boot header; an input error naming the file when it is no kernel image or is
 /// shorter than its header says.
 pub fn inspect(path: &Path) -> Result<Image> {
-    let bytes = std::fs::read(path).map_err(|e| crate::invalid!("kernel '{}': {e}", path.display()))?;
-    parse(&bytes).map_err(|why| crate::invalid!("kernel '{}': {why}", path.display()))
+    let fault = |why: &str| crate::invalid!("kernel '{}': {why}", path.display());
+    let bytes = std::fs::read(path).map_err(|e| fault(&e.to_string()))?;
+    if let Some(length) = zimage_length(&bytes) {
+        return zimage(path, bytes.len(), length).map_err(|why| fault(&why));
+    }
+    parse(&bytes).map_err(|why| fault(&why))
 }
 
-/// The header of an image held in `bytes`.
-pub fn parse(bytes: &[u8]) -> Result<Image, String> {
+/// The header of an x86 or arm64 image held in `bytes` (a zImage needs its file's name:
+/// `inspect`).
+fn parse(bytes: &[u8]) -> Result<Image, String> {
     if bytes.get(ARM64_MAGIC..ARM64_MAGIC + 4) == Some(b"ARM\x64") {
         return parse_arm64(bytes);
     }
     let u16_at = |at: usize| bytes.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
     let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
     if bytes.get(MAGIC..MAGIC + 4) != Some(b"HdrS") {
-        return Err("not a kernel image (no x86 bzImage boot header, no arm64 Image header)".into());
+        return Err(
+            "not a kernel image (no x86 bzImage boot header, no arm64 Image header, no ARM zImage header)".into()
+        );
     }
     // A setup_sects of 0 means 4, the boot protocol's oldest default.
     let setup = match bytes[SETUP_SECTS] {
@@ -108,6 +137,27 @@ pub fn parse(bytes: &[u8]) -> Result<Image, String> {
         return Err("its boot header names no version".into());
     }
     Ok(Image { release, arch: Arch::Amd64 })
+}
+
+/// The length a 32-bit ARM zImage's header announces (its end address less its start), None
+/// when `bytes` is no zImage.
+fn zimage_length(bytes: &[u8]) -> Option<usize> {
+    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    (u32_at(ZIMAGE_MAGIC)? == ZIMAGE_MAGIC_VALUE).then_some(())?;
+    Some(u32_at(ZIMAGE_MAGIC + 8)?.wrapping_sub(u32_at(ZIMAGE_MAGIC + 4)?) as usize)
+}
+
+/// A zImage of `size` bytes at `path` announcing `length`: its release is its file's
+/// (`vmlinuz-RELEASE`, as Debian's packages and `make install` name it).
+fn zimage(path: &Path, size: usize, length: usize) -> Result<Image, String> {
+    if size < length {
+        return Err(format!("truncated: {size} of the {length} bytes its zImage header announces"));
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    match name.strip_prefix("vmlinuz-").filter(|r| !r.is_empty()) {
+        Some(release) => Ok(Image { release: release.to_string(), arch: Arch::Armhf }),
+        None => Err("a 32-bit ARM zImage keeps its release compressed: name the file vmlinuz-RELEASE".into()),
+    }
 }
 
 /// An arm64 `Image`: its length from the EFI stub's sections (the header's own image_size
@@ -200,5 +250,28 @@ mod tests {
         let mut no_stub = img.clone();
         no_stub[0x40] = 0;
         assert!(parse(&no_stub).unwrap_err().contains("without the EFI stub"));
+    }
+
+    /// A zImage as Debian's armmp vmlinuz begins: the magic, start 0 and end `length`.
+    fn zimage_bytes(length: u32, size: usize) -> Vec<u8> {
+        let mut b = vec![0u8; size];
+        b[ZIMAGE_MAGIC..ZIMAGE_MAGIC + 4].copy_from_slice(&ZIMAGE_MAGIC_VALUE.to_le_bytes());
+        b[ZIMAGE_MAGIC + 8..ZIMAGE_MAGIC + 12].copy_from_slice(&length.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn an_arm_zimage_is_known_by_its_magic_and_named_by_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let named = dir.path().join("vmlinuz-6.1.0-50-rt-armmp");
+        std::fs::write(&named, zimage_bytes(0x800, 0x800)).unwrap();
+        assert_eq!(inspect(&named).unwrap(), Image { release: "6.1.0-50-rt-armmp".into(), arch: Arch::Armhf });
+        std::fs::write(&named, zimage_bytes(0x800, 0x7ff)).unwrap();
+        let cut = inspect(&named).unwrap_err().to_string();
+        assert!(cut.ends_with("truncated: 2047 of the 2048 bytes its zImage header announces"), "{cut}");
+        let unnamed = dir.path().join("zImage");
+        std::fs::write(&unnamed, zimage_bytes(0x800, 0x800)).unwrap();
+        let e = inspect(&unnamed).unwrap_err().to_string();
+        assert!(e.contains("keeps its release compressed: name the file vmlinuz-RELEASE"), "{e}");
     }
 }

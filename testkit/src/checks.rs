@@ -39,6 +39,8 @@ pub enum Need {
     /// apt knows Debian's arm64 RT kernel (dpkg has arm64 as a foreign architecture:
     /// scripts/setup-arm.sh).
     Arm64Kernel,
+    /// apt knows Debian's armhf RT kernel (linux-image-rt-armmp; dpkg has armhf).
+    ArmhfKernel,
     /// Built to run on its own CPU, not under qemu-user (`RTBENCH_QEMU_USER`, which
     /// scripts/cross.sh sets for the ARM tests): the emulator has no bpf(), a host program
     /// cannot start an ARM one, and page faults are the emulator's own.
@@ -63,6 +65,7 @@ impl Need {
             "no_preempt_switch" => Need::NoPreemptSwitch,
             "native" => Need::Native,
             "arm64_kernel" => Need::Arm64Kernel,
+            "armhf_kernel" => Need::ArmhfKernel,
             _ => match name.strip_prefix("linux_").and_then(|v| v.split_once('_')) {
                 Some((a, b)) if a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok() => {
                     Need::Linux(a.parse().unwrap(), b.parse().unwrap())
@@ -91,6 +94,7 @@ impl Need {
             Need::NoPreemptSwitch => "no_preempt_switch".into(),
             Need::Native => "native".into(),
             Need::Arm64Kernel => "arm64_kernel".into(),
+            Need::ArmhfKernel => "armhf_kernel".into(),
             Need::Linux(a, b) => format!("linux_{a}_{b}"),
         }
     }
@@ -120,6 +124,7 @@ pub fn missing(need: &Need, manifest: &str) -> Option<String> {
         Need::Kernels => ["linux-image-amd64", "linux-image-rt-amd64"].iter().all(|m| kernel_package(m)),
         Need::Native => emulator().is_none(),
         Need::Arm64Kernel => kernel_package("linux-image-rt-arm64:arm64"),
+        Need::ArmhfKernel => kernel_package("linux-image-rt-armmp:armhf"),
     };
     if met {
         return None;
@@ -148,6 +153,7 @@ pub fn missing(need: &Need, manifest: &str) -> Option<String> {
         Need::NoPreemptSwitch => "the preemption model can be switched here: there is no refusal to test".into(),
         Need::Kernels => "apt knows no linux-image-amd64 / linux-image-rt-amd64 (apt-get update)".into(),
         Need::Arm64Kernel => "apt knows no linux-image-rt-arm64:arm64 (scripts/setup-arm.sh adds arm64)".into(),
+        Need::ArmhfKernel => "apt knows no linux-image-rt-armmp:armhf (scripts/setup-arm.sh adds armhf)".into(),
         Need::Native => format!(
             "built to run under {} (qemu-user), which has no bpf(), cannot start an ARM program from a host one, and faults pages its own way",
             emulator().unwrap_or_default()

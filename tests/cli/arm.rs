@@ -1,6 +1,7 @@
-//! rtbench on the kernel of an ARM board, without a board: Debian's arm64 PREEMPT_RT kernel
-//! booted under QEMU (TCG) on an arm64 root, the arm64 build of rtbench inside, its
-//! instruments run there and the runs brought back labelled with the kernel and architecture.
+//! rtbench on the kernels of ARM boards, without a board: Debian's arm64 and armhf PREEMPT_RT
+//! kernels booted under QEMU (TCG) on a root of their architecture, the ARM build of rtbench
+//! inside, its instruments run there and the runs brought back labelled with the kernel and
+//! architecture.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -11,17 +12,47 @@ use rtbench_testkit::needs;
 
 const EMULATED: &str = "emulated CPU (TCG): these latencies are the emulator's, not the kernel's";
 
-/// The arm64 rtbench, cross-built with Debian's toolchain (scripts/cross.sh) unless CI's
-/// package step already built it.
-fn arm64_rtbench() -> PathBuf {
+/// An ARM architecture as these tests boot it.
+struct Arm {
+    /// Debian's name, as `--guest-binary` and `{arch}` take it.
+    arch: &'static str,
+    /// Rust's target, under which scripts/cross.sh builds.
+    target: &'static str,
+    /// Debian's RT kernel metapackage for it.
+    kernel: &'static str,
+    /// How its kernels' releases end.
+    flavour: &'static str,
+    /// `uname -m` in its guest.
+    machine: &'static str,
+}
+
+const ARM64: Arm = Arm {
+    arch: "arm64",
+    target: "aarch64-unknown-linux-gnu",
+    kernel: "linux-image-rt-arm64",
+    flavour: "-rt-arm64",
+    machine: "aarch64",
+};
+
+const ARMHF: Arm = Arm {
+    arch: "armhf",
+    target: "armv7-unknown-linux-gnueabihf",
+    kernel: "linux-image-rt-armmp",
+    flavour: "-rt-armmp",
+    machine: "armv7l",
+};
+
+/// The ARM rtbench, cross-built with Debian's toolchain (scripts/cross.sh) unless CI's package
+/// step already built it.
+fn arm_rtbench(arm: &Arm) -> PathBuf {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let built = Command::new(repo.join("scripts/cross.sh"))
-        .args(["arm64", "build", "--release", "--quiet"])
+        .args([arm.arch, "build", "--release", "--quiet"])
         .current_dir(&repo)
         .status()
         .expect("scripts/cross.sh runs");
-    assert!(built.success(), "the arm64 build failed");
-    repo.join("target/cross/aarch64-unknown-linux-gnu/release/rtbench")
+    assert!(built.success(), "the {} build failed", arm.arch);
+    repo.join("target/cross").join(arm.target).join("release/rtbench")
 }
 
 #[needs(
@@ -36,14 +67,37 @@ fn arm64_rtbench() -> PathBuf {
 )]
 #[test]
 fn timer_split_classified_noise_and_timerlat_on_debians_arm64_rt_kernel() {
-    let bin = arm64_rtbench();
+    instruments_on(&ARM64);
+}
+
+/// The 32-bit boards: Debian's armmp kernel has no BTF, so the split and the classes come from
+/// an ftrace instance there.
+#[needs(
+    full = "cross-builds rtbench for armhf (unless built) and boots an armhf TCG guest",
+    root,
+    "vng",
+    "qemu-system-arm",
+    "mmdebstrap",
+    "/usr/bin/cargo",
+    "arm-linux-gnueabihf-gcc",
+    armhf_kernel
+)]
+#[test]
+fn timer_split_classified_noise_and_timerlat_on_debians_armhf_rt_kernel() {
+    instruments_on(&ARMHF);
+}
+
+/// `timer --split`, `noise --classify`, `timerlat` and the audit in a guest of `arm`'s RT kernel.
+fn instruments_on(arm: &Arm) {
+    let bin = arm_rtbench(arm);
     let lab = Lab::for_guests();
     let out = lab.path("report");
-    let guest_binary = format!("arm64={}", bin.display());
+    let guest_binary = format!("{}={}", arm.arch, bin.display());
+    let kernel = format!("deb:{}", arm.kernel);
     let started = Instant::now();
     let said = lab.ok(&[
         "kernels",
-        "deb:linux-image-rt-arm64",
+        &kernel,
         "--allow-emulated",
         "--guest-binary",
         &guest_binary,
@@ -72,11 +126,9 @@ fn timer_split_classified_noise_and_timerlat_on_debians_arm64_rt_kernel() {
         "audit",
     ]);
     let booted = said.lines().find(|l| l.contains(": booted in ")).unwrap_or("");
-    eprintln!("arm64 RT guest, three probes: {:.1} s ({booted})", started.elapsed().as_secs_f64());
-    assert!(
-        said.contains("0 failed") && said.contains("(6.1") && said.contains(", arm64): booting under tcg"),
-        "{said}"
-    );
+    eprintln!("{} RT guest, three probes: {:.1} s ({booted})", arm.arch, started.elapsed().as_secs_f64());
+    let booting = format!(", {}): booting under tcg", arm.arch);
+    assert!(said.contains("0 failed") && said.contains("(6.1") && said.contains(&booting), "{said}");
 
     // The audit's own ARM checks, and no x86 check failed there.
     let audit = |check: &str| -> String {
@@ -94,10 +146,11 @@ fn timer_split_classified_noise_and_timerlat_on_debians_arm64_rt_kernel() {
     assert_eq!(probes, ["timer", "noise", "timerlat"], "{said}");
     for r in runs {
         let label = r["label"].as_str().unwrap();
-        assert!(label.contains("-rt-arm64") && label.ends_with(" on arm64"), "kernel and architecture: {label}");
+        let on = format!(" on {}", arm.arch);
+        assert!(label.contains(arm.flavour) && label.ends_with(&on), "kernel and architecture: {label}");
         assert_eq!(r["status"], "complete", "{r}");
         let system = &r["system"];
-        assert_eq!(system["arch"], "aarch64", "{system}");
+        assert_eq!(system["arch"], arm.machine, "{system}");
         assert_eq!(system["vm"]["accelerator"], "tcg", "{system}");
         assert_eq!(system["preemption"]["sys_kernel_realtime"], true, "{system}");
         let warnings = r["warnings"].as_array().unwrap();
@@ -108,7 +161,7 @@ fn timer_split_classified_noise_and_timerlat_on_debians_arm64_rt_kernel() {
         assert!(threads.iter().all(|t| t["count"].as_u64() > Some(0)), "every thread has samples");
         let params = &doc["run"]["params"];
         match r["probe"].as_str().unwrap() {
-            // The split on arm64: the hrtimer tracepoints are every architecture's.
+            // The split on ARM: the hrtimer tracepoints are every architecture's.
             "timer" => {
                 assert_eq!(
                     (&params["split"]["lost_events"], &params["split"]["skipped"]),
@@ -128,7 +181,7 @@ fn timer_split_classified_noise_and_timerlat_on_debians_arm64_rt_kernel() {
                     totals.iter().find(|t| t["class"] == "irq" && t["name"].as_str().unwrap().contains("arch_timer"));
                 assert!(timer.is_some_and(|t| t["count"].as_u64() > Some(0)), "{totals:?}");
             }
-            // The kernel's own timerlat tracer, in Debian's arm64 RT kernel.
+            // The kernel's own timerlat tracer, in Debian's ARM RT kernels.
             _ => {
                 for t in threads {
                     assert_eq!(t["irq"]["count"], t["count"], "each activation's IRQ latency: {t}");
@@ -137,7 +190,10 @@ fn timer_split_classified_noise_and_timerlat_on_debians_arm64_rt_kernel() {
         }
     }
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
-    assert!(html.contains("aarch64") && html.contains(EMULATED), "the report names the architecture and the emulation");
+    assert!(
+        html.contains(arm.machine) && html.contains(EMULATED),
+        "the report names the architecture and the emulation"
+    );
 }
 
 /// An arm64 kernel without the flag that accepts emulation, without an arm64 rtbench, or with
@@ -158,7 +214,11 @@ fn an_arm64_kernel_is_refused_before_booting_without_what_its_guest_needs() {
         &lab.run(&["kernels", kernel, "--allow-emulated", "--guest-binary", &host]),
         &format!("--guest-binary '{host}': not an arm64 program"),
     );
-    for bad in ["arm64", "sparc=/bin/sh", "arm64=/no/such/file"] {
+    assert_rejected(
+        &lab.run(&["kernels", kernel, "--allow-emulated", "--guest-binary", "sparc=/bin/sh"]),
+        "--guest-binary 'sparc=/bin/sh': ARCH is one of amd64, arm64, armhf",
+    );
+    for bad in ["arm64", "arm64=/no/such/file"] {
         let out = lab.run(&["kernels", kernel, "--allow-emulated", "--guest-binary", bad]);
         assert_rejected(&out, &format!("--guest-binary '{bad}': "));
     }

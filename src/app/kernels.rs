@@ -106,13 +106,16 @@ fn take(kernel: &Kernel, ended: Ended, store: &mut Store, labels: &mut Vec<Strin
             for line in output.lines() {
                 println!("  > {line}");
             }
-            let (added, found) = bring_back(store, &guest_store)?;
+            let (added, found) = match guest_store {
+                Some(guest_store) => bring_back(store, &guest_store)?,
+                None => (0, Vec::new()),
+            };
             let (booted, took) = (booted.as_secs_f64(), took.as_secs_f64());
-            let merged = found.join(", ");
-            println!(
-                "kernels: {}: booted in {booted:.1} s, done in {took:.1} s; {added} runs merged as {merged}",
-                kernel.release
-            );
+            let merged = match found.is_empty() {
+                true => "its commands stored no run".to_string(),
+                false => format!("{added} runs merged as {}", found.join(", ")),
+            };
+            println!("kernels: {}: booted in {booted:.1} s, done in {took:.1} s; {merged}", kernel.release);
             for label in found {
                 if !labels.contains(&label) {
                     labels.push(label);

@@ -112,8 +112,8 @@ pub struct System {
 #[derive(Debug)]
 pub enum Ended {
     /// The commands ran; `status` is the first non-zero exit of them (0: all well) and
-    /// `store` holds their runs.
-    Ran { booted: Duration, took: Duration, status: i32, store: PathBuf, output: String },
+    /// `store` holds their runs (None: they stored none, as `audit` alone).
+    Ran { booted: Duration, took: Duration, status: i32, store: Option<PathBuf>, output: String },
     /// It never got to the end: why, and the last lines of its console.
     Failed { why: String, console: Vec<String> },
 }
@@ -178,8 +178,11 @@ pub fn run(
     let store = share.join("guest.db");
     let output = std::fs::read_to_string(share.join("output.txt")).unwrap_or_default();
     match status {
-        Some(status) if store.exists() => Ok(Ended::Ran { booted, took, status, store, output }),
-        _ => {
+        Some(status) => {
+            let store = store.exists().then_some(store);
+            Ok(Ended::Ran { booted, took, status, store, output })
+        }
+        None => {
             let last = output.lines().rev().find(|l| !l.trim().is_empty());
             let said = last.map(|l| format!(" (its commands last said: {})", l.trim())).unwrap_or_default();
             failed(format!("the guest ended before its store was brought back{said}"))

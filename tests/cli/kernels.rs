@@ -91,7 +91,18 @@ fn debians_standard_and_rt_kernels_side_by_side_in_tcg_guests() {
     assert!(html.contains(EMULATED), "the report carries the warning");
 
     bad_kernels_change_nothing(&lab, &standard);
+    audit_alone_stores_nothing_and_is_no_failure(&lab, &k2);
     interrupted_during_the_second_boot(&k1, &k2);
+}
+
+/// Commands that store no run (the audit alone) finish the guest as well as a probe does: what
+/// they said is shown, nothing is merged, and the command succeeds.
+fn audit_alone_stores_nothing_and_is_no_failure(lab: &Lab, kernel: &str) {
+    let before = lab.runs();
+    let said = lab.ok(&["kernels", kernel, "--allow-emulated", "--", "audit"]);
+    assert!(said.contains("its commands stored no run") && said.contains("0 failed"), "{said}");
+    assert!(said.lines().any(|l| l.split_whitespace().nth(2) == Some("preemption")), "the audit is shown: {said}");
+    assert_eq!(lab.runs(), before, "nothing merged");
 }
 
 /// A cut image and a package apt does not know: one line naming them, exit 2, store as it was.

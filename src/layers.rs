@@ -215,7 +215,7 @@ const WINGS: &[(&str, &[&str], &[&str])] = &[
     ("analysis", &["evt", "analyze"], &["data", "host", "base"]),
     (
         "measuring",
-        &["probe", "instrument", "recorder", "runner", "config", "load", "net", "sysbench"],
+        &["probe", "instrument", "recorder", "runner", "config", "load", "net", "sysbench", "watch"],
         &["analysis", "data", "host", "base"],
     ),
     // The report reads stored runs and what `app` tells it of the probes and operations.

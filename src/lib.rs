@@ -39,3 +39,4 @@ pub mod timefmt;
 pub mod trace;
 pub mod units;
 pub mod vm;
+pub mod watch;

@@ -1,0 +1,240 @@
+//! Each watched thread's account, from the programs' events in time order: every wake-up to
+//! switched-in latency (what `perf sched timehist` calls the scheduling delay), its time on the
+//! CPU, its switches in and its migrations. A thread the application starts while watched is
+//! followed from its first wake-up.
+
+use std::collections::BTreeMap;
+
+use crate::stats::Stats;
+use crate::trace::ftrace::parse;
+use crate::trace::stream::Lines;
+
+/// The events, as the programs number them.
+pub const WAKEUP: u32 = 0;
+pub const WAKEUP_NEW: u32 = 1;
+pub const SWITCH: u32 = 2;
+pub const MIGRATE: u32 = 3;
+
+/// A record's size: five words.
+pub const RECORD: usize = 40;
+
+/// One event of a watched thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub ts: u64,
+    /// The CPU it happened on (a switch's), or for a migration the CPU the thread goes to.
+    pub cpu: u32,
+    pub kind: u32,
+    /// The woken, switched-in or migrated thread, and its kernel priority (0–99 real-time,
+    /// 100–139 the others).
+    pub pid: u32,
+    pub prio: u32,
+    /// A switch's thread switched out, and its state then (0: still runnable, preempted).
+    pub prev: u32,
+    pub prev_state: u32,
+    /// Whether `pid`, and a switch's `prev`, is a thread of the watched processes.
+    pub watched: bool,
+    pub prev_watched: bool,
+}
+
+impl Event {
+    /// A record as the programs write it: (time), (CPU, kind), (pid, prio), (prev or the
+    /// migration's CPU, prev's state), (pid watched, prev watched).
+    pub fn from(rec: &[u8]) -> Option<Event> {
+        let half = |i: usize| rec.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let ts = u64::from(half(0)?) | u64::from(half(1)?) << 32;
+        let (kind, other) = (half(3)?, half(6)?);
+        let cpu = if kind == MIGRATE { other } else { half(2)? };
+        Some(Event {
+            ts,
+            cpu,
+            kind,
+            pid: half(4)?,
+            prio: half(5)?,
+            prev: other,
+            prev_state: half(7)?,
+            watched: half(8)? != 0,
+            prev_watched: half(9)? != 0,
+        })
+    }
+}
+
+/// One watched thread's account.
+#[derive(Clone, Debug, Default)]
+pub struct Account {
+    /// Wake-up to switched in, ns.
+    pub latencies: Stats,
+    /// The largest of them and when it ended.
+    pub worst: Option<(u64, u64)>,
+    pub runtime_ns: u64,
+    pub switches_in: u64,
+    pub migrations: u64,
+    /// Its kernel priority when last seen.
+    pub prio: Option<u32>,
+    pub last_cpu: Option<u32>,
+    woken_at: Option<u64>,
+    running_since: Option<u64>,
+}
+
+/// The accounts of every thread seen.
+#[derive(Debug, Default)]
+pub struct Followed {
+    pub threads: BTreeMap<u32, Account>,
+    /// Records read, and lost because the buffer was full.
+    pub records: u64,
+    pub lost_events: u64,
+    read_to: u64,
+}
+
+/// Fed by the BPF programs, or by an ftrace instance's sched events: those lines name no
+/// process, so there only the threads given an account first ([`Followed::of`]) are followed.
+impl Lines for Followed {
+    fn line(&mut self, l: &str) {
+        let Some(e) = parse::line(l) else { return };
+        let number = |key| parse::field(e.detail, key).and_then(|v| v.parse::<u32>().ok());
+        let known = |pid: Option<u32>| pid.is_some_and(|p| self.threads.contains_key(&p));
+        let kind = match e.name {
+            "sched_wakeup" => WAKEUP,
+            "sched_wakeup_new" => WAKEUP_NEW,
+            "sched_switch" => SWITCH,
+            "sched_migrate_task" => MIGRATE,
+            _ => return,
+        };
+        let (pid, prev) = match kind {
+            SWITCH => (number("next_pid"), number("prev_pid")),
+            _ => (number("pid"), None),
+        };
+        let cpu = if kind == MIGRATE { number("dest_cpu") } else { Some(e.cpu) };
+        // A switched-out thread still runnable ("R", "R+") was preempted.
+        let preempted = parse::field(e.detail, "prev_state").is_some_and(|s| s.starts_with('R'));
+        let event = Event {
+            ts: e.ts_ns,
+            cpu: cpu.unwrap_or(e.cpu),
+            kind,
+            pid: pid.unwrap_or(0),
+            prio: number(if kind == SWITCH { "next_prio" } else { "prio" }).unwrap_or(0),
+            prev: prev.unwrap_or(0),
+            prev_state: u32::from(!preempted),
+            watched: known(pid),
+            prev_watched: known(prev),
+        };
+        self.take(&event);
+    }
+
+    fn caught_up(&mut self, ns: u64) {
+        self.read_to = self.read_to.max(ns);
+    }
+
+    fn read_to(&self) -> u64 {
+        self.read_to
+    }
+}
+
+impl Followed {
+    /// Accounts for `tids` from the start (the ones an ftrace instance's lines can follow).
+    pub fn of(tids: &[u32]) -> Followed {
+        Followed { threads: tids.iter().map(|&t| (t, Account::default())).collect(), ..Followed::default() }
+    }
+
+    /// Takes one event, in time order.
+    pub fn take(&mut self, e: &Event) {
+        match e.kind {
+            WAKEUP | WAKEUP_NEW if e.watched => {
+                let a = self.threads.entry(e.pid).or_default();
+                // A wake-up of a thread on its CPU, or one already woken, starts no wait.
+                if a.running_since.is_none() && a.woken_at.is_none() {
+                    a.woken_at = Some(e.ts);
+                }
+                a.prio = Some(e.prio);
+            }
+            SWITCH => {
+                if e.prev_watched {
+                    let a = self.threads.entry(e.prev).or_default();
+                    if let Some(since) = a.running_since.take() {
+                        a.runtime_ns += e.ts.saturating_sub(since);
+                    }
+                }
+                if e.watched {
+                    let a = self.threads.entry(e.pid).or_default();
+                    if let Some(woken) = a.woken_at.take() {
+                        let waited = e.ts.saturating_sub(woken);
+                        a.latencies.record(waited);
+                        if a.worst.is_none_or(|(w, _)| waited > w) {
+                            a.worst = Some((waited, e.ts));
+                        }
+                    }
+                    a.running_since = Some(e.ts);
+                    a.switches_in += 1;
+                    a.last_cpu = Some(e.cpu);
+                    a.prio = Some(e.prio);
+                }
+            }
+            MIGRATE if e.watched => {
+                let a = self.threads.entry(e.pid).or_default();
+                a.migrations += 1;
+                a.last_cpu = Some(e.cpu);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(ts: u64, kind: u32, pid: u32, prev: u32) -> Event {
+        Event { ts, cpu: 1, kind, pid, prio: 19, prev, prev_state: 1, watched: pid == 7, prev_watched: prev == 7 }
+    }
+
+    #[test]
+    fn a_wake_up_is_timed_to_its_switch_in_and_the_run_to_its_switch_out() {
+        let mut f = Followed::default();
+        for e in [
+            ev(1_000, WAKEUP, 7, 0),
+            ev(1_500, WAKEUP, 7, 0), // woken again before it ran: the first wake-up counts
+            ev(4_000, SWITCH, 7, 3), // in: waited 3 µs
+            ev(4_100, WAKEUP, 7, 0), // woken while on its CPU: no wait
+            ev(9_000, SWITCH, 3, 7), // out: ran 5 µs
+            ev(10_000, MIGRATE, 7, 0),
+            ev(20_000, WAKEUP, 7, 0),
+            ev(21_000, SWITCH, 7, 3), // in: waited 1 µs
+            ev(22_000, WAKEUP, 8, 0), // another process's thread
+        ] {
+            f.take(&e);
+        }
+        let a = &f.threads[&7];
+        assert_eq!(a.latencies.count, 2);
+        assert_eq!((a.latencies.min, a.latencies.max), (1_000, 3_000));
+        assert_eq!(a.worst, Some((3_000, 4_000)));
+        assert_eq!((a.runtime_ns, a.switches_in, a.migrations), (5_000, 2, 1));
+        assert_eq!(f.threads.keys().collect::<Vec<_>>(), [&7], "only watched threads have accounts");
+    }
+
+    #[test]
+    fn an_ftrace_instance_s_lines_are_the_same_events_for_the_threads_known() {
+        let mut f = Followed::of(&[7]);
+        for l in [
+            "  app-7  [001] d..2.  100.000001: sched_wakeup: comm=app pid=7 prio=19 target_cpu=001",
+            "  other-9 [001] d..2. 100.000004: sched_switch: prev_comm=other prev_pid=9 prev_prio=120 prev_state=R+ ==> next_comm=app next_pid=7 next_prio=19",
+            "  app-7  [001] d..2.  100.000010: sched_switch: prev_comm=app prev_pid=7 prev_prio=19 prev_state=S ==> next_comm=other next_pid=9 next_prio=120",
+            "  x-8    [000] d..2.  100.000020: sched_wakeup: comm=x pid=8 prio=120 target_cpu=000",
+        ] {
+            f.line(l);
+        }
+        let a = &f.threads[&7];
+        assert_eq!((a.latencies.count, a.latencies.max), (1, 3_000));
+        assert_eq!((a.runtime_ns, a.prio), (6_000, Some(19)));
+        assert_eq!(f.threads.len(), 1, "a thread not known from the start is not followed there");
+    }
+
+    #[test]
+    fn a_record_reads_as_the_programs_write_it() {
+        let words: [u32; 10] = [0x9abc_def0, 0x1234, 3, SWITCH, 42, 120, 41, 0, 1, 0];
+        let rec: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let e = Event::from(&rec).unwrap();
+        assert_eq!((e.ts, e.cpu, e.kind, e.pid, e.prio, e.prev), (0x1234_9abc_def0, 3, SWITCH, 42, 120, 41));
+        assert!(e.watched && !e.prev_watched);
+        assert_eq!(Event::from(&rec[..36]), None, "a cut record is none");
+    }
+}

@@ -1,0 +1,230 @@
+/* A real-time demonstration application for `rtbench watch`: periodic SCHED_FIFO threads done
+ * right (memory locked and prefaulted, absolute clock_nanosleep, pinned, priority-inheriting
+ * locks), and one switch per mistake that costs a real-time thread its latency.
+ *
+ *   rtdemo [-D SECONDS] [-p PERIOD_US] [-c CPU] [MISTAKE…]
+ *
+ * MISTAKE: fault (touches fresh memory every period), sleep (relative nanosleep instead of an
+ * absolute clock_nanosleep), block (a blocking read on a pipe), inversion (waits on a lock
+ * without priority inheritance held by a lower-priority thread, a middle one hogging the CPU),
+ * migrate (no affinity: pinned-looking yet moved between CPUs), throttle (spins past the RT
+ * runtime), share (two FIFO threads of one priority on one CPU).
+ *
+ * Prints "ready PID", then each thread it starts prints "thread TID NAME FIFO PRIO"; it ends by
+ * itself after -D seconds. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int fault, slp, block, inversion, migrate, throttle, share;
+static int period_us = 1000, cpu = 0;
+static double duration = 5;
+static struct timespec end_at;
+static pthread_mutex_t plain_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pi_lock;
+static int pipe_fds[2];
+
+struct spec {
+    const char *name;
+    int prio;
+    void *(*body)(void *);
+};
+
+/* Each thread names itself and says its id (as the kernel and rtbench name it) first. */
+static void announce(void *arg)
+{
+    const struct spec *s = arg;
+    pthread_setname_np(pthread_self(), s->name);
+    printf("thread %ld %s FIFO %d\n", (long)syscall(SYS_gettid), s->name, s->prio);
+    fflush(stdout);
+}
+
+static int over(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > end_at.tv_sec || (now.tv_sec == end_at.tv_sec && now.tv_nsec >= end_at.tv_nsec);
+}
+
+static void advance(struct timespec *t, long ns)
+{
+    t->tv_nsec += ns;
+    while (t->tv_nsec >= 1000000000L) {
+        t->tv_nsec -= 1000000000L;
+        t->tv_sec++;
+    }
+}
+
+static void spin_us(long us)
+{
+    struct timespec from, now;
+    clock_gettime(CLOCK_MONOTONIC, &from);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    while ((now.tv_sec - from.tv_sec) * 1000000L + (now.tv_nsec - from.tv_nsec) / 1000 < us);
+}
+
+/* The periodic real-time thread: wakes every period, works a little, sleeps again. */
+static void *periodic(void *arg)
+{
+    announce(arg);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    long page = sysconf(_SC_PAGESIZE);
+    while (!over()) {
+        advance(&next, period_us * 1000L);
+        if (slp) {
+            struct timespec rel = {0, period_us * 1000L};
+            nanosleep(&rel, NULL);
+        } else {
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+        }
+        if (fault) {
+            /* Fresh pages, never locked: each touch a page fault. */
+            char *fresh = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (fresh != MAP_FAILED) {
+                for (int i = 0; i < 4; i++)
+                    fresh[i * page] = 1;
+                munmap(fresh, 4 * page);
+            }
+        }
+        if (block) {
+            char c;
+            if (read(pipe_fds[0], &c, 1) <= 0)
+                block = 0;
+        }
+        pthread_mutex_lock(inversion ? &plain_lock : &pi_lock);
+        spin_us(20);
+        pthread_mutex_unlock(inversion ? &plain_lock : &pi_lock);
+        if (throttle)
+            spin_us(period_us * 2);
+    }
+    return NULL;
+}
+
+/* Feeds the blocking reader once a period. */
+static void *feeder(void *arg)
+{
+    announce(arg);
+    while (!over()) {
+        usleep(period_us);
+        if (write(pipe_fds[1], "x", 1) < 0)
+            break;
+    }
+    close(pipe_fds[1]); /* the reader sees the end instead of waiting for ever */
+    return NULL;
+}
+
+/* The low-priority holder of the plain lock (inversion). */
+static void *holder(void *arg)
+{
+    announce(arg);
+    while (!over()) {
+        pthread_mutex_lock(&plain_lock);
+        spin_us(300);
+        pthread_mutex_unlock(&plain_lock);
+        usleep(period_us);
+    }
+    return NULL;
+}
+
+/* The middle-priority hog that keeps the holder off the CPU (inversion). */
+static void *hog(void *arg)
+{
+    announce(arg);
+    while (!over()) {
+        spin_us(2000);
+        usleep(500);
+    }
+    return NULL;
+}
+
+static pthread_t start(const struct spec *s, int pinned)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+    struct sched_param sp = {.sched_priority = s->prio};
+    pthread_attr_setschedparam(&attr, &sp);
+    if (pinned) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    }
+    pthread_t t;
+    int e = pthread_create(&t, &attr, s->body, (void *)s);
+    if (e) {
+        fprintf(stderr, "rtdemo: %s: %s\n", s->name, strerror(e));
+        exit(1);
+    }
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-D") && i + 1 < argc)
+            duration = atof(argv[++i]);
+        else if (!strcmp(a, "-p") && i + 1 < argc)
+            period_us = atoi(argv[++i]);
+        else if (!strcmp(a, "-c") && i + 1 < argc)
+            cpu = atoi(argv[++i]);
+        else if (!strcmp(a, "fault")) fault = 1;
+        else if (!strcmp(a, "sleep")) slp = 1;
+        else if (!strcmp(a, "block")) block = 1;
+        else if (!strcmp(a, "inversion")) inversion = 1;
+        else if (!strcmp(a, "migrate")) migrate = 1;
+        else if (!strcmp(a, "throttle")) throttle = 1;
+        else if (!strcmp(a, "share")) share = 1;
+        else {
+            fprintf(stderr, "rtdemo: unknown argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (duration <= 0 || duration > 3600 || period_us < 100) {
+        fprintf(stderr, "rtdemo: -D 0-3600 s, -p at least 100 us\n");
+        return 2;
+    }
+    if (!fault && mlockall(MCL_CURRENT | MCL_FUTURE)) {
+        perror("rtdemo: mlockall");
+        return 1;
+    }
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&pi_lock, &ma);
+    if (pipe(pipe_fds)) {
+        perror("rtdemo: pipe");
+        return 1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &end_at);
+    advance(&end_at, (long)(duration * 1e9));
+    struct spec specs[] = {
+        {"rt-periodic", 80, periodic},
+        {"rt-twin", 80, periodic},
+        {"pipe-feeder", 10, feeder},
+        {"lock-holder", 10, holder},
+        {"cpu-hog", 50, hog},
+    };
+    pthread_t threads[5];
+    int started[5] = {1, share, block, inversion, inversion};
+    printf("ready %d\n", getpid());
+    for (int i = 0; i < 5; i++)
+        if (started[i])
+            threads[i] = start(&specs[i], i != 0 || !migrate);
+    fflush(stdout);
+    for (int i = 0; i < 5; i++)
+        if (started[i])
+            pthread_join(threads[i], NULL);
+    return 0;
+}

@@ -110,9 +110,9 @@ fn download(package: &str, cache: &Path) -> Result<PathBuf> {
 }
 
 /// `package` as apt names it: Debian's kernel packages end in their architecture or flavour
-/// (linux-image-rt-arm64, linux-image-rt-armmp), and one for another architecture than rtbench's is asked for with it
-/// (`linux-image-rt-arm64:arm64`; apt knows it once dpkg has that architecture:
-/// scripts/setup-arm.sh).
+/// (linux-image-rt-arm64, linux-image-rt-armmp), and one for another architecture than
+/// rtbench's is asked for with it (`linux-image-rt-arm64:arm64`; apt knows it once dpkg has
+/// that architecture: scripts/setup-arm.sh).
 fn qualified(package: &str) -> String {
     let foreign = Arch::ALL
         .into_iter()

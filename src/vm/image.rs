@@ -3,9 +3,9 @@
 //! vmlinuz, uncompressed) has its magic in its header, its release in the kernel's banner, and
 //! its length in the EFI stub's PE section table; a 32-bit ARM `zImage` (Debian's armmp
 //! vmlinuz) has its magic and length in its header and its banner compressed, so its release is
-//! the one its file is named after (`vmlinuz-RELEASE`). A truncated image still has a whole header,
-//! and would only be found out by a guest that never boots; the length catches it before any
-//! boot.
+//! the one its file is named after (`vmlinuz-RELEASE`). A truncated image still has a whole
+//! header, and would only be found out by a guest that never boots; the length catches it
+//! before any boot.
 
 use std::path::Path;
 
@@ -143,7 +143,9 @@ fn parse(bytes: &[u8]) -> Result<Image, String> {
 /// when `bytes` is no zImage.
 fn zimage_length(bytes: &[u8]) -> Option<usize> {
     let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-    (u32_at(ZIMAGE_MAGIC)? == ZIMAGE_MAGIC_VALUE).then_some(())?;
+    if u32_at(ZIMAGE_MAGIC)? != ZIMAGE_MAGIC_VALUE {
+        return None;
+    }
     Some(u32_at(ZIMAGE_MAGIC + 8)?.wrapping_sub(u32_at(ZIMAGE_MAGIC + 4)?) as usize)
 }
 

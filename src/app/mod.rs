@@ -12,6 +12,7 @@ mod sysbench;
 pub mod task;
 #[cfg(test)]
 mod tests;
+mod watch;
 mod wcet;
 
 use std::io::Write;
@@ -101,6 +102,7 @@ pub fn run(cmd: Task) -> Result<i32> {
         Task::Sysbench(a) => sysbench::run(a),
         Task::Monitor(a) => monitor::run(a),
         Task::Kernels(a) => kernels::run(a),
+        Task::Watch(a) => watch::run(a),
         Task::Resume(a) => resume::run(a),
         Task::Show(a) => show_run(a),
         Task::Export(a) => export_run(a),

@@ -278,6 +278,17 @@ pub struct LoadChild {
 /// What the command line asks for, checked: the one thing `app` runs.
 // Built once per process.
 #[allow(clippy::large_enum_variant)]
+/// `rtbench watch`: the application's threads followed for `duration`.
+#[derive(Debug)]
+pub struct WatchConfig {
+    pub target: crate::watch::target::Target,
+    pub duration: std::time::Duration,
+    /// The threads that are not real-time measured too.
+    pub all: bool,
+    pub label: String,
+    pub db: std::path::PathBuf,
+}
+
 pub enum Task {
     Probe(ProbeTask),
     Study(StudyConfig),
@@ -296,6 +307,7 @@ pub enum Task {
     Sysbench(SysbenchConfig),
     Monitor(MonitorConfig),
     Kernels(KernelsConfig),
+    Watch(WatchConfig),
     Resume(super::ResumeConfig),
     /// `rtbench completions SHELL`: the script, to print.
     Completions(String),

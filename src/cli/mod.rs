@@ -7,6 +7,7 @@ mod monitor;
 mod probes;
 mod sysbench;
 mod validate;
+mod watch;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -71,6 +72,9 @@ pub enum Command {
     /// Watch latency continuously at low cost: timer windows stored as runs, Prometheus
     /// metrics at /metrics (runs until SIGTERM or Ctrl-C)
     Monitor(MonitorArgs),
+    /// Watch your own application: each real-time thread's wake-up to run latency, run time
+    /// and migrations, measured from the scheduler's events without changing it
+    Watch(watch::WatchArgs),
     /// Print the completion script of a shell
     ///
     /// e.g. `rtbench completions bash > /etc/bash_completion.d/rtbench`, or

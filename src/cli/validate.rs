@@ -71,6 +71,7 @@ pub fn validate(invocation: Invocation) -> Result<Task> {
             Task::Resume(ResumeConfig { run: a.run, duration: a.duration, quiet: a.quiet, db: db(a.db), peer: a.peer })
         }
         Command::Kernels(a) => Task::Kernels(a.config()?),
+        Command::Watch(a) => Task::Watch(a.config()?),
         Command::Completions { shell } => Task::Completions(super::docs::completions(shell)),
         Command::Man { dir } => Task::Man(super::docs::man_pages(dir)?),
         Command::LoadSupervisor { dir, deadline_s, spec } => {

@@ -43,7 +43,7 @@ pub use params::{
 pub use probe_params::{
     Absent, DeadlineParams, GtodParams, IpcParams, IpcVia, MigrateParams, NoiseParams, PiParams, PingpongParams,
     ProbeParams, ResponseParams, RoundTripsApart, SyntheticParams, ThreadNoise, ThreadRoundTrips, TimerParams,
-    Transport, Warmup,
+    Transport, Warmup, WatchParams,
 };
 pub use run::{Gap, IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use sections::{path as section_path, Sections};

@@ -307,7 +307,7 @@ mod tests {
     /// probe's part reads back as it was written.
     #[test]
     fn every_newer_probe_part_reads_back_beside_the_shared_settings() {
-        use super::super::{IpcParams, IpcVia, MigrateParams, PiParams};
+        use super::super::{IpcParams, IpcVia, MigrateParams, PiParams, WatchParams};
         let shared = r#"{"threads":1,"cpus":[0],"policy":"fifo","priority":95,"mlock":true,"loops":10,"duration_s":null,"envelope_interval_ns":1000000000,"samples_file":null}"#;
         let ipc = ProbeParams::Ipc(IpcParams { via: IpcVia::Sem, interval_us: 1000, distance_us: 500 });
         let migrate = ProbeParams::Migrate(MigrateParams {
@@ -332,7 +332,24 @@ mod tests {
             deadlocks: Some(1),
             first_deadlocks: vec!["deadlock: group 0".into()],
         });
-        for probe in [ipc, migrate, pi] {
+        let watch = ProbeParams::Watch(WatchParams {
+            target: "--comm app".into(),
+            tid: 12,
+            pid: 11,
+            comm: "rt-loop".into(),
+            sched_policy: Some("fifo".into()),
+            sched_priority: Some(80),
+            kernel_priority: Some(19),
+            allowed_cpus: vec![1],
+            runtime_ns: 5_000,
+            switches_in: 3,
+            migrations: 0,
+            worst_at_ns: Some(1_000_000),
+            events: 9,
+            lost_events: 0,
+            source: "BPF (ringbuf)".into(),
+        });
+        for probe in [ipc, migrate, pi, watch] {
             let mut p: MeasuredParams = serde_json::from_str(shared).unwrap();
             p.probe = probe;
             let text = serde_json::to_string(&RunParams::Measured(p.clone())).unwrap();

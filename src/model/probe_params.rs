@@ -33,6 +33,7 @@ pub enum ProbeParams {
     Migrate(MigrateParams),
     Deadline(DeadlineParams),
     Pi(PiParams),
+    Watch(WatchParams),
     /// No probe part at all (a run written by hand): stored as nothing, without a tag.
     #[serde(untagged)]
     Absent(Absent),
@@ -50,7 +51,7 @@ type Read = fn(Value) -> serde_json::Result<ProbeParams>;
 /// Each tag (as the derive writes it) and how its part reads, in the order untagged parts are
 /// tried (the order rtbench always tried them in; a timerlat part without its tag reads as the
 /// timer's, first).
-const TAGS: [(&str, Read); 14] = [
+const TAGS: [(&str, Read); 15] = [
     ("timer", |v| serde_json::from_value(v).map(ProbeParams::Timer)),
     ("timerlat", |v| serde_json::from_value(v).map(ProbeParams::Timerlat)),
     ("gtod", |v| serde_json::from_value(v).map(ProbeParams::Gtod)),
@@ -64,6 +65,7 @@ const TAGS: [(&str, Read); 14] = [
     ("migrate", |v| serde_json::from_value(v).map(ProbeParams::Migrate)),
     ("deadline", |v| serde_json::from_value(v).map(ProbeParams::Deadline)),
     ("pi", |v| serde_json::from_value(v).map(ProbeParams::Pi)),
+    ("watch", |v| serde_json::from_value(v).map(ProbeParams::Watch)),
     // Last: it takes only an empty part.
     ("absent", |v| serde_json::from_value(v).map(ProbeParams::Absent)),
 ];
@@ -213,6 +215,41 @@ pub struct PiParams {
     /// Each deadlock in words, its threads named.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_deadlocks: Vec<String>,
+}
+
+/// One thread of an application `watch` followed, and what it saw of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WatchParams {
+    /// The application as the user named it: `--pid 1234`, `--comm NAME`, `--cgroup PATH`.
+    pub target: String,
+    /// The thread and its process.
+    pub tid: u32,
+    pub pid: u32,
+    pub comm: String,
+    /// Its policy and real-time priority when the watch began (none for a thread it started
+    /// while watched), and the kernel priority last seen (0–99 real-time, 100–139 the others).
+    /// Named apart from the shared `policy` and `priority`, which say how the run measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_priority: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_priority: Option<u32>,
+    /// The CPUs it was allowed when the watch began.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_cpus: Vec<usize>,
+    /// Its time on a CPU, its switches in and its migrations while watched.
+    pub runtime_ns: u64,
+    pub switches_in: u64,
+    pub migrations: u64,
+    /// The worst wake-up latency's end, CLOCK_MONOTONIC ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_at_ns: Option<u64>,
+    /// The scheduler's events read for the whole watch, and those lost to a full buffer.
+    pub events: u64,
+    pub lost_events: u64,
+    /// Where they came from: BPF programs, or an ftrace instance and why.
+    pub source: String,
 }
 
 /// `gtod`'s settings.
@@ -413,6 +450,7 @@ mod tests {
             ProbeParams::Migrate(_) => "migrate",
             ProbeParams::Deadline(_) => "deadline",
             ProbeParams::Pi(_) => "pi",
+            ProbeParams::Watch(_) => "watch",
             ProbeParams::Absent(_) => "absent",
         }
     }

@@ -200,6 +200,12 @@ mod tests {
     #[test]
     fn a_process_is_found_by_its_name_and_a_missing_one_is_an_input_error() {
         let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        // Named by its program once it has run exec, which the spawn does not wait for.
+        let named = || crate::sysinfo::read(&format!("/proc/{}/comm", child.id())).is_some_and(|c| c == "sleep\n");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !named() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let found = threads(&Target::Comm("sleep".into()));
         child.kill().unwrap();
         child.wait().unwrap();

@@ -38,4 +38,5 @@ mod steal;
 mod study;
 mod sysbench;
 mod timerlat;
+mod watch;
 mod wcet;

@@ -1,0 +1,245 @@
+//! `rtbench watch`: the user's application followed from the scheduler's events for a while,
+//! each of its real-time threads stored as a run of its own (probe `watch.COMM`), so `show`,
+//! `report`, `compare` and `--fail-if` read them as any probe's. Nothing of the application is
+//! changed; the threads that are not real-time are listed, and measured only with `--all`.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::app::task::WatchConfig;
+use crate::model::{LoadRecord, Metric, ProbeParams, RunKind, RunParams, ThreadResult, WatchParams};
+use crate::session::{Outcome, Session};
+use crate::store::{Checkpoint, RunHead, RunWriter};
+use crate::watch::follow::{Account, Followed};
+use crate::watch::target::{self, Target, Thread};
+
+/// How often the watch looks whether the watched processes still run.
+const LOOK: Duration = Duration::from_millis(100);
+
+pub fn run(a: WatchConfig) -> Result<i32> {
+    let threads = target::threads(&a.target)?;
+    let named = target_words(&a.target);
+    let mut tgids: Vec<u32> = threads.iter().map(|t| t.tgid).collect();
+    tgids.sort_unstable();
+    tgids.dedup();
+    list(&threads, a.all);
+    let mut store = super::writable_store(&a.db)?;
+    let session = Session::start()?;
+    let on = housekeeping(&threads);
+    let (reader, source) = crate::watch::bpf::start("rtbench-watch", &tgids, &on)
+        .map_err(|why| crate::invalid!("watch follows the scheduler with BPF, which cannot run here: {why}"))?;
+    let started = Instant::now();
+    // Ended: gone, or a zombie its parent has not yet reaped.
+    let ended = |pid: &u32| crate::sysinfo::stat_field(*pid, 0).is_none_or(|state| state == "Z");
+    let gone = || tgids.iter().all(ended);
+    let outcome = session.wait(started, Some(a.duration), LOOK, gone, || Ok(()))?;
+    let state = reader.state();
+    // Dropped, the reader takes what is left and the programs go.
+    drop(reader);
+    let followed = crate::trace::stream::lock(&state);
+    let watched = Watched { config: &a, named: &named, source: &format!("BPF ({source})"), threads: &threads };
+    let ids = store_runs(&mut store, &watched, &followed, outcome)?;
+    print_accounts(&watched, &followed, &ids);
+    if let Outcome::Interrupted(_) = outcome {
+        eprintln!("rtbench: watch interrupted after {:.1} s; what it saw is kept", started.elapsed().as_secs_f64());
+    }
+    Ok(outcome.exit_code())
+}
+
+/// The CPUs none of the real-time threads may run on, where the watch reads its events (all of
+/// them when there are none such: then the reader runs where the scheduler puts it); said.
+fn housekeeping(threads: &[Thread]) -> Vec<usize> {
+    let theirs: Vec<usize> = threads.iter().filter(|t| t.policy.real_time()).flat_map(|t| t.cpus.clone()).collect();
+    let free: Vec<usize> = crate::sysinfo::online_cpus().into_iter().filter(|c| !theirs.contains(c)).collect();
+    match free.is_empty() {
+        true => println!("the watch reads its events on any CPU (its real-time threads may run on every one)"),
+        false => println!("the watch reads its events on CPUs {}", crate::units::format_cpu_list(&free)),
+    }
+    free
+}
+
+/// What one watch was of.
+struct Watched<'a> {
+    config: &'a WatchConfig,
+    named: &'a str,
+    source: &'a str,
+    /// The threads when it began.
+    threads: &'a [Thread],
+}
+
+impl Watched<'_> {
+    /// Whether the thread `tid` with `account` is measured: real-time when the watch began (or,
+    /// started while watched, at a real-time kernel priority), or any with `--all`.
+    fn measured(&self, tid: u32, account: &Account) -> bool {
+        let real_time = match self.threads.iter().find(|t| t.tid == tid) {
+            Some(t) => t.policy.real_time(),
+            None => account.prio.is_some_and(|p| p < 100),
+        };
+        self.config.all || real_time
+    }
+}
+
+fn target_words(target: &Target) -> String {
+    match target {
+        Target::Pid(pid) => format!("--pid {pid}"),
+        Target::Comm(name) => format!("--comm {name}"),
+        Target::Cgroup(dir) => format!("--cgroup {}", dir.display()),
+    }
+}
+
+/// The threads found, and which are measured.
+fn list(threads: &[Thread], all: bool) {
+    println!("{:>8} {:>8} {:<16} {:<10} CPUs", "process", "thread", "name", "policy");
+    for t in threads {
+        let policy = match t.policy.real_time() {
+            true => format!("{}/{}", t.policy.name(), t.priority),
+            false => t.policy.name().to_string(),
+        };
+        let cpus = crate::units::format_cpu_list(&t.cpus);
+        let listed = if t.policy.real_time() || all { "" } else { "  (listed: not real-time; --all measures it)" };
+        println!("{:>8} {:>8} {:<16} {:<10} {cpus}{listed}", t.tgid, t.tid, t.comm, policy);
+    }
+}
+
+/// One run per measured thread, its probe `watch.COMM` (a second thread of one name
+/// `watch.COMM.2`, in the order of their ids); the run ids, by thread.
+fn store_runs(
+    store: &mut crate::store::Store,
+    w: &Watched,
+    followed: &Followed,
+    outcome: Outcome,
+) -> Result<Vec<(u32, i64)>> {
+    let system = crate::sysinfo::snapshot();
+    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut names: Vec<String> = Vec::new();
+    let mut ids = Vec::new();
+    for (&tid, account) in followed.threads.iter().filter(|(&tid, a)| w.measured(tid, a)) {
+        let known = w.threads.iter().find(|t| t.tid == tid);
+        let comm = known.map(|t| t.comm.clone()).or_else(|| comm_now(tid)).unwrap_or_else(|| format!("tid-{tid}"));
+        let mut probe = format!("watch.{comm}");
+        let same = names.iter().filter(|n| **n == probe).count();
+        names.push(probe.clone());
+        if same > 0 {
+            probe = format!("{probe}.{}", same + 1);
+        }
+        let own = WatchParams {
+            target: w.named.to_string(),
+            tid,
+            pid: known.map(|t| t.tgid).or_else(|| tgid_now(tid)).unwrap_or(0),
+            comm,
+            sched_policy: known.map(|t| t.policy.name().to_string()),
+            sched_priority: known.map(|t| t.priority),
+            kernel_priority: account.prio,
+            allowed_cpus: known.map(|t| t.cpus.clone()).unwrap_or_default(),
+            runtime_ns: account.runtime_ns,
+            switches_in: account.switches_in,
+            migrations: account.migrations,
+            worst_at_ns: account.worst.map(|(_, at)| at),
+            events: followed.records,
+            lost_events: followed.lost_events,
+            source: w.source.to_string(),
+        };
+        let head = head(w, &probe, own, &system, &command_line);
+        let result = ThreadResult { thread: 0, cpu: account.last_cpu, stats: account.latencies.clone(), irq: None };
+        let mut writer = RunWriter::begin(store, head)?;
+        writer.checkpoint(&Checkpoint::only(&[result]))?;
+        ids.push((tid, writer.finish(outcome.status(), &[])?));
+    }
+    Ok(ids)
+}
+
+fn head(w: &Watched, probe: &str, own: WatchParams, system: &crate::model::SystemSnapshot, line: &str) -> RunHead {
+    use crate::model::Policy;
+    // How the thread ran, as the application set it (a thread started while watched: unknown).
+    let policy = match own.sched_policy.as_deref() {
+        Some("fifo") => Policy::Fifo,
+        Some("rr") => Policy::RoundRobin,
+        Some("deadline") => Policy::Deadline,
+        _ => Policy::Other,
+    };
+    let priority = own.sched_priority.unwrap_or(0) as i32;
+    let ran = vec![crate::model::ThreadRan { thread: 0, policy, priority, timer_slack_ns: None }];
+    let params = crate::model::MeasuredParams {
+        threads: 1,
+        // Its pin, when the application pinned it to one CPU.
+        cpus: vec![match own.allowed_cpus[..] {
+            [one] => Some(one),
+            _ => None,
+        }],
+        policy,
+        priority,
+        mlock: false,
+        loops: None,
+        duration_s: Some(w.config.duration.as_secs_f64()),
+        envelope_interval_ns: 1_000_000_000,
+        samples_file: None,
+        ran,
+        lacked: Vec::new(),
+        shield: None,
+        collector: None,
+        breach: None,
+        split: None,
+        classify: None,
+        instruments: Default::default(),
+        load_flags: None,
+        probe: ProbeParams::Watch(own),
+    };
+    RunHead {
+        label: w.config.label.clone(),
+        probe: probe.to_string(),
+        kind: RunKind::Probe,
+        metric: Metric::LATENCY,
+        params: RunParams::Measured(params),
+        load: LoadRecord::named("application"),
+        command_line: line.to_string(),
+        rt_priority: policy != Policy::Other,
+        warnings: Vec::new(),
+        system: system.clone(),
+        envelope_ns: 1_000_000_000,
+    }
+}
+
+fn comm_now(tid: u32) -> Option<String> {
+    crate::sysinfo::read(&format!("/proc/{tid}/comm")).map(|c| c.trim_end().to_string())
+}
+
+fn tgid_now(tid: u32) -> Option<u32> {
+    let status = crate::sysinfo::read(&format!("/proc/{tid}/status"))?;
+    status.lines().find_map(|l| l.strip_prefix("Tgid:"))?.trim().parse().ok()
+}
+
+/// Each measured thread's wake-up latencies, as a probe's summary shows its threads.
+fn print_accounts(w: &Watched, followed: &Followed, ids: &[(u32, i64)]) {
+    println!(
+        "\n{:>8} {:<16} {:>8} {:>10} {:>10} {:>10} {:>12} {:>6}  (wake-up to run, µs)",
+        "thread", "name", "wakeups", "p50", "p99", "max", "runtime ms", "moved"
+    );
+    let us = |ns: u64| ns as f64 / 1000.0;
+    for (tid, id) in ids {
+        let a = &followed.threads[tid];
+        let name = w.threads.iter().find(|t| t.tid == *tid).map_or_else(|| format!("tid-{tid}"), |t| t.comm.clone());
+        let s = &a.latencies;
+        let (p50, p99) = (s.percentile(0.5), s.percentile(0.99));
+        println!(
+            "{tid:>8} {name:<16} {:>8} {:>10.3} {:>10.3} {:>10.3} {:>12.1} {:>6}  run {id}",
+            s.count,
+            us(p50),
+            us(p99),
+            us(s.max),
+            a.runtime_ns as f64 / 1e6,
+            a.migrations
+        );
+    }
+    let stored = |tid: u32| ids.iter().any(|(t, _)| *t == tid);
+    let listed = w.threads.iter().filter(|t| !stored(t.tid) && !t.policy.real_time() && !w.config.all).count();
+    let quiet = w.threads.iter().filter(|t| !stored(t.tid)).count() - listed;
+    println!(
+        "{} threads stored as runs, {quiet} without a wake-up while watched, {listed} not real-time (listed only); \
+         {} scheduler events, {} lost; from {}",
+        ids.len(),
+        followed.records,
+        followed.lost_events,
+        w.source
+    );
+}

@@ -1,0 +1,112 @@
+//! `rtbench watch` on a real application: the demonstration program (tests/apps/rtdemo.c)
+//! built with the machine's C compiler, its real-time threads followed from the scheduler's
+//! events and stored as runs; what names no thread refused.
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::helpers::{assert_rejected, assert_valid_export, Lab};
+use rtbench_testkit::needs;
+
+/// rtdemo built into `lab`, started with `args`, and the ids of the threads it said it
+/// started (name → tid), read from its output.
+fn start_rtdemo(lab: &Lab, args: &[&str], threads: usize) -> (Child, Vec<(String, u32)>) {
+    let bin = lab.path("rtdemo");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/apps/rtdemo.c");
+    let built = Command::new("cc").args(["-O2", "-Wall", "-pthread", "-o"]).arg(&bin).arg(source).status();
+    assert!(built.unwrap().success(), "rtdemo builds");
+    let mut app = Command::new(&bin).args(args).stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(app.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), format!("ready {}", app.id()));
+    let said: Vec<(String, u32)> = (0..threads)
+        .map(|_| {
+            let line = lines.next().unwrap().unwrap();
+            let words: Vec<&str> = line.split_whitespace().collect();
+            (words[2].to_string(), words[1].parse().unwrap())
+        })
+        .collect();
+    (app, said)
+}
+
+#[test]
+fn what_names_no_thread_is_refused_in_one_line() {
+    let lab = Lab::new();
+    assert_rejected(&lab.run(&["watch"]), "--pid");
+    assert_rejected(&lab.run(&["watch", "--pid", "4000000000"]), "watch --pid 4000000000: no such process");
+    assert_rejected(&lab.run(&["watch", "--comm", "no-such-app-x"]), "no process of that name");
+    assert_rejected(&lab.run(&["watch", "--comm", "bin/app"]), "without '/'");
+    assert_rejected(&lab.run(&["watch", "--cgroup", "/no/such/group"]), "not a cgroup v2 directory");
+    assert_rejected(&lab.run(&["watch", "--pid", "1", "--comm", "init"]), "--comm");
+    assert_rejected(&lab.run(&["watch", "--pid", "1", "-D", "0"]), "must be greater than zero");
+    assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "nothing stored");
+}
+
+/// A cgroup without threads is refused, not watched for nothing.
+#[needs(root)]
+#[test]
+fn an_empty_cgroup_is_refused() {
+    let lab = Lab::new();
+    let mount = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let Some(root) = mount.lines().find(|l| l.contains(" - cgroup2 ")).and_then(|l| l.split_whitespace().nth(4)) else {
+        return eprintln!("no cgroup v2 mounted here");
+    };
+    let dir = std::path::Path::new(root).join(format!("rtbench-watch-empty-{}", std::process::id()));
+    std::fs::create_dir(&dir).unwrap();
+    let out = lab.run(&["watch", "--cgroup", dir.to_str().unwrap()]);
+    std::fs::remove_dir(&dir).unwrap();
+    assert_rejected(&out, "it holds no thread");
+}
+
+/// The application's two FIFO threads become two runs, its main thread (not real-time) is
+/// listed only; a Ctrl-C keeps what was seen (runs interrupted); a watch longer than the
+/// application ends with it, its runs complete.
+#[needs(root, btf, native, "cc")]
+#[test]
+fn the_demonstration_application_s_real_time_threads_become_runs() {
+    let lab = Lab::alone();
+    let (mut app, threads) = start_rtdemo(&lab, &["-D", "4", "share"], 2);
+    let pid = app.id().to_string();
+    let mut watch = lab.cmd(&["watch", "--pid", &pid, "-D", "60s"]);
+    let watch = watch.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    interrupt(&watch);
+    let said = watch.wait_with_output().unwrap();
+    assert_eq!(said.status.code(), Some(130), "{}", String::from_utf8_lossy(&said.stdout));
+    assert!(String::from_utf8_lossy(&said.stderr).contains("what it saw is kept"));
+    let interrupted = lab.runs();
+    let interrupted = interrupted.as_array().unwrap();
+    assert_eq!(interrupted.len(), 2, "{interrupted:?}");
+    assert!(interrupted.iter().all(|r| r["status"] == "interrupted"), "{interrupted:?}");
+
+    let started = Instant::now();
+    let said = lab.ok(&["watch", "--pid", &pid, "-D", "60s"]);
+    let took = started.elapsed();
+    assert!(app.wait().unwrap().success());
+    assert!(took < Duration::from_secs(20), "the watch ends with the application: {took:?}");
+    let main = said.lines().find(|l| l.split_whitespace().nth(1) == Some(pid.as_str())).unwrap();
+    assert!(main.contains("listed: not real-time"), "{said}");
+    let runs = lab.runs();
+    let runs: Vec<_> = runs.as_array().unwrap().iter().skip(2).collect();
+    let probes: Vec<&str> = runs.iter().map(|r| r["probe"].as_str().unwrap()).collect();
+    assert_eq!(probes, ["watch.rt-periodic", "watch.rt-twin"], "{said}");
+    for (r, (name, tid)) in runs.iter().zip(&threads) {
+        assert_eq!(r["status"], "complete");
+        let doc = lab.export_json(r["id"].as_i64().unwrap());
+        assert_valid_export(&doc);
+        let params = &doc["run"]["params"];
+        assert_eq!((params["comm"].as_str(), params["tid"].as_u64()), (Some(name.as_str()), Some(u64::from(*tid))));
+        assert_eq!((params["sched_policy"].as_str(), params["sched_priority"].as_u64()), (Some("fifo"), Some(80)));
+        assert_eq!(params["allowed_cpus"], serde_json::json!([0]), "{params}");
+        assert_eq!(params["kernel_priority"], 19, "{params}");
+        assert!(doc["threads"][0]["count"].as_u64() > Some(100), "its wake-ups, timed: {doc}");
+    }
+    let show = lab.ok(&["show", &runs[0]["id"].to_string()]);
+    assert!(show.contains("P:fifo/80"), "{show}");
+}
+
+/// SIGINT to `child`, as a Ctrl-C sends it.
+fn interrupt(child: &Child) {
+    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+}

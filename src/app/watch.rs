@@ -134,6 +134,7 @@ fn store_runs(
             allowed_cpus: known.map(|t| t.cpus.clone()).unwrap_or_default(),
             runtime_ns: account.runtime_ns,
             switches_in: account.switches_in,
+            preemptions: account.preemptions,
             migrations: account.migrations,
             worst_at_ns: account.worst.map(|(_, at)| at),
             events: followed.records,
@@ -212,8 +213,8 @@ fn tgid_now(tid: u32) -> Option<u32> {
 /// Each measured thread's wake-up latencies, as a probe's summary shows its threads.
 fn print_accounts(w: &Watched, followed: &Followed, ids: &[(u32, i64)]) {
     println!(
-        "\n{:>8} {:<16} {:>8} {:>10} {:>10} {:>10} {:>12} {:>6}  (wake-up to run, µs)",
-        "thread", "name", "wakeups", "p50", "p99", "max", "runtime ms", "moved"
+        "\n{:>8} {:<16} {:>8} {:>10} {:>10} {:>10} {:>12} {:>9} {:>6}  (runnable to running, µs)",
+        "thread", "name", "waits", "p50", "p99", "max", "runtime ms", "preempted", "moved"
     );
     let us = |ns: u64| ns as f64 / 1000.0;
     for (tid, id) in ids {
@@ -222,12 +223,13 @@ fn print_accounts(w: &Watched, followed: &Followed, ids: &[(u32, i64)]) {
         let s = &a.latencies;
         let (p50, p99) = (s.percentile(0.5), s.percentile(0.99));
         println!(
-            "{tid:>8} {name:<16} {:>8} {:>10.3} {:>10.3} {:>10.3} {:>12.1} {:>6}  run {id}",
+            "{tid:>8} {name:<16} {:>8} {:>10.3} {:>10.3} {:>10.3} {:>12.1} {:>9} {:>6}  run {id}",
             s.count,
             us(p50),
             us(p99),
             us(s.max),
             a.runtime_ns as f64 / 1e6,
+            a.preemptions,
             a.migrations
         );
     }

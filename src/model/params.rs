@@ -343,6 +343,7 @@ mod tests {
             allowed_cpus: vec![1],
             runtime_ns: 5_000,
             switches_in: 3,
+            preemptions: 1,
             migrations: 0,
             worst_at_ns: Some(1_000_000),
             events: 9,

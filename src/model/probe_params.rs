@@ -238,9 +238,12 @@ pub struct WatchParams {
     /// The CPUs it was allowed when the watch began.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_cpus: Vec<usize>,
-    /// Its time on a CPU, its switches in and its migrations while watched.
+    /// Its time on a CPU, its switches in, the times it was preempted (each wait to run again
+    /// timed as a wake-up's) and its migrations while watched.
     pub runtime_ns: u64,
     pub switches_in: u64,
+    #[serde(default)]
+    pub preemptions: u64,
     pub migrations: u64,
     /// The worst wake-up latency's end, CLOCK_MONOTONIC ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -152,7 +152,8 @@ fn woken(kind: u32, task: Task, watched: &OwnedFd, records: &Records) -> Vec<u64
 }
 
 /// `sched_switch(preempt, prev, next, prev_state)`: when either thread is watched, the switch
-/// with both, and the state `prev` leaves in (Linux 5.18 on has that argument).
+/// with both, and the state `prev` leaves in, 0 when it stays runnable (Linux 5.18 on has that
+/// argument).
 fn switched(task: Task, watched: &OwnedFd, records: &Records) -> Vec<u64> {
     let mut a = Asm::default();
     a.mov(6, 1).op(LDX_DW, 7, 6, 8, 0).op(LDX_DW, 8, 6, 16, 0);
@@ -162,7 +163,11 @@ fn switched(task: Task, watched: &OwnedFd, records: &Records) -> Vec<u64> {
     a.op(LDX_DW, 1, FP, AT + 32, 0).exit_if(1, true, 0);
     stamp(&mut a, SWITCH, task, 8);
     a.read_kernel_n(i32::from(AT + 24), 4, 7, task.pid);
-    a.op(LDX_DW, 1, 6, 24, 0).op(STX_W, FP, 1, AT + 28, 0);
+    // Still runnable when preempted, whatever state it was going into (the tracepoint's "R+").
+    a.op(LDX_DW, 1, 6, 24, 0).op(LDX_DW, 2, 6, 0, 0);
+    let not_preempted = a.jump(JEQ_K, 2, 0, 0);
+    a.mov_k(1, 0).land(not_preempted);
+    a.op(STX_W, FP, 1, AT + 28, 0);
     records.emit(&mut a, AT);
     a.finish()
 }

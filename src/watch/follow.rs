@@ -1,7 +1,8 @@
-//! Each watched thread's account, from the programs' events in time order: every wake-up to
-//! switched-in latency (what `perf sched timehist` calls the scheduling delay), its time on the
-//! CPU, its switches in and its migrations. A thread the application starts while watched is
-//! followed from its first wake-up.
+//! Each watched thread's account, from the programs' events in time order: every wait from
+//! being made runnable to running — woken, or preempted and so still runnable — which is what
+//! `perf sched timehist` calls the scheduling delay and bcc's runqlat the run-queue latency; its
+//! time on the CPU, its switches in, preemptions and migrations. A thread the application
+//! starts while watched is followed from its first wake-up.
 
 use std::collections::BTreeMap;
 
@@ -68,6 +69,8 @@ pub struct Account {
     pub worst: Option<(u64, u64)>,
     pub runtime_ns: u64,
     pub switches_in: u64,
+    /// Switched out still runnable: its wait to run again is timed as a wake-up's.
+    pub preemptions: u64,
     pub migrations: u64,
     /// Its kernel priority when last seen.
     pub prio: Option<u32>,
@@ -153,6 +156,10 @@ impl Followed {
                     if let Some(since) = a.running_since.take() {
                         a.runtime_ns += e.ts.saturating_sub(since);
                     }
+                    if e.prev_state == 0 {
+                        a.preemptions += 1;
+                        a.woken_at = Some(e.ts);
+                    }
                 }
                 if e.watched {
                     let a = self.threads.entry(e.pid).or_default();
@@ -198,16 +205,18 @@ mod tests {
             ev(9_000, SWITCH, 3, 7), // out: ran 5 µs
             ev(10_000, MIGRATE, 7, 0),
             ev(20_000, WAKEUP, 7, 0),
-            ev(21_000, SWITCH, 7, 3), // in: waited 1 µs
-            ev(22_000, WAKEUP, 8, 0), // another process's thread
+            ev(21_000, SWITCH, 7, 3),                            // in: waited 1 µs
+            ev(22_000, WAKEUP, 8, 0),                            // another process's thread
+            Event { prev_state: 0, ..ev(23_000, SWITCH, 3, 7) }, // preempted after 2 µs
+            ev(25_500, SWITCH, 7, 3),                            // back in: waited 2.5 µs
         ] {
             f.take(&e);
         }
         let a = &f.threads[&7];
-        assert_eq!(a.latencies.count, 2);
+        assert_eq!(a.latencies.count, 3);
         assert_eq!((a.latencies.min, a.latencies.max), (1_000, 3_000));
         assert_eq!(a.worst, Some((3_000, 4_000)));
-        assert_eq!((a.runtime_ns, a.switches_in, a.migrations), (5_000, 2, 1));
+        assert_eq!((a.runtime_ns, a.switches_in, a.preemptions, a.migrations), (7_000, 3, 1, 1));
         assert_eq!(f.threads.keys().collect::<Vec<_>>(), [&7], "only watched threads have accounts");
     }
 
@@ -224,7 +233,7 @@ mod tests {
         }
         let a = &f.threads[&7];
         assert_eq!((a.latencies.count, a.latencies.max), (1, 3_000));
-        assert_eq!((a.runtime_ns, a.prio), (6_000, Some(19)));
+        assert_eq!((a.runtime_ns, a.prio, a.preemptions), (6_000, Some(19), 0));
         assert_eq!(f.threads.len(), 1, "a thread not known from the start is not followed there");
     }
 

@@ -12,6 +12,7 @@ use crate::model::{LoadRecord, Metric, ProbeParams, RunKind, RunParams, ThreadRe
 use crate::session::{Outcome, Session};
 use crate::store::{Checkpoint, RunHead, RunWriter};
 use crate::watch::follow::{Account, Followed};
+use crate::watch::mistakes::{self, Faults, Finding};
 use crate::watch::target::{self, Target, Thread};
 
 /// How often the watch looks whether the watched processes still run.
@@ -30,17 +31,31 @@ pub fn run(a: WatchConfig) -> Result<i32> {
     let (reader, source) = crate::watch::bpf::start("rtbench-watch", &tgids, &on)
         .map_err(|why| crate::invalid!("watch follows the scheduler with BPF, which cannot run here: {why}"))?;
     let started = Instant::now();
+    let mut faults = Faults::default();
+    faults.read(&threads);
     // Ended: gone, or a zombie its parent has not yet reaped.
     let ended = |pid: &u32| crate::sysinfo::stat_field(*pid, 0).is_none_or(|state| state == "Z");
     let gone = || tgids.iter().all(ended);
-    let outcome = session.wait(started, Some(a.duration), LOOK, gone, || Ok(()))?;
+    let outcome = session.wait(started, Some(a.duration), LOOK, gone, || {
+        faults.read(&threads);
+        Ok(())
+    })?;
+    faults.read(&threads);
     let state = reader.state();
     // Dropped, the reader takes what is left and the programs go.
     drop(reader);
     let followed = crate::trace::stream::lock(&state);
-    let watched = Watched { config: &a, named: &named, source: &format!("BPF ({source})"), threads: &threads };
+    let findings = mistakes::find(&threads, &followed, &faults);
+    let watched = Watched {
+        config: &a,
+        named: &named,
+        source: &format!("BPF ({source})"),
+        threads: &threads,
+        findings: &findings,
+    };
     let ids = store_runs(&mut store, &watched, &followed, outcome)?;
     print_accounts(&watched, &followed, &ids);
+    print_findings(&findings);
     if let Outcome::Interrupted(_) = outcome {
         eprintln!("rtbench: watch interrupted after {:.1} s; what it saw is kept", started.elapsed().as_secs_f64());
     }
@@ -66,6 +81,7 @@ struct Watched<'a> {
     source: &'a str,
     /// The threads when it began.
     threads: &'a [Thread],
+    findings: &'a [Finding],
 }
 
 impl Watched<'_> {
@@ -140,6 +156,7 @@ fn store_runs(
             events: followed.records,
             lost_events: followed.lost_events,
             source: w.source.to_string(),
+            findings: w.findings.iter().filter(|f| f.tids.contains(&tid)).map(|f| f.said.clone()).collect(),
         };
         let head = head(w, &probe, own, &system, &command_line);
         let result = ThreadResult { thread: 0, cpu: account.last_cpu, stats: account.latencies.clone(), irq: None };
@@ -244,4 +261,16 @@ fn print_accounts(w: &Watched, followed: &Followed, ids: &[(u32, i64)]) {
         followed.lost_events,
         w.source
     );
+}
+
+/// The mistakes found, at the end of the output as a probe's summary ends it.
+fn print_findings(findings: &[Finding]) {
+    if findings.is_empty() {
+        println!("\nno mistake found in the real-time threads");
+        return;
+    }
+    println!("\nmistakes found ({})", findings.len());
+    for (i, f) in findings.iter().enumerate() {
+        println!("{:>3}. [{}] {}", i + 1, f.rule, f.said);
+    }
 }

@@ -349,6 +349,7 @@ mod tests {
             events: 9,
             lost_events: 0,
             source: "BPF (ringbuf)".into(),
+            findings: vec!["rt-loop (12) took 3 page faults while watched".into()],
         });
         for probe in [ipc, migrate, pi, watch] {
             let mut p: MeasuredParams = serde_json::from_str(shared).unwrap();

@@ -253,6 +253,9 @@ pub struct WatchParams {
     pub lost_events: u64,
     /// Where they came from: BPF programs, or an ftrace instance and why.
     pub source: String,
+    /// The mistakes found that name this thread, each with its evidence and fix.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
 }
 
 /// `gtod`'s settings.

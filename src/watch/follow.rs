@@ -74,6 +74,9 @@ pub struct Account {
     pub migrations: u64,
     /// Its kernel priority when last seen.
     pub prio: Option<u32>,
+    /// For each watched thread of its priority that ran just before it, on the CPU it waited
+    /// for: how often.
+    pub behind: BTreeMap<u32, u64>,
     pub last_cpu: Option<u32>,
     woken_at: Option<u64>,
     running_since: Option<u64>,
@@ -161,8 +164,12 @@ impl Followed {
                         a.woken_at = Some(e.ts);
                     }
                 }
+                let twin = e.prev_watched && self.threads.get(&e.prev).and_then(|p| p.prio) == Some(e.prio);
                 if e.watched {
                     let a = self.threads.entry(e.pid).or_default();
+                    if twin && a.woken_at.is_some() {
+                        *a.behind.entry(e.prev).or_default() += 1;
+                    }
                     if let Some(woken) = a.woken_at.take() {
                         let waited = e.ts.saturating_sub(woken);
                         a.latencies.record(waited);

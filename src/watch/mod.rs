@@ -1,10 +1,12 @@
 //! `watch`: the user's own real-time application measured as it runs, without changing it —
-//! which of its threads were late from wake-up to running, by how much, and how often they
-//! moved. [`target`] finds the threads; [`bpf`] follows their wake-ups, switches and
-//! migrations in the kernel; [`follow`] turns those events into each thread's latencies.
+//! which of its threads were late from wake-up to running, by how much, how often they moved,
+//! and the mistakes that cost them latency. [`target`] finds the threads; [`bpf`] follows
+//! their wake-ups, switches and migrations in the kernel; [`follow`] turns those events into
+//! each thread's latencies; [`mistakes`] names what the application did wrong.
 
 pub mod bpf;
 pub mod follow;
+pub mod mistakes;
 pub mod target;
 
 #[cfg(test)]

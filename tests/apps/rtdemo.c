@@ -7,14 +7,17 @@
  * MISTAKE: fault (touches fresh memory every period), sleep (relative nanosleep instead of an
  * absolute clock_nanosleep), block (a blocking read on a pipe), inversion (waits on a lock
  * without priority inheritance held by a lower-priority thread, a middle one hogging the CPU),
- * migrate (no affinity: pinned-looking yet moved between CPUs), throttle (spins past the RT
- * runtime), share (two FIFO threads of one priority on one CPU).
+ * migrate (the periodic thread left unpinned, and two higher-priority intruders taking a CPU
+ * each in turn, so it is moved between them), throttle (spins past the RT runtime), share (two
+ * FIFO threads of one priority on one CPU).
  *
  * Prints "ready PID", then each thread it starts prints "thread TID NAME FIFO PRIO"; it ends by
- * itself after -D seconds. */
+ * itself after -D seconds, printing its first periodic thread's lateness at wake-up (its own
+ * measure of its period's jitter): "jitter N p50 p99 max" in microseconds. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,10 @@ static int period_us = 1000, cpu = 0;
 static double duration = 5;
 static struct timespec end_at;
 static pthread_mutex_t plain_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The first periodic thread's lateness at each wake-up (ns past the time it asked for). */
+#define LATE_MAX 4000000
+static long *late;
+static long lates;
 static pthread_mutex_t pi_lock;
 static int pipe_fds[2];
 
@@ -35,7 +42,13 @@ struct spec {
     const char *name;
     int prio;
     void *(*body)(void *);
+    /* Pinned to the -c CPU plus this (modulo the CPUs), and its phase in a 10 ms cycle. */
+    int cpu_offset;
+    long phase_us;
 };
+
+static struct timespec base;
+static struct spec first_periodic;
 
 /* Each thread names itself and says its id (as the kernel and rtbench name it) first. */
 static void announce(void *arg)
@@ -86,6 +99,11 @@ static void *periodic(void *arg)
         } else {
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
         }
+        if (arg == (void *)&first_periodic && lates < LATE_MAX) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            late[lates++] = (now.tv_sec - next.tv_sec) * 1000000000L + (now.tv_nsec - next.tv_nsec);
+        }
         if (fault) {
             /* Fresh pages, never locked: each touch a page fault. */
             char *fresh = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -135,6 +153,22 @@ static void *holder(void *arg)
     return NULL;
 }
 
+/* A higher-priority thread that takes its CPU 4 ms of every 10 (migrate): one on each of two
+ * CPUs, in turn, so an unpinned thread woken where one spins is pushed to the other CPU. */
+static void *intruder(void *arg)
+{
+    announce(arg);
+    const struct spec *s = arg;
+    struct timespec next = base;
+    advance(&next, s->phase_us * 1000L);
+    while (!over()) {
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+        spin_us(4000);
+        advance(&next, 10000000L);
+    }
+    return NULL;
+}
+
 /* The middle-priority hog that keeps the holder off the CPU (inversion). */
 static void *hog(void *arg)
 {
@@ -144,6 +178,19 @@ static void *hog(void *arg)
         usleep(500);
     }
     return NULL;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* The nearest rank of quantile q among the lateness values. */
+static long rank(double q)
+{
+    long r = (long)(q * lates + 0.999999);
+    return (r < 1 ? 1 : r) - 1;
 }
 
 static pthread_t start(const struct spec *s, int pinned)
@@ -157,7 +204,7 @@ static pthread_t start(const struct spec *s, int pinned)
     if (pinned) {
         cpu_set_t set;
         CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
+        CPU_SET((cpu + s->cpu_offset) % sysconf(_SC_NPROCESSORS_ONLN), &set);
         pthread_attr_setaffinity_np(&attr, sizeof set, &set);
     }
     pthread_t t;
@@ -191,6 +238,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    /* A reader that stopped reading (a test that took the thread lines it needed) ends no run. */
+    signal(SIGPIPE, SIG_IGN);
     if (duration <= 0 || duration > 3600 || period_us < 100) {
         fprintf(stderr, "rtdemo: -D 0-3600 s, -p at least 100 us\n");
         return 2;
@@ -208,23 +257,37 @@ int main(int argc, char **argv)
         return 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &end_at);
+    base = end_at;
     advance(&end_at, (long)(duration * 1e9));
     struct spec specs[] = {
-        {"rt-periodic", 80, periodic},
-        {"rt-twin", 80, periodic},
-        {"pipe-feeder", 10, feeder},
-        {"lock-holder", 10, holder},
-        {"cpu-hog", 50, hog},
+        {"rt-periodic", 80, periodic, 0, 0},
+        {"rt-twin", 80, periodic, 0, 0},
+        {"pipe-feeder", 10, feeder, 0, 0},
+        {"lock-holder", 10, holder, 0, 0},
+        {"cpu-hog", 50, hog, 0, 0},
+        {"intruder-0", 90, intruder, 0, 0},
+        {"intruder-1", 90, intruder, 1, 5000},
     };
-    pthread_t threads[5];
-    int started[5] = {1, share, block, inversion, inversion};
+    enum { THREADS = sizeof specs / sizeof specs[0] };
+    pthread_t threads[THREADS];
+    int started[THREADS] = {1, share, block, inversion, inversion, migrate, migrate};
     printf("ready %d\n", getpid());
-    for (int i = 0; i < 5; i++)
-        if (started[i])
-            threads[i] = start(&specs[i], i != 0 || !migrate);
     fflush(stdout);
-    for (int i = 0; i < 5; i++)
+    first_periodic = specs[0];
+    late = calloc(LATE_MAX, sizeof *late);
+    if (!late) {
+        perror("rtdemo: calloc");
+        return 1;
+    }
+    for (int i = 0; i < THREADS; i++)
+        if (started[i])
+            threads[i] = start(i == 0 ? &first_periodic : &specs[i], i != 0 || !migrate);
+    for (int i = 0; i < THREADS; i++)
         if (started[i])
             pthread_join(threads[i], NULL);
+    qsort(late, lates, sizeof *late, by_value);
+    if (lates > 0)
+        printf("jitter %ld %.3f %.3f %.3f\n", lates, late[(lates - 1) / 2] / 1e3, late[rank(0.99)] / 1e3,
+               late[lates - 1] / 1e3);
     return 0;
 }

@@ -110,3 +110,83 @@ fn interrupt(child: &Child) {
     let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(sent.success());
 }
+
+/// A watch's findings: each rule, with the names of the threads it names.
+type Found = Vec<(String, Vec<String>)>;
+
+/// Watches rtdemo with `mistake` (none: clean) `times` times, a second each, under a label of
+/// the mode; what each watch found.
+fn findings_of(lab: &Lab, mistake: Option<&str>, times: usize) -> Vec<Found> {
+    (0..times)
+        .map(|_| {
+            let mut args = vec!["-D", "2"];
+            args.extend(mistake);
+            let threads = match mistake {
+                Some("share") => 2,
+                Some("migrate") => 3,
+                _ => 1,
+            };
+            let (mut app, _) = start_rtdemo(lab, &args, threads);
+            let label = format!("rtdemo-{}", mistake.unwrap_or("clean"));
+            let said = lab.ok(&["watch", "--pid", &app.id().to_string(), "-D", "1s", "--label", &label]);
+            assert!(app.wait().unwrap().success());
+            let from = said.find("\nmistakes found").map_or(said.len(), |at| at);
+            said[from..]
+                .lines()
+                .filter_map(|l| {
+                    let (rule, text) = l.split_once("] ")?;
+                    let rule = rule.rsplit_once('[')?.1.to_string();
+                    let names = ["rt-periodic", "rt-twin", "intruder-0", "intruder-1"];
+                    Some((rule, names.iter().filter(|n| text.contains(*n)).map(|n| n.to_string()).collect()))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A mode of the demonstration application and the one finding it must give, if any.
+struct Mode {
+    mistake: Option<&'static str>,
+    finding: Option<(&'static str, &'static [&'static str])>,
+}
+
+const MODES: [Mode; 4] = [
+    Mode { mistake: None, finding: None },
+    Mode { mistake: Some("fault"), finding: Some(("pagefault", &["rt-periodic"])) },
+    Mode { mistake: Some("migrate"), finding: Some(("migration", &["rt-periodic"])) },
+    Mode { mistake: Some("share"), finding: Some(("shared-priority", &["rt-periodic", "rt-twin"])) },
+];
+
+/// Each mistake of the demonstration application is found with the threads it concerns, in
+/// every watch; the clean application has none.
+fn each_mistake_is_found_every_time(times: usize) {
+    let lab = Lab::alone();
+    for mode in MODES {
+        let want: Found = mode
+            .finding
+            .iter()
+            .map(|(rule, names)| (rule.to_string(), names.iter().map(|n| n.to_string()).collect()))
+            .collect();
+        for (i, found) in findings_of(&lab, mode.mistake, times).iter().enumerate() {
+            assert_eq!(found, &want, "{:?}, watch {} of {times}", mode.mistake, i + 1);
+        }
+    }
+    // The report's findings say the mistakes (a label for each mode), each once though two runs
+    // name the shared CPU.
+    let said = lab.ok(&["report", "--findings"]);
+    let shared = said.lines().filter(|l| l.contains("Mistake in the watched application") && l.contains("share CPU"));
+    assert_eq!(shared.count(), 1, "{said}");
+    assert!(said.contains("page faults while watched") && said.contains("moved between CPUs"), "{said}");
+}
+
+#[needs(root, btf, native, two_cpus, "cc")]
+#[test]
+fn each_mistake_of_the_demonstration_application_is_found_and_the_clean_one_has_none() {
+    each_mistake_is_found_every_time(1);
+}
+
+#[needs(full = "ten watches of each of four modes of the demonstration application", root, btf, native, two_cpus, "cc")]
+#[test]
+fn each_mistake_is_found_in_ten_of_ten_watches() {
+    each_mistake_is_found_every_time(10);
+}

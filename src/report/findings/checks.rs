@@ -1,7 +1,8 @@
 //! The verdicts of the qualification checks that pass or fail rather than measure (`migrate`'s
 //! violations, `pi`'s deadlocks): a kernel that fails one fails what the run was for, whatever
 //! its latencies; one that passes says what it went through. A control run (`--inject`) must be
-//! caught: one that is not says the check cannot be trusted.
+//! caught: one that is not says the check cannot be trusted. And the mistakes `watch` found in
+//! an application, each once.
 
 use super::{Finding, Number, Topic, Unit};
 use crate::model::ProbeParams;
@@ -11,9 +12,36 @@ use crate::report::select::RunView;
 const FAILED: u32 = 850;
 const PASSED: u32 = 300;
 const CONTROL_CAUGHT: u32 = 200;
+/// A mistake in a watched application: what to fix before reading its latencies.
+const MISTAKE: u32 = 800;
 
 pub fn sentences(runs: &[RunView]) -> Vec<Finding> {
-    runs.iter().filter_map(verdict).collect()
+    let mut out: Vec<Finding> = runs.iter().filter_map(verdict).collect();
+    out.extend(mistakes(runs));
+    out
+}
+
+/// The mistakes `watch` found, each once per label (one naming two threads is in both runs).
+fn mistakes(runs: &[RunView]) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for r in runs {
+        let Some(ProbeParams::Watch(w)) = r.data.header.params.measured().map(|m| &m.probe) else { continue };
+        for said in &w.findings {
+            let sentence = format!("Mistake in the watched application ({}, {}): {said}", r.label(), w.target);
+            if out.iter().any(|f| f.sentence == sentence) {
+                continue;
+            }
+            out.push(Finding {
+                weight: MISTAKE,
+                topic: Topic::Check,
+                sentence,
+                numbers: Vec::new(),
+                link: format!("probe-{}", r.probe()),
+                caveats: super::emulated::caveat(r).into_iter().collect(),
+            });
+        }
+    }
+    out
 }
 
 /// What a run's check found: whether it was the control, how many failures it counted, and

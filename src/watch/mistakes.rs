@@ -1,0 +1,211 @@
+//! The mistakes that cost a real-time thread its latency, each named with its evidence and its
+//! fix, from what the watch read of the application's threads (/proc) and saw of them (the
+//! scheduler's events). Where the kernel's runtime-verification monitor for real-time
+//! applications (`rtapp`, Linux 6.17) has a rule, the finding follows it and says so; where
+//! rtbench goes further, the finding says that instead.
+
+use std::collections::BTreeMap;
+
+use super::follow::Followed;
+use super::target::{Policy, Thread};
+
+/// One mistake: its rule, the threads it names, and the sentence with evidence and fix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub tids: Vec<u32>,
+    pub said: String,
+}
+
+/// Each thread's page faults (minor, major) as /proc counts them, first and last read.
+#[derive(Debug, Default)]
+pub struct Faults {
+    first: BTreeMap<u32, (u64, u64)>,
+    last: BTreeMap<u32, (u64, u64)>,
+}
+
+impl Faults {
+    /// Reads the counts of `threads` that still run; the first read of each is its baseline.
+    pub fn read(&mut self, threads: &[Thread]) {
+        for t in threads {
+            let Some(counts) = fault_counts(t.tgid, t.tid) else { continue };
+            self.first.entry(t.tid).or_insert(counts);
+            self.last.insert(t.tid, counts);
+        }
+    }
+
+    /// The faults of `tid` since its first read: (minor, major).
+    pub fn since_first(&self, tid: u32) -> (u64, u64) {
+        match (self.first.get(&tid), self.last.get(&tid)) {
+            (Some(a), Some(b)) => (b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)),
+            _ => (0, 0),
+        }
+    }
+}
+
+/// /proc/PID/task/TID/stat's minflt and majflt (fields 7 and 9 after the command name).
+fn fault_counts(tgid: u32, tid: u32) -> Option<(u64, u64)> {
+    let stat = crate::sysinfo::read(&format!("/proc/{tgid}/task/{tid}/stat"))?;
+    let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some((rest.get(7)?.parse().ok()?, rest.get(9)?.parse().ok()?))
+}
+
+/// Every mistake found in the real-time `threads` (as they were when the watch began), from
+/// what `followed` saw of them and their `faults`.
+pub fn find(threads: &[Thread], followed: &Followed, faults: &Faults) -> Vec<Finding> {
+    let rt: Vec<&Thread> = threads.iter().filter(|t| t.policy.real_time()).collect();
+    let mut found = Vec::new();
+    for t in &rt {
+        found.extend(faulted(t, faults.since_first(t.tid)));
+        found.extend(moved(t, followed.threads.get(&t.tid).map_or(0, |a| a.migrations)));
+    }
+    found.extend(shared(&rt, followed));
+    found
+}
+
+fn named(t: &Thread) -> String {
+    format!("{} ({})", t.comm, t.tid)
+}
+
+/// Page faults while watched: memory not locked, or not touched before the periodic work.
+fn faulted(t: &Thread, (minor, major): (u64, u64)) -> Option<Finding> {
+    if minor + major == 0 {
+        return None;
+    }
+    let said = format!(
+        "{} took {} page faults while watched ({major} major): each one stops it in the kernel \
+         until the page is there. Fix: lock its memory (mlockall(MCL_CURRENT | MCL_FUTURE)) and \
+         touch the stack and heap it will use before its real-time work begins (the rtapp \
+         monitor's pagefault rule)",
+        named(t),
+        minor + major
+    );
+    Some(Finding { rule: "pagefault", tids: vec![t.tid], said })
+}
+
+/// Moved between CPUs while watched: its affinity lets the scheduler move it, and every move
+/// costs cold caches and a wait for the other CPU (rtbench goes further than rtapp here).
+fn moved(t: &Thread, migrations: u64) -> Option<Finding> {
+    if migrations == 0 {
+        return None;
+    }
+    let cpus = crate::units::format_cpu_list(&t.cpus);
+    let said = format!(
+        "{} moved between CPUs {migrations} times while watched (it may run on CPUs {cpus}): each \
+         move costs it cold caches and a wait for the other CPU. Fix: pin it to one CPU \
+         (pthread_setaffinity_np), best one kept for it (isolcpus or a cpuset). (Not an rtapp \
+         rule: rtbench's own)",
+        named(t)
+    );
+    Some(Finding { rule: "migration", tids: vec![t.tid], said })
+}
+
+/// FIFO threads of one priority that may run on one CPU: when both are runnable there, the one
+/// woken second waits for the other to sleep (FIFO does not share time), however urgent its
+/// work. Said for each pair, with how often one was seen waiting behind the other.
+fn shared(rt: &[&Thread], followed: &Followed) -> Vec<Finding> {
+    let mut found = Vec::new();
+    for (i, a) in rt.iter().enumerate() {
+        for b in &rt[i + 1..] {
+            let same = a.policy == Policy::Fifo && b.policy == Policy::Fifo && a.priority == b.priority;
+            let overlap: Vec<usize> = a.cpus.iter().copied().filter(|c| b.cpus.contains(c)).collect();
+            // Only threads held to few CPUs meet for certain; two free ones spread out.
+            let held = a.cpus.len() == 1 || b.cpus.len() == 1;
+            if !same || overlap.is_empty() || !held {
+                continue;
+            }
+            let behind = |x: &Thread, y: &Thread| {
+                followed.threads.get(&x.tid).and_then(|acc| acc.behind.get(&y.tid)).copied().unwrap_or(0)
+            };
+            let said = format!(
+                "{} and {} share CPU {} at FIFO priority {}: when both are runnable, the second \
+                 waits until the first sleeps (seen {} and {} times while watched). Fix: give the \
+                 more urgent one the higher priority, or each a CPU of its own. (Not an rtapp \
+                 rule: rtbench's own)",
+                named(a),
+                named(b),
+                crate::units::format_cpu_list(&overlap),
+                a.priority,
+                behind(a, b),
+                behind(b, a)
+            );
+            found.push(Finding { rule: "shared-priority", tids: vec![a.tid, b.tid], said });
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::watch::follow::{Event, SWITCH, WAKEUP};
+
+    fn thread(tid: u32, policy: Policy, priority: u32, cpus: &[usize]) -> Thread {
+        Thread { tid, tgid: 1, comm: format!("t{tid}"), policy, priority, cpus: cpus.to_vec() }
+    }
+
+    #[test]
+    fn twins_on_one_cpu_are_found_and_their_waits_counted() {
+        let threads = [
+            thread(2, Policy::Fifo, 80, &[0]),
+            thread(3, Policy::Fifo, 80, &[0, 1]),
+            thread(4, Policy::Fifo, 70, &[0]),
+            thread(5, Policy::Other, 0, &[0]),
+        ];
+        let mut f = Followed::of(&[2, 3]);
+        let ev = |ts, kind, pid, prev| Event {
+            ts,
+            cpu: 0,
+            kind,
+            pid,
+            prio: 19,
+            prev,
+            prev_state: 1,
+            watched: true,
+            prev_watched: prev != 0,
+        };
+        for e in [ev(1, SWITCH, 2, 0), ev(2, WAKEUP, 3, 0), ev(5, SWITCH, 3, 2)] {
+            f.take(&e);
+        }
+        let found = find(&threads, &f, &Faults::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].rule, &found[0].tids[..]), ("shared-priority", &[2, 3][..]));
+        assert!(
+            found[0].said.contains("share CPU 0 at FIFO priority 80") && found[0].said.contains("seen 0 and 1 times")
+        );
+    }
+
+    #[test]
+    fn faults_and_moves_of_a_real_time_thread_are_found_and_a_clean_one_has_none() {
+        let rt = thread(2, Policy::Fifo, 80, &[0, 1]);
+        let mut faults = Faults::default();
+        faults.first.insert(2, (10, 1));
+        faults.last.insert(2, (14, 1));
+        let mut f = Followed::of(&[2]);
+        f.threads.get_mut(&2).unwrap().migrations = 3;
+        let found = find(std::slice::from_ref(&rt), &f, &faults);
+        let rules: Vec<&str> = found.iter().map(|x| x.rule).collect();
+        assert_eq!(rules, ["pagefault", "migration"]);
+        let said = &found[0].said;
+        assert!(said.starts_with("t2 (2) took 4 page faults while watched (0 major)"), "{said}");
+        assert!(find(&[rt], &Followed::of(&[2]), &Faults::default()).is_empty(), "a clean thread has none");
+    }
+
+    #[test]
+    fn this_thread_s_faults_are_counted_from_its_first_read() {
+        let me = crate::watch::target::threads(&crate::watch::target::Target::Pid(std::process::id())).unwrap();
+        let mine: Vec<Thread> = me.into_iter().filter(|t| t.tid == crate::sys::gettid() as u32).collect();
+        let mut faults = Faults::default();
+        faults.read(&mine);
+        // Fresh pages, touched: each a fault.
+        let mut fresh = vec![0u8; 64 << 20];
+        for page in fresh.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&fresh);
+        faults.read(&mine);
+        let (minor, _) = faults.since_first(mine[0].tid);
+        // One a page, or one a huge page where transparent huge pages back it.
+        assert!(minor >= 32, "64 MiB touched: {minor} faults");
+    }
+}

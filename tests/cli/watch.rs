@@ -103,6 +103,9 @@ fn the_demonstration_application_s_real_time_threads_become_runs() {
     }
     let show = lab.ok(&["show", &runs[0]["id"].to_string()]);
     assert!(show.contains("P:fifo/80"), "{show}");
+    let whose = format!("watched (--pid {pid}): thread {} rt-periodic of process {pid}, fifo/80, CPUs 0", threads[0].1);
+    assert!(show.contains(&whose), "{show}");
+    assert!(show.contains("mistake 1: rt-periodic") && show.contains("share CPU 0"), "{show}");
 }
 
 /// SIGINT to `child`, as a Ctrl-C sends it.

@@ -87,6 +87,9 @@ pub fn summary(run: &Run) -> String {
     if let Some(crate::model::ProbeParams::Pi(p)) = h.params.measured().map(|m| &m.probe) {
         out.push_str(&inversions(p));
     }
+    if let Some(crate::model::ProbeParams::Watch(w)) = h.params.measured().map(|m| &m.probe) {
+        out.push_str(&super::watched::lines(w));
+    }
     out.push_str(&percentile_table(run));
     for w in &h.warnings {
         let _ = writeln!(out, "WARNING: {w}");

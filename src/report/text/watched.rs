@@ -1,0 +1,35 @@
+//! What `show` says of a thread `watch` followed: whose thread it was and how it ran, then the
+//! mistakes found that name it, as the watch's own output ended.
+
+use std::fmt::Write;
+
+use crate::model::WatchParams;
+
+pub fn lines(w: &WatchParams) -> String {
+    let mut out = String::new();
+    let policy = match (&w.sched_policy, w.sched_priority) {
+        (Some(p), Some(prio)) if prio > 0 => format!("{p}/{prio}"),
+        (Some(p), _) => p.clone(),
+        (None, _) => "started while watched".into(),
+    };
+    let cpus = match w.allowed_cpus.is_empty() {
+        true => String::new(),
+        false => format!(", CPUs {}", crate::units::format_cpu_list(&w.allowed_cpus)),
+    };
+    let _ = writeln!(out, "watched ({}): thread {} {} of process {}, {policy}{cpus}", w.target, w.tid, w.comm, w.pid);
+    let _ = writeln!(
+        out,
+        "ran {:.1} ms in {} switches in; preempted {} times, moved {} times; {} scheduler events, {} lost, from {}",
+        w.runtime_ns as f64 / 1e6,
+        w.switches_in,
+        w.preemptions,
+        w.migrations,
+        w.events,
+        w.lost_events,
+        w.source
+    );
+    for (i, f) in w.findings.iter().enumerate() {
+        let _ = writeln!(out, "mistake {}: {f}", i + 1);
+    }
+    out
+}

@@ -113,8 +113,8 @@ pub fn start(name: &str, tgids: &[u32], on: &[usize]) -> Result<(Reader<Followed
     Ok((reader, transport))
 }
 
-/// The record zeroed, and `fp[KEY]` = the tgid of the task in `reg`; then the program ends
-/// unless that process is watched, or with `flag_at` it goes on and notes there whether it is.
+/// `fp[KEY]` = the tgid of the task in `reg`, looked up among the watched processes: the program
+/// ends unless it is one, or with `flag_at` goes on and notes there (1) that it is.
 fn watched_task(a: &mut Asm, task: Task, reg: u8, watched: &OwnedFd, flag_at: Option<i16>) {
     a.op(ST_DW, FP, 0, KEY, 0).read_kernel_n(i32::from(KEY), 4, reg, task.tgid);
     a.map(1, watched).stack(2, i32::from(KEY)).call(MAP_LOOKUP);

@@ -157,6 +157,10 @@ impl Probe for Timerlat {
         }
         let mut irq = Stats::default();
         let mut taken = 0u64;
+        // An activation's IRQ line comes before its thread line: kept until the thread line says
+        // whether the run counts that activation (its IRQ line can fall just before the run's
+        // start, or its thread line after the stop).
+        let mut pending: Option<(u64, u64)> = None;
         // The run's own activations: the tracer ran before the run began (armed first), and
         // the last read comes after the stop.
         let (from, mut until) = (ctx.start_ns, u64::MAX);
@@ -169,12 +173,15 @@ impl Probe for Timerlat {
             }
             // A pipe that cannot be read any more gives nothing more; the run ends on time.
             let _ = pipe.drain(|text| {
-                for s in text.lines().filter_map(timerlat::sample).filter(|s| (from..=until).contains(&s.ts_ns)) {
+                for s in text.lines().filter_map(timerlat::sample) {
                     if s.irq {
-                        irq.record(s.latency_ns);
-                    } else if taken < ctx.loops {
+                        pending = Some((s.activation, s.latency_ns));
+                    } else if taken < ctx.loops && (from..=until).contains(&s.ts_ns) {
                         ctx.rec.record(s.ts_ns - from, s.latency_ns);
                         taken += 1;
+                        if let Some((_, latency)) = pending.take().filter(|(a, _)| *a == s.activation) {
+                            irq.record(latency);
+                        }
                     }
                 }
             });

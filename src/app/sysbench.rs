@@ -120,25 +120,8 @@ fn store_run(
         stats.record(v);
     }
     let params = MeasuredParams {
-        threads: 1,
-        cpus: vec![cx.cpu],
-        policy: Policy::Other,
-        priority: 0,
-        mlock: false,
         loops: Some(values.len() as u64),
-        duration_s: None,
-        envelope_interval_ns: 1_000_000_000,
-        samples_file: None,
-        ran: Vec::new(),
-        lacked: Vec::new(),
-        shield: None,
-        collector: None,
-        breach: None,
-        split: None,
-        classify: None,
-        instruments: Default::default(),
-        load_flags: None,
-        probe: own,
+        ..MeasuredParams::one_thread(cx.cpu, Policy::Other, 0, own)
     };
     let head = RunHead {
         label: cx.label.to_string(),

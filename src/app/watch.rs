@@ -132,7 +132,8 @@ fn store_runs(
     let mut ids = Vec::new();
     for (&tid, account) in followed.threads.iter().filter(|(&tid, a)| w.measured(tid, a)) {
         let known = w.threads.iter().find(|t| t.tid == tid);
-        let comm = known.map(|t| t.comm.clone()).or_else(|| comm_now(tid)).unwrap_or_else(|| format!("tid-{tid}"));
+        let comm =
+            known.map(|t| t.comm.clone()).or_else(|| target::comm_of(tid)).unwrap_or_else(|| format!("tid-{tid}"));
         let mut probe = format!("watch.{comm}");
         let same = names.iter().filter(|n| **n == probe).count();
         names.push(probe.clone());
@@ -142,7 +143,7 @@ fn store_runs(
         let own = WatchParams {
             target: w.named.to_string(),
             tid,
-            pid: known.map(|t| t.tgid).or_else(|| tgid_now(tid)).unwrap_or(0),
+            pid: known.map(|t| t.tgid).or_else(|| target::tgid_of(tid)).unwrap_or(0),
             comm,
             sched_policy: known.map(|t| t.policy.name().to_string()),
             sched_priority: known.map(|t| t.priority),
@@ -178,30 +179,15 @@ fn head(w: &Watched, probe: &str, own: WatchParams, system: &crate::model::Syste
     };
     let priority = own.sched_priority.unwrap_or(0) as i32;
     let ran = vec![crate::model::ThreadRan { thread: 0, policy, priority, timer_slack_ns: None }];
+    // Its pin, when the application pinned it to one CPU.
+    let pin = match own.allowed_cpus[..] {
+        [one] => Some(one),
+        _ => None,
+    };
     let params = crate::model::MeasuredParams {
-        threads: 1,
-        // Its pin, when the application pinned it to one CPU.
-        cpus: vec![match own.allowed_cpus[..] {
-            [one] => Some(one),
-            _ => None,
-        }],
-        policy,
-        priority,
-        mlock: false,
-        loops: None,
         duration_s: Some(w.config.duration.as_secs_f64()),
-        envelope_interval_ns: 1_000_000_000,
-        samples_file: None,
         ran,
-        lacked: Vec::new(),
-        shield: None,
-        collector: None,
-        breach: None,
-        split: None,
-        classify: None,
-        instruments: Default::default(),
-        load_flags: None,
-        probe: ProbeParams::Watch(own),
+        ..crate::model::MeasuredParams::one_thread(pin, policy, priority, ProbeParams::Watch(own))
     };
     RunHead {
         label: w.config.label.clone(),
@@ -216,15 +202,6 @@ fn head(w: &Watched, probe: &str, own: WatchParams, system: &crate::model::Syste
         system: system.clone(),
         envelope_ns: 1_000_000_000,
     }
-}
-
-fn comm_now(tid: u32) -> Option<String> {
-    crate::sysinfo::read(&format!("/proc/{tid}/comm")).map(|c| c.trim_end().to_string())
-}
-
-fn tgid_now(tid: u32) -> Option<u32> {
-    let status = crate::sysinfo::read(&format!("/proc/{tid}/status"))?;
-    status.lines().find_map(|l| l.strip_prefix("Tgid:"))?.trim().parse().ok()
 }
 
 /// Each measured thread's wake-up latencies, as a probe's summary shows its threads.

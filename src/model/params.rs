@@ -126,6 +126,35 @@ pub struct MeasuredParams {
     pub probe: ProbeParams,
 }
 
+impl MeasuredParams {
+    /// The settings of a one-thread run rtbench writes whole rather than measures through the
+    /// runner (a sysbench operation, a thread `watch` followed): its CPU, how it ran and its
+    /// probe's part; no instrument, no load flags, intervals of a second.
+    pub fn one_thread(cpu: Option<usize>, policy: Policy, priority: i32, probe: ProbeParams) -> MeasuredParams {
+        MeasuredParams {
+            threads: 1,
+            cpus: vec![cpu],
+            policy,
+            priority,
+            mlock: false,
+            loops: None,
+            duration_s: None,
+            envelope_interval_ns: 1_000_000_000,
+            samples_file: None,
+            ran: Vec::new(),
+            lacked: Vec::new(),
+            shield: None,
+            collector: None,
+            breach: None,
+            split: None,
+            classify: None,
+            instruments: Default::default(),
+            load_flags: None,
+            probe,
+        }
+    }
+}
+
 /// What `--shield` did: the CPUs, what stayed on them and why.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ShieldRecord {

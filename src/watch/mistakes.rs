@@ -43,10 +43,9 @@ impl Faults {
     }
 }
 
-/// /proc/PID/task/TID/stat's minflt and majflt (fields 7 and 9 after the command name).
+/// A thread's minflt and majflt (its stat's fields 7 and 9 after the command name).
 fn fault_counts(tgid: u32, tid: u32) -> Option<(u64, u64)> {
-    let stat = crate::sysinfo::read(&format!("/proc/{tgid}/task/{tid}/stat"))?;
-    let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let rest = super::target::task_stat(tgid, tid)?;
     Some((rest.get(7)?.parse().ok()?, rest.get(9)?.parse().ok()?))
 }
 

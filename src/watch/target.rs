@@ -101,7 +101,7 @@ fn named(name: &str) -> Vec<u32> {
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| crate::sysinfo::read(&format!("/proc/{pid}/comm")).is_some_and(|c| c.trim_end() == name))
+        .filter(|&pid| comm_of(pid).is_some_and(|c| c == name))
         .collect();
     found.sort_unstable();
     found
@@ -119,8 +119,7 @@ fn in_cgroup(dir: &Path) -> Result<Vec<u32>> {
     };
     let mut pids: Vec<u32> = procs.lines().filter_map(|l| l.trim().parse().ok()).collect();
     // A threaded cgroup lists its threads; the process of each is what is watched.
-    let tgid = |tid: u32| crate::sysinfo::read(&format!("/proc/{tid}/status")).and_then(|s| status_field(&s, "Tgid:"));
-    pids = pids.into_iter().filter_map(|p| tgid(p).and_then(|t| t.parse().ok())).collect();
+    pids = pids.into_iter().filter_map(tgid_of).collect();
     pids.sort_unstable();
     pids.dedup();
     Ok(pids)
@@ -148,14 +147,29 @@ fn tasks(pid: u32) -> Vec<(u32, u32)> {
     tids.into_iter().map(|tid| (pid, tid)).collect()
 }
 
+/// The process of thread `tid`; None when it has ended.
+pub fn tgid_of(tid: u32) -> Option<u32> {
+    status_field(&crate::sysinfo::read(&format!("/proc/{tid}/status"))?, "Tgid:")?.parse().ok()
+}
+
+/// The command name of thread `tid`; None when it has ended.
+pub fn comm_of(tid: u32) -> Option<String> {
+    crate::sysinfo::read(&format!("/proc/{tid}/comm")).map(|c| c.trim_end().to_string())
+}
+
+/// The fields of a thread's /proc stat after its command name (which may hold spaces and
+/// parentheses), counted from the state as 0; None when it has ended.
+pub fn task_stat(tgid: u32, tid: u32) -> Option<Vec<String>> {
+    let stat = crate::sysinfo::read(&format!("/proc/{tgid}/task/{tid}/stat"))?;
+    Some(stat.rsplit_once(')')?.1.split_whitespace().map(str::to_string).collect())
+}
+
 /// One thread as /proc shows it; None when it ended meanwhile.
 fn read_thread((tgid, tid): (u32, u32)) -> Option<Thread> {
     let base = format!("/proc/{tgid}/task/{tid}");
     let comm = crate::sysinfo::read(&format!("{base}/comm"))?.trim_end().to_string();
-    let stat = crate::sysinfo::read(&format!("{base}/stat"))?;
-    // Fields after the command name (which may hold spaces and parentheses): 37 rt_priority,
-    // 38 policy, counted from the state as 0.
-    let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // 37 rt_priority, 38 policy.
+    let rest = task_stat(tgid, tid)?;
     let priority = rest.get(37)?.parse().ok()?;
     let policy = Policy::of(rest.get(38)?.parse().ok()?)?;
     let status = crate::sysinfo::read(&format!("{base}/status"))?;

@@ -1,7 +1,9 @@
 //! `rtbench watch`: the user's application followed from the scheduler's events for a while,
 //! each of its real-time threads stored as a run of its own (probe `watch.COMM`), so `show`,
-//! `report`, `compare` and `--fail-if` read them as any probe's. Nothing of the application is
-//! changed; the threads that are not real-time are listed, and measured only with `--all`.
+//! `report`, `compare` and `--fail-if` read them as any probe's. The runs are written every
+//! second (a watch killed keeps what it saw up to its last second: its runs read as aborted).
+//! Nothing of the application is changed; the threads that are not real-time are listed, and
+//! measured only with `--all`.
 
 use std::time::{Duration, Instant};
 
@@ -10,13 +12,14 @@ use anyhow::Result;
 use crate::app::task::WatchConfig;
 use crate::model::{LoadRecord, Metric, ProbeParams, RunKind, RunParams, ThreadResult, WatchParams};
 use crate::session::{Outcome, Session};
-use crate::store::{Checkpoint, RunHead, RunWriter};
+use crate::store::{RunHead, SideBySide};
 use crate::watch::follow::{Account, Followed};
 use crate::watch::mistakes::{self, Faults, Finding};
 use crate::watch::target::{self, Target, Thread};
 
-/// How often the watch looks whether the watched processes still run.
+/// How often the watch looks whether the watched processes still run, and writes its runs.
 const LOOK: Duration = Duration::from_millis(100);
+const WRITE: Duration = Duration::from_secs(1);
 
 pub fn run(a: WatchConfig) -> Result<i32> {
     let threads = target::threads(&a.target)?;
@@ -33,27 +36,29 @@ pub fn run(a: WatchConfig) -> Result<i32> {
     let started = Instant::now();
     let mut faults = Faults::default();
     faults.read(&threads);
+    let mut book = Book::new(&mut store, &a, named, format!("BPF ({source})"));
+    let state = reader.state();
     // Ended: gone, or a zombie its parent has not yet reaped.
     let ended = |pid: &u32| crate::sysinfo::stat_field(*pid, 0).is_none_or(|state| state == "Z");
     let gone = || tgids.iter().all(ended);
+    let mut written = Instant::now();
     let outcome = session.wait(started, Some(a.duration), LOOK, gone, || {
         faults.read(&threads);
+        if written.elapsed() >= WRITE {
+            written = Instant::now();
+            book.write(&threads, &crate::trace::stream::lock(&state), &faults)?;
+        }
         Ok(())
     })?;
     faults.read(&threads);
-    let state = reader.state();
     // Dropped, the reader takes what is left and the programs go.
     drop(reader);
     let followed = crate::trace::stream::lock(&state);
-    let findings = mistakes::find(&threads, &followed, &faults);
-    let watched = Watched {
-        config: &a,
-        named: &named,
-        source: &format!("BPF ({source})"),
-        threads: &threads,
-        findings: &findings,
-    };
-    let ids = store_runs(&mut store, &watched, &followed, outcome)?;
+    let findings = book.write(&threads, &followed, &faults)?;
+    let (named, source) = (book.named.clone(), book.source.clone());
+    let ids = book.runs.finish(outcome.status())?;
+    let ids: Vec<(u32, i64)> = ids.into_iter().map(|(tid, id)| (tid as u32, id)).collect();
+    let watched = Watched { config: &a, named: &named, source: &source, threads: &threads, findings: &findings };
     print_accounts(&watched, &followed, &ids);
     print_findings(&findings);
     if let Outcome::Interrupted(_) = outcome {
@@ -118,59 +123,93 @@ fn list(threads: &[Thread], all: bool) {
     }
 }
 
-/// One run per measured thread, its probe `watch.COMM` (a second thread of one name
-/// `watch.COMM.2`, in the order of their ids); the run ids, by thread.
-fn store_runs(
-    store: &mut crate::store::Store,
-    w: &Watched,
-    followed: &Followed,
-    outcome: Outcome,
-) -> Result<Vec<(u32, i64)>> {
-    let system = crate::sysinfo::snapshot();
-    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
-    let mut names: Vec<String> = Vec::new();
-    let mut ids = Vec::new();
-    for (&tid, account) in followed.threads.iter().filter(|(&tid, a)| w.measured(tid, a)) {
-        let known = w.threads.iter().find(|t| t.tid == tid);
-        let comm =
-            known.map(|t| t.comm.clone()).or_else(|| target::comm_of(tid)).unwrap_or_else(|| format!("tid-{tid}"));
-        let mut probe = format!("watch.{comm}");
-        let same = names.iter().filter(|n| **n == probe).count();
-        names.push(probe.clone());
-        if same > 0 {
-            probe = format!("{probe}.{}", same + 1);
-        }
-        let own = WatchParams {
-            target: w.named.to_string(),
-            tid,
-            pid: known.map(|t| t.tgid).or_else(|| target::tgid_of(tid)).unwrap_or(0),
-            comm,
-            sched_policy: known.map(|t| t.policy.name().to_string()),
-            sched_priority: known.map(|t| t.priority),
-            kernel_priority: account.prio,
-            allowed_cpus: known.map(|t| t.cpus.clone()).unwrap_or_default(),
-            runtime_ns: account.runtime_ns,
-            switches_in: account.switches_in,
-            preemptions: account.preemptions,
-            migrations: account.migrations,
-            worst_at_ns: account.worst.map(|(_, at)| at),
-            events: followed.records,
-            lost_events: followed.lost_events,
-            source: w.source.to_string(),
-            findings: w.findings.iter().filter(|f| f.tids.contains(&tid)).map(|f| f.said.clone()).collect(),
-        };
-        let head = head(w, &probe, own, &system, &command_line);
-        let result = ThreadResult { thread: 0, cpu: account.last_cpu, stats: account.latencies.clone(), irq: None };
-        let mut writer = RunWriter::begin(store, head)?;
-        writer.checkpoint(&Checkpoint::only(&[result]))?;
-        ids.push((tid, writer.finish(outcome.status(), &[])?));
-    }
-    Ok(ids)
+/// The watch's runs, written as it goes: one per measured thread, its probe `watch.COMM` (a
+/// second thread of one name `watch.COMM.2`, in the order they were first written).
+struct Book<'s> {
+    runs: SideBySide<'s>,
+    config: &'s WatchConfig,
+    named: String,
+    source: String,
+    system: crate::model::SystemSnapshot,
+    command_line: String,
 }
 
-fn head(w: &Watched, probe: &str, own: WatchParams, system: &crate::model::SystemSnapshot, line: &str) -> RunHead {
+impl<'s> Book<'s> {
+    fn new(store: &'s mut crate::store::Store, config: &'s WatchConfig, named: String, source: String) -> Book<'s> {
+        let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+        let system = crate::sysinfo::snapshot();
+        Book { runs: SideBySide::new(store), config, named, source, system, command_line }
+    }
+
+    /// Every measured thread's run as `followed` has it now, with the mistakes found so far;
+    /// those mistakes.
+    fn write(&mut self, threads: &[Thread], followed: &Followed, faults: &Faults) -> Result<Vec<Finding>> {
+        let findings = mistakes::find(threads, followed, faults);
+        let w = Watched { config: self.config, named: &self.named, source: &self.source, threads, findings: &findings };
+        for (&tid, account) in followed.threads.iter().filter(|(&tid, a)| w.measured(tid, a)) {
+            let own = own_params(&w, tid, account, followed);
+            let probe = match self.runs.id(u64::from(tid)) {
+                Some(_) => String::new(),
+                None => self.probe_for(&own.comm),
+            };
+            let params = RunParams::Measured(measured(&w, own.clone()));
+            let result = ThreadResult { thread: 0, cpu: account.last_cpu, stats: account.latencies.clone(), irq: None };
+            let head = || head(&w, &probe, params.clone(), &self.system, &self.command_line);
+            self.runs.checkpoint(u64::from(tid), head, &params, &result)?;
+        }
+        Ok(findings)
+    }
+
+    /// `watch.COMM`, or `watch.COMM.N` for the Nth thread of that name.
+    fn probe_for(&self, comm: &str) -> String {
+        let base = format!("watch.{comm}");
+        let same = self.runs.heads().filter(|h| h.probe == base || h.probe.starts_with(&format!("{base}."))).count();
+        match same {
+            0 => base,
+            n => format!("{base}.{}", n + 1),
+        }
+    }
+}
+
+/// A measured thread's own parameters as `account` has it now.
+fn own_params(w: &Watched, tid: u32, account: &Account, followed: &Followed) -> WatchParams {
+    let known = w.threads.iter().find(|t| t.tid == tid);
+    let comm = known.map(|t| t.comm.clone()).or_else(|| target::comm_of(tid)).unwrap_or_else(|| format!("tid-{tid}"));
+    WatchParams {
+        target: w.named.to_string(),
+        tid,
+        pid: known.map(|t| t.tgid).or_else(|| target::tgid_of(tid)).unwrap_or(0),
+        comm,
+        sched_policy: known.map(|t| t.policy.name().to_string()),
+        sched_priority: known.map(|t| t.priority),
+        kernel_priority: account.prio,
+        allowed_cpus: known.map(|t| t.cpus.clone()).unwrap_or_default(),
+        runtime_ns: account.runtime_ns,
+        switches_in: account.switches_in,
+        preemptions: account.preemptions,
+        migrations: account.migrations,
+        worst_at_ns: account.worst.map(|(_, at)| at),
+        lateness: lateness(&account.lateness),
+        events: followed.records,
+        lost_events: followed.lost_events,
+        source: w.source.to_string(),
+        findings: w.findings.iter().filter(|f| f.tids.contains(&tid)).map(|f| f.said.clone()).collect(),
+    }
+}
+
+fn lateness(s: &crate::stats::Stats) -> Option<crate::model::Lateness> {
+    (s.count > 0).then(|| crate::model::Lateness {
+        count: s.count,
+        p50_ns: s.percentile(0.5),
+        p99_ns: s.percentile(0.99),
+        max_ns: s.max,
+    })
+}
+
+/// A watched thread's run settings, as the application set them (a thread started while
+/// watched: unknown).
+fn measured(w: &Watched, own: WatchParams) -> crate::model::MeasuredParams {
     use crate::model::Policy;
-    // How the thread ran, as the application set it (a thread started while watched: unknown).
     let policy = match own.sched_policy.as_deref() {
         Some("fifo") => Policy::Fifo,
         Some("rr") => Policy::RoundRobin,
@@ -184,20 +223,24 @@ fn head(w: &Watched, probe: &str, own: WatchParams, system: &crate::model::Syste
         [one] => Some(one),
         _ => None,
     };
-    let params = crate::model::MeasuredParams {
+    crate::model::MeasuredParams {
         duration_s: Some(w.config.duration.as_secs_f64()),
         ran,
         ..crate::model::MeasuredParams::one_thread(pin, policy, priority, ProbeParams::Watch(own))
-    };
+    }
+}
+
+fn head(w: &Watched, probe: &str, params: RunParams, system: &crate::model::SystemSnapshot, line: &str) -> RunHead {
+    let rt_priority = params.measured().is_some_and(|p| p.ran.iter().any(|r| r.policy != crate::model::Policy::Other));
     RunHead {
         label: w.config.label.clone(),
         probe: probe.to_string(),
         kind: RunKind::Probe,
         metric: Metric::LATENCY,
-        params: RunParams::Measured(params),
+        params,
         load: LoadRecord::named("application"),
         command_line: line.to_string(),
-        rt_priority: policy != Policy::Other,
+        rt_priority,
         warnings: Vec::new(),
         system: system.clone(),
         envelope_ns: 1_000_000_000,
@@ -225,6 +268,16 @@ fn print_accounts(w: &Watched, followed: &Followed, ids: &[(u32, i64)]) {
             a.runtime_ns as f64 / 1e6,
             a.preemptions,
             a.migrations
+        );
+    }
+    for (tid, _) in ids {
+        let Some(l) = lateness(&followed.threads[tid].lateness) else { continue };
+        println!(
+            "{tid:>8} late after its absolute sleeps (its period's jitter): p50 {:.3}, p99 {:.3}, max {:.3} µs of {}",
+            us(l.p50_ns),
+            us(l.p99_ns),
+            us(l.max_ns),
+            l.count
         );
     }
     let stored = |tid: u32| ids.iter().any(|(t, _)| *t == tid);

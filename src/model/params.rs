@@ -336,7 +336,7 @@ mod tests {
     /// probe's part reads back as it was written.
     #[test]
     fn every_newer_probe_part_reads_back_beside_the_shared_settings() {
-        use super::super::{IpcParams, IpcVia, MigrateParams, PiParams, WatchParams};
+        use super::super::{IpcParams, IpcVia, Lateness, MigrateParams, PiParams, WatchParams};
         let shared = r#"{"threads":1,"cpus":[0],"policy":"fifo","priority":95,"mlock":true,"loops":10,"duration_s":null,"envelope_interval_ns":1000000000,"samples_file":null}"#;
         let ipc = ProbeParams::Ipc(IpcParams { via: IpcVia::Sem, interval_us: 1000, distance_us: 500 });
         let migrate = ProbeParams::Migrate(MigrateParams {
@@ -375,6 +375,7 @@ mod tests {
             preemptions: 1,
             migrations: 0,
             worst_at_ns: Some(1_000_000),
+            lateness: Some(Lateness { count: 2, p50_ns: 900, p99_ns: 1_500, max_ns: 1_500 }),
             events: 9,
             lost_events: 0,
             source: "BPF (ringbuf)".into(),

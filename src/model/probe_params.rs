@@ -248,6 +248,11 @@ pub struct WatchParams {
     /// The worst wake-up latency's end, CLOCK_MONOTONIC ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worst_at_ns: Option<u64>,
+    /// After each absolute sleep on CLOCK_MONOTONIC, how late it ran past the time it asked
+    /// (its period's jitter, as the thread itself would measure it); none when it slept no
+    /// such sleep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lateness: Option<Lateness>,
     /// The scheduler's events read for the whole watch, and those lost to a full buffer.
     pub events: u64,
     pub lost_events: u64,
@@ -256,6 +261,15 @@ pub struct WatchParams {
     /// The mistakes found that name this thread, each with its evidence and fix.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
+}
+
+/// How late a watched thread ran after the times its absolute sleeps asked, ns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Lateness {
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
 }
 
 /// `gtod`'s settings.

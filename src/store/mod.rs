@@ -8,6 +8,7 @@ mod resume;
 mod retention;
 pub mod samplelog;
 mod schema;
+mod side;
 mod update;
 mod windows;
 mod writer;
@@ -21,6 +22,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 pub use absent::Absent;
 pub use place::default_path;
 pub use schema::SCHEMA_VERSION;
+pub use side::SideBySide;
 pub use windows::WINDOW_PARAM;
 pub use writer::{Checkpoint, Found, RunHead, RunWriter, RAW_IN_STORE};
 

@@ -99,7 +99,7 @@ impl<'a> Checkpoint<'a> {
 
 /// `warnings`, and the emulation warning first when the run is made on an emulated CPU: every
 /// run made in a guest under TCG carries it, whatever wrote the run.
-fn with_emulation(system: &SystemSnapshot, warnings: &[String]) -> Vec<String> {
+pub(super) fn with_emulation(system: &SystemSnapshot, warnings: &[String]) -> Vec<String> {
     let emulated = system.vm.as_ref().is_some_and(|vm| vm.emulated());
     let missing = emulated && !warnings.iter().any(|w| w == EMULATED_WARNING);
     missing.then(|| EMULATED_WARNING.to_string()).into_iter().chain(warnings.iter().cloned()).collect()

@@ -1,11 +1,14 @@
 //! Each watched thread's account, from the programs' events in time order: every wait from
 //! being made runnable to running — woken, or preempted and so still runnable — which is what
 //! `perf sched timehist` calls the scheduling delay and bcc's runqlat the run-queue latency; its
-//! time on the CPU, its switches in, preemptions and migrations. A thread the application
-//! starts while watched is followed from its first wake-up.
+//! time on the CPU, its switches in, preemptions and migrations; each of its sleeps judged by
+//! what it slept in and who woke it ([`calls`](super::calls)); the times ordinary tasks took
+//! its CPU while it could run. A thread the application starts while watched is followed from
+//! its first wake-up.
 
 use std::collections::BTreeMap;
 
+use super::calls::{self, Call, Slept, Waker};
 use crate::stats::Stats;
 use crate::trace::ftrace::parse;
 use crate::trace::stream::Lines;
@@ -15,9 +18,10 @@ pub const WAKEUP: u32 = 0;
 pub const WAKEUP_NEW: u32 = 1;
 pub const SWITCH: u32 = 2;
 pub const MIGRATE: u32 = 3;
+pub const WAKING: u32 = 4;
 
-/// A record's size: five words.
-pub const RECORD: usize = 40;
+/// A record's size: nine words.
+pub const RECORD: usize = 72;
 
 /// One event of a watched thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,22 +34,34 @@ pub struct Event {
     /// 100–139 the others).
     pub pid: u32,
     pub prio: u32,
-    /// A switch's thread switched out, and its state then (0: still runnable, preempted).
+    /// A switch's thread switched out, and its state then (0: still runnable, preempted); a
+    /// waking's waker and its kernel priority.
     pub prev: u32,
     pub prev_state: u32,
-    /// Whether `pid`, and a switch's `prev`, is a thread of the watched processes.
+    /// Whether `pid`, and a switch's `prev` or a waking's waker, is a thread of the watched
+    /// processes.
     pub watched: bool,
     pub prev_watched: bool,
+    /// The system call a switch's `prev`, or a waking's waker, was in.
+    pub call: Option<Call>,
 }
 
 impl Event {
-    /// A record as the programs write it: (time), (CPU, kind), (pid, prio), (prev or the
-    /// migration's CPU, prev's state), (pid watched, prev watched).
+    /// A record as the programs write it: (time), (CPU, kind), (pid, prio), (prev, the
+    /// migration's CPU or the waker; prev's state or the waker's priority), (pid watched, prev
+    /// or waker watched), (system call number + 1, its operation), (its first argument).
     pub fn from(rec: &[u8]) -> Option<Event> {
         let half = |i: usize| rec.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         let ts = u64::from(half(0)?) | u64::from(half(1)?) << 32;
         let (kind, other) = (half(3)?, half(6)?);
         let cpu = if kind == MIGRATE { other } else { half(2)? };
+        let (op, arg0) = (half(11)?, u64::from(half(12)?) | u64::from(half(13)?) << 32);
+        // A clock_nanosleep's time asked: seconds, nanoseconds (the low word; 32-bit ARM's
+        // timespec pads it).
+        let asked = (u64::from(half(14)?) | u64::from(half(15)?) << 32)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(half(16)?));
+        half(17)?;
         Some(Event {
             ts,
             cpu,
@@ -56,6 +72,7 @@ impl Event {
             prev_state: half(7)?,
             watched: half(8)? != 0,
             prev_watched: half(9)? != 0,
+            call: half(10)?.checked_sub(1).map(|nr| Call { nr, op, arg0, asked }),
         })
     }
 }
@@ -78,8 +95,24 @@ pub struct Account {
     /// for: how often.
     pub behind: BTreeMap<u32, u64>,
     pub last_cpu: Option<u32>,
+    /// Its sleeps, by what they were ([`calls::judge`]), with who ended them: how often.
+    pub sleeps: BTreeMap<(Slept, Option<u32>), u64>,
+    /// For each absolute sleep on CLOCK_MONOTONIC, how late it ran after the time it asked:
+    /// what a periodic thread measures as its own jitter (and cyclictest as its latency).
+    pub lateness: Stats,
+    /// Preempted while it could run by an ordinary (not real-time) task: how often, the
+    /// longest wait to run again, and by which tasks how often.
+    pub ceded: u64,
+    pub ceded_worst_ns: u64,
+    pub ceded_to: BTreeMap<u32, u64>,
     woken_at: Option<u64>,
     running_since: Option<u64>,
+    /// Asleep, in this call (none: outside one); who is waking it.
+    asleep: Option<Option<Call>>,
+    waker: Option<Waker>,
+    /// The time its absolute sleep asked, until it runs.
+    due: Option<u64>,
+    ceding: bool,
 }
 
 /// The accounts of every thread seen.
@@ -90,6 +123,8 @@ pub struct Followed {
     pub records: u64,
     pub lost_events: u64,
     read_to: u64,
+    /// Threads throttled now, waiting to run again.
+    ceding: u32,
 }
 
 /// Fed by the BPF programs, or by an ftrace instance's sched events: those lines name no
@@ -123,6 +158,7 @@ impl Lines for Followed {
             prev_state: u32::from(!preempted),
             watched: known(pid),
             prev_watched: known(prev),
+            call: None,
         };
         self.take(&event);
     }
@@ -142,9 +178,27 @@ impl Followed {
         Followed { threads: tids.iter().map(|&t| (t, Account::default())).collect(), ..Followed::default() }
     }
 
+    /// While a throttled thread waits, the ordinary tasks switched in on its CPU (those the
+    /// programs see: the watched processes' own) ran in its place.
+    fn ran_instead(&mut self, e: &Event) {
+        if self.ceding == 0 || e.prio < 100 || e.pid == 0 {
+            return;
+        }
+        for (tid, a) in self.threads.iter_mut() {
+            if a.ceding && a.last_cpu == Some(e.cpu) && *tid != e.pid && e.prev != *tid {
+                *a.ceded_to.entry(e.pid).or_default() += 1;
+            }
+        }
+    }
+
     /// Takes one event, in time order.
     pub fn take(&mut self, e: &Event) {
         match e.kind {
+            WAKING if e.watched => {
+                let a = self.threads.entry(e.pid).or_default();
+                let waker = Waker { tid: e.prev, prio: e.prev_state, watched: e.prev_watched, call: e.call };
+                a.waker.get_or_insert(waker);
+            }
             WAKEUP | WAKEUP_NEW if e.watched => {
                 let a = self.threads.entry(e.pid).or_default();
                 // A wake-up of a thread on its CPU, or one already woken, starts no wait.
@@ -152,8 +206,17 @@ impl Followed {
                     a.woken_at = Some(e.ts);
                 }
                 a.prio = Some(e.prio);
+                let waker = a.waker.take();
+                if let Some(call) = a.asleep.take() {
+                    let slept = calls::judge(call, e.prio, waker);
+                    a.due = call.and_then(|c| c.due()).filter(|_| slept == Slept::Timed);
+                    let by =
+                        matches!(slept, Slept::Inverted | Slept::Blocked(_)).then(|| waker.map(|w| w.tid)).flatten();
+                    *a.sleeps.entry((slept, by)).or_default() += 1;
+                }
             }
             SWITCH => {
+                self.ran_instead(e);
                 if e.prev_watched {
                     let a = self.threads.entry(e.prev).or_default();
                     if let Some(since) = a.running_since.take() {
@@ -162,6 +225,15 @@ impl Followed {
                     if e.prev_state == 0 {
                         a.preemptions += 1;
                         a.woken_at = Some(e.ts);
+                        // A real-time thread preempted by an ordinary task: throttled.
+                        if a.prio.is_some_and(|p| p < 100) && e.prio >= 100 && e.pid != 0 {
+                            a.ceded += 1;
+                            *a.ceded_to.entry(e.pid).or_default() += 1;
+                            a.ceding = true;
+                            self.ceding += 1;
+                        }
+                    } else {
+                        a.asleep = Some(e.call);
                     }
                 }
                 let twin = e.prev_watched && self.threads.get(&e.prev).and_then(|p| p.prio) == Some(e.prio);
@@ -175,6 +247,13 @@ impl Followed {
                         a.latencies.record(waited);
                         if a.worst.is_none_or(|(w, _)| waited > w) {
                             a.worst = Some((waited, e.ts));
+                        }
+                        if std::mem::take(&mut a.ceding) {
+                            a.ceded_worst_ns = a.ceded_worst_ns.max(waited);
+                            self.ceding -= 1;
+                        }
+                        if let Some(due) = a.due.take() {
+                            a.lateness.record(e.ts.saturating_sub(due));
                         }
                     }
                     a.running_since = Some(e.ts);
@@ -198,7 +277,18 @@ mod tests {
     use super::*;
 
     fn ev(ts: u64, kind: u32, pid: u32, prev: u32) -> Event {
-        Event { ts, cpu: 1, kind, pid, prio: 19, prev, prev_state: 1, watched: pid == 7, prev_watched: prev == 7 }
+        Event {
+            ts,
+            cpu: 1,
+            kind,
+            pid,
+            prio: 19,
+            prev,
+            prev_state: 1,
+            watched: pid == 7,
+            prev_watched: prev == 7,
+            call: None,
+        }
     }
 
     #[test]
@@ -227,6 +317,35 @@ mod tests {
         assert_eq!(f.threads.keys().collect::<Vec<_>>(), [&7], "only watched threads have accounts");
     }
 
+    /// A sleep judged by its call and waker; an absolute sleep's lateness to the time asked; an
+    /// ordinary task that preempts a real-time thread.
+    #[test]
+    fn sleeps_are_judged_absolute_ones_timed_late_and_ordinary_preemptions_counted() {
+        let abs = Call { nr: libc::SYS_clock_nanosleep as u32, op: 1, arg0: 1, asked: 10_000 };
+        let wait = Call { nr: libc::SYS_futex as u32, op: 128, arg0: 0, asked: 0 };
+        let wake = Call { nr: libc::SYS_futex as u32, op: 129, arg0: 0, asked: 0 };
+        let mut f = Followed::default();
+        for e in [
+            ev(1_000, SWITCH, 7, 3),
+            Event { call: Some(abs), ..ev(5_000, SWITCH, 3, 7) }, // asleep until 10 µs
+            ev(10_500, WAKEUP, 7, 0),
+            ev(12_000, SWITCH, 7, 3), // ran 2 µs after the time asked
+            Event { call: Some(wait), ..ev(13_000, SWITCH, 3, 7) },
+            Event { prev_state: 120, prev_watched: true, call: Some(wake), ..ev(14_000, WAKING, 7, 8) },
+            ev(14_100, WAKEUP, 7, 0),
+            ev(15_000, SWITCH, 7, 3),
+            Event { prio: 120, prev_state: 0, ..ev(16_000, SWITCH, 9, 7) }, // an ordinary task took it
+            ev(19_000, SWITCH, 7, 9),
+        ] {
+            f.take(&e);
+        }
+        let a = &f.threads[&7];
+        assert_eq!((a.lateness.count, a.lateness.max), (1, 2_000));
+        let sleeps: Vec<_> = a.sleeps.iter().map(|(k, n)| (*k, *n)).collect();
+        assert_eq!(sleeps, [((Slept::Timed, None), 1), ((Slept::Inverted, Some(8)), 1)]);
+        assert_eq!((a.ceded, a.ceded_worst_ns, a.ceded_to.get(&9)), (1, 3_000, Some(&1)));
+    }
+
     #[test]
     fn an_ftrace_instance_s_lines_are_the_same_events_for_the_threads_known() {
         let mut f = Followed::of(&[7]);
@@ -246,11 +365,16 @@ mod tests {
 
     #[test]
     fn a_record_reads_as_the_programs_write_it() {
-        let words: [u32; 10] = [0x9abc_def0, 0x1234, 3, SWITCH, 42, 120, 41, 0, 1, 0];
+        let mut words: [u32; 18] = [0x9abc_def0, 0x1234, 3, SWITCH, 42, 120, 41, 0, 1, 0, 203, 128, 5, 1, 2, 0, 7, 99];
         let rec: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let e = Event::from(&rec).unwrap();
         assert_eq!((e.ts, e.cpu, e.kind, e.pid, e.prio, e.prev), (0x1234_9abc_def0, 3, SWITCH, 42, 120, 41));
         assert!(e.watched && !e.prev_watched);
-        assert_eq!(Event::from(&rec[..36]), None, "a cut record is none");
+        let asked = 2_000_000_007;
+        assert_eq!(e.call, Some(Call { nr: 202, op: 128, arg0: 0x1_0000_0005, asked }), "number + 1 in the record");
+        assert_eq!(Event::from(&rec[..68]), None, "a cut record is none");
+        words[10] = 0;
+        let rec: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert_eq!(Event::from(&rec).unwrap().call, None, "outside a system call");
     }
 }

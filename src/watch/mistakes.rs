@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use super::follow::Followed;
+use super::calls::{self, Slept};
+use super::follow::{Account, Followed};
 use super::target::{Policy, Thread};
 
 /// One mistake: its rule, the threads it names, and the sentence with evidence and fix.
@@ -56,7 +57,12 @@ pub fn find(threads: &[Thread], followed: &Followed, faults: &Faults) -> Vec<Fin
     let mut found = Vec::new();
     for t in &rt {
         found.extend(faulted(t, faults.since_first(t.tid)));
-        found.extend(moved(t, followed.threads.get(&t.tid).map_or(0, |a| a.migrations)));
+        let Some(a) = followed.threads.get(&t.tid) else { continue };
+        found.extend(moved(t, a.migrations));
+        found.extend(slept(t, a));
+        found.extend(blocked(t, a, threads));
+        found.extend(inverted(t, a, threads));
+        found.extend(throttled(t, a, threads));
     }
     found.extend(shared(&rt, followed));
     found
@@ -64,6 +70,138 @@ pub fn find(threads: &[Thread], followed: &Followed, faults: &Faults) -> Vec<Fin
 
 fn named(t: &Thread) -> String {
     format!("{} ({})", t.comm, t.tid)
+}
+
+/// A thread by its id: of the application (with its policy), or any other by its name now.
+fn whose(tid: u32, threads: &[Thread]) -> String {
+    match threads.iter().find(|t| t.tid == tid) {
+        Some(t) if t.policy.real_time() => format!("{}, {}/{}", named(t), t.policy.name(), t.priority),
+        Some(t) => format!("{}, {}", named(t), t.policy.name()),
+        None => super::target::comm_of(tid).map_or_else(|| format!("thread {tid}"), |c| format!("{c} ({tid})")),
+    }
+}
+
+/// The ids of `tally` (most often first) in words: "a (1) 40 times, b (2) 3 times".
+fn tally_words(tally: &BTreeMap<u32, u64>, threads: &[Thread]) -> String {
+    let mut by: Vec<(&u32, &u64)> = tally.iter().collect();
+    by.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
+    let times = |n: u64| if n == 1 { "once".to_string() } else { format!("{n} times") };
+    by.iter().take(3).map(|(tid, n)| format!("{} {}", whose(**tid, threads), times(**n))).collect::<Vec<_>>().join("; ")
+}
+
+/// Its sleeps of one kind, and who ended them.
+fn sleeps_of(a: &Account, kind: impl Fn(Slept) -> bool) -> (u64, BTreeMap<u32, u64>) {
+    let mut by = BTreeMap::new();
+    let mut count = 0;
+    for ((_, waker), n) in a.sleeps.iter().filter(|((s, _), _)| kind(*s)) {
+        count += n;
+        if let Some(w) = waker {
+            *by.entry(*w).or_default() += n;
+        }
+    }
+    (count, by)
+}
+
+/// Relative sleeps: the period drifts by each wake-up's lateness.
+fn slept(t: &Thread, a: &Account) -> Option<Finding> {
+    let (n, _) = sleeps_of(a, |s| s == Slept::Relative);
+    (n > 0).then(|| Finding {
+        rule: "sleep",
+        tids: vec![t.tid],
+        said: format!(
+            "{} slept {n} times in a relative sleep (nanosleep, usleep, or clock_nanosleep without \
+             TIMER_ABSTIME or on CLOCK_REALTIME): each period begins when the last wake-up ran, so \
+             its lateness adds up and the period drifts. Fix: sleep until an absolute time on \
+             CLOCK_MONOTONIC, advanced by one period each time (clock_nanosleep(CLOCK_MONOTONIC, \
+             TIMER_ABSTIME, &next, NULL)) (the rtapp monitor's sleep rule)",
+            named(t)
+        ),
+    })
+}
+
+/// Sleeps in a call that waits on something else's progress: I/O, a pipe, a socket.
+fn blocked(t: &Thread, a: &Account, threads: &[Thread]) -> Option<Finding> {
+    let (n, wakers) = sleeps_of(a, |s| matches!(s, Slept::Blocked(_)));
+    if n == 0 {
+        return None;
+    }
+    let mut by_call: BTreeMap<u32, u64> = BTreeMap::new();
+    for ((slept, _), k) in &a.sleeps {
+        if let Slept::Blocked(nr) = slept {
+            *by_call.entry(*nr).or_default() += k;
+        }
+    }
+    let in_calls: Vec<String> = match by_call.len() {
+        1 => by_call.keys().map(|nr| calls::words(*nr)).collect(),
+        _ => by_call.iter().map(|(nr, k)| format!("{} {k} times", calls::words(*nr))).collect(),
+    };
+    let woken = match wakers.is_empty() {
+        true => String::new(),
+        false => format!(", woken by {}", tally_words(&wakers, threads)),
+    };
+    Some(Finding {
+        rule: "block",
+        tids: vec![t.tid],
+        said: format!(
+            "{} blocked {n} times in {}{woken}: a real-time thread that waits for I/O or for \
+             another thread waits as long as they take, whatever its priority. Fix: leave the \
+             I/O to a thread that is not real-time and pass data through a lock-free queue or a \
+             priority-inheriting lock (the rtapp monitor's sleep rule)",
+            named(t),
+            in_calls.join(", ")
+        ),
+    })
+}
+
+/// Futex waits ended by a lower-priority thread of the application: priority inversion.
+fn inverted(t: &Thread, a: &Account, threads: &[Thread]) -> Option<Finding> {
+    let (n, wakers) = sleeps_of(a, |s| s == Slept::Inverted);
+    if n == 0 {
+        return None;
+    }
+    let mut tids = vec![t.tid];
+    tids.extend(wakers.keys());
+    Some(Finding {
+        rule: "inversion",
+        tids,
+        said: format!(
+            "{} waited {n} times on a lock without priority inheritance (a futex wait) until a \
+             lower-priority thread let it go: {}. Meanwhile every thread of a priority between \
+             theirs ran first (priority inversion). Fix: make the lock priority-inheriting \
+             (pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT)) (the rtapp monitor's \
+             sleep rule: a futex wait must be ended by a thread of its priority or higher)",
+            named(t),
+            tally_words(&wakers, threads)
+        ),
+    })
+}
+
+/// Preempted by ordinary tasks while it could run: the kernel throttled real-time work.
+fn throttled(t: &Thread, a: &Account, threads: &[Thread]) -> Option<Finding> {
+    if a.ceded == 0 {
+        return None;
+    }
+    let knob = |name: &str| crate::sysinfo::read(&format!("/proc/sys/kernel/{name}")).map(|v| v.trim().to_string());
+    let (runtime, period) = (knob("sched_rt_runtime_us"), knob("sched_rt_period_us"));
+    let limit = match (runtime, period) {
+        (Some(r), Some(p)) => format!("sched_rt_runtime_us {r} of every sched_rt_period_us {p}"),
+        _ => "the RT runtime".to_string(),
+    };
+    Some(Finding {
+        rule: "throttle",
+        tids: vec![t.tid],
+        said: format!(
+            "{} was preempted {} times by tasks that are not real-time ({}) while it could run, \
+             waiting up to {} ms to run again: the kernel throttled it because real-time work \
+             took more of its CPU than {limit} allows, and gave the rest to ordinary tasks (from \
+             Linux 6.12 through the fair server). Fix: keep its work well inside its period, or \
+             give it a SCHED_DEADLINE reservation. (Not an rtapp rule: rtbench's own)",
+            named(t),
+            a.ceded,
+            tally_words(&a.ceded_to, threads),
+            crate::units::fmt_us(a.ceded_worst_ns as f64 / 1e6)
+        ),
+    })
 }
 
 /// Page faults while watched: memory not locked, or not touched before the periodic work.
@@ -162,6 +300,7 @@ mod tests {
             prev_state: 1,
             watched: true,
             prev_watched: prev != 0,
+            call: None,
         };
         for e in [ev(1, SWITCH, 2, 0), ev(2, WAKEUP, 3, 0), ev(5, SWITCH, 3, 2)] {
             f.take(&e);

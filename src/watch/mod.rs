@@ -2,9 +2,11 @@
 //! which of its threads were late from wake-up to running, by how much, how often they moved,
 //! and the mistakes that cost them latency. [`target`] finds the threads; [`bpf`] follows
 //! their wake-ups, switches and migrations in the kernel; [`follow`] turns those events into
-//! each thread's latencies; [`mistakes`] names what the application did wrong.
+//! each thread's latencies; [`calls`] judges why a thread slept; [`mistakes`] names what the
+//! application did wrong.
 
 pub mod bpf;
+pub mod calls;
 pub mod follow;
 pub mod mistakes;
 pub mod target;

@@ -8,10 +8,12 @@
  * absolute clock_nanosleep), block (a blocking read on a pipe), inversion (waits on a lock
  * without priority inheritance held by a lower-priority thread, a middle one hogging the CPU),
  * migrate (the periodic thread left unpinned, and two higher-priority intruders taking a CPU
- * each in turn, so it is moved between them), throttle (spins past the RT runtime), share (two
- * FIFO threads of one priority on one CPU).
+ * each in turn, so it is moved between them), throttle (spins without sleeping, past the RT
+ * runtime, an ordinary thread on its CPU starved until the kernel throttles it), share (two
+ * FIFO threads of one priority on one CPU). The helper threads sleep as a real-time thread
+ * should (absolute clock_nanosleep), so each switch makes one mistake only.
  *
- * Prints "ready PID", then each thread it starts prints "thread TID NAME FIFO PRIO"; it ends by
+ * Prints "ready PID", then each thread it starts prints "thread TID NAME POLICY PRIO"; it ends by
  * itself after -D seconds, printing its first periodic thread's lateness at wake-up (its own
  * measure of its period's jitter): "jitter N p50 p99 max" in microseconds. */
 #define _GNU_SOURCE
@@ -37,6 +39,8 @@ static long *late;
 static long lates;
 static pthread_mutex_t pi_lock;
 static int pipe_fds[2];
+/* Set once the starved thread has said its id (throttle): the spinning waits for it. */
+static volatile int starved_ready;
 
 struct spec {
     const char *name;
@@ -55,7 +59,7 @@ static void announce(void *arg)
 {
     const struct spec *s = arg;
     pthread_setname_np(pthread_self(), s->name);
-    printf("thread %ld %s FIFO %d\n", (long)syscall(SYS_gettid), s->name, s->prio);
+    printf("thread %ld %s %s %d\n", (long)syscall(SYS_gettid), s->name, s->prio ? "FIFO" : "OTHER", s->prio);
     fflush(stdout);
 }
 
@@ -73,6 +77,15 @@ static void advance(struct timespec *t, long ns)
         t->tv_nsec -= 1000000000L;
         t->tv_sec++;
     }
+}
+
+/* Sleeps until now + us, absolute on CLOCK_MONOTONIC (the way that keeps a real-time rule). */
+static void pause_us(long us)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    advance(&t, us * 1000L);
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
 }
 
 static void spin_us(long us)
@@ -121,7 +134,7 @@ static void *periodic(void *arg)
         pthread_mutex_lock(inversion ? &plain_lock : &pi_lock);
         spin_us(20);
         pthread_mutex_unlock(inversion ? &plain_lock : &pi_lock);
-        if (throttle)
+        if (throttle && starved_ready)
             spin_us(period_us * 2);
     }
     return NULL;
@@ -132,7 +145,7 @@ static void *feeder(void *arg)
 {
     announce(arg);
     while (!over()) {
-        usleep(period_us);
+        pause_us(period_us);
         if (write(pipe_fds[1], "x", 1) < 0)
             break;
     }
@@ -148,7 +161,7 @@ static void *holder(void *arg)
         pthread_mutex_lock(&plain_lock);
         spin_us(300);
         pthread_mutex_unlock(&plain_lock);
-        usleep(period_us);
+        pause_us(period_us);
     }
     return NULL;
 }
@@ -175,8 +188,18 @@ static void *hog(void *arg)
     announce(arg);
     while (!over()) {
         spin_us(2000);
-        usleep(500);
+        pause_us(500);
     }
+    return NULL;
+}
+
+/* An ordinary thread on the periodic thread's CPU (throttle): starved while that one spins. */
+static void *starved(void *arg)
+{
+    announce(arg);
+    starved_ready = 1;
+    while (!over())
+        spin_us(1000);
     return NULL;
 }
 
@@ -198,7 +221,7 @@ static pthread_t start(const struct spec *s, int pinned)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-    pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+    pthread_attr_setschedpolicy(&attr, s->prio ? SCHED_FIFO : SCHED_OTHER);
     struct sched_param sp = {.sched_priority = s->prio};
     pthread_attr_setschedparam(&attr, &sp);
     if (pinned) {
@@ -267,10 +290,11 @@ int main(int argc, char **argv)
         {"cpu-hog", 50, hog, 0, 0},
         {"intruder-0", 90, intruder, 0, 0},
         {"intruder-1", 90, intruder, 1, 5000},
+        {"starved", 0, starved, 0, 0},
     };
     enum { THREADS = sizeof specs / sizeof specs[0] };
     pthread_t threads[THREADS];
-    int started[THREADS] = {1, share, block, inversion, inversion, migrate, migrate};
+    int started[THREADS] = {1, share, block, inversion, inversion, migrate, migrate, throttle};
     printf("ready %d\n", getpid());
     fflush(stdout);
     first_periodic = specs[0];

@@ -108,6 +108,29 @@ fn the_demonstration_application_s_real_time_threads_become_runs() {
     assert!(show.contains("mistake 1: rt-periodic") && show.contains("share CPU 0"), "{show}");
 }
 
+/// A watch killed (SIGKILL: nothing of it runs after) keeps what it saw up to its last second:
+/// its runs, begun when it began and written each second, read as aborted with their samples.
+#[needs(root, btf, native, "cc")]
+#[test]
+fn a_killed_watch_keeps_what_it_saw_up_to_its_last_second() {
+    let lab = Lab::alone();
+    let (mut app, threads) = start_rtdemo(&lab, &["-D", "5"], 1);
+    let mut watch = lab.cmd(&["watch", "--pid", &app.id().to_string(), "-D", "60s"]);
+    let mut watch = watch.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(2600));
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    assert!(app.wait().unwrap().success());
+    let runs = lab.runs();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!((runs[0]["probe"].as_str(), runs[0]["status"].as_str()), (Some("watch.rt-periodic"), Some("aborted")));
+    let doc = lab.export_json(runs[0]["id"].as_i64().unwrap());
+    assert_eq!(doc["run"]["params"]["tid"].as_u64(), Some(u64::from(threads[0].1)));
+    // A second or two of a 1 ms period.
+    assert!(doc["threads"][0]["count"].as_u64() > Some(500), "its wake-ups to its last write: {doc}");
+}
+
 /// SIGINT to `child`, as a Ctrl-C sends it.
 fn interrupt(child: &Child) {
     let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
@@ -117,21 +140,27 @@ fn interrupt(child: &Child) {
 /// A watch's findings: each rule, with the names of the threads it names.
 type Found = Vec<(String, Vec<String>)>;
 
-/// Watches rtdemo with `mistake` (none: clean) `times` times, a second each, under a label of
-/// the mode; what each watch found.
+/// Watches rtdemo with `mistake` (none: clean) `times` times, a second each (three for
+/// throttling), under a label of the mode; what each watch found.
 fn findings_of(lab: &Lab, mistake: Option<&str>, times: usize) -> Vec<Found> {
     (0..times)
         .map(|_| {
-            let mut args = vec!["-D", "2"];
+            // Throttling comes about 950 ms after the spinning begins (the RT runtime, or the
+            // fair server's deferral): that watch is longer.
+            let (lasts, watched) = match mistake {
+                Some("throttle") => ("3.5", "3s"),
+                _ => ("2", "1s"),
+            };
+            let mut args = vec!["-D", lasts];
             args.extend(mistake);
             let threads = match mistake {
-                Some("share") => 2,
-                Some("migrate") => 3,
+                Some("share" | "block" | "throttle") => 2,
+                Some("migrate" | "inversion") => 3,
                 _ => 1,
             };
             let (mut app, _) = start_rtdemo(lab, &args, threads);
             let label = format!("rtdemo-{}", mistake.unwrap_or("clean"));
-            let said = lab.ok(&["watch", "--pid", &app.id().to_string(), "-D", "1s", "--label", &label]);
+            let said = lab.ok(&["watch", "--pid", &app.id().to_string(), "-D", watched, "--label", &label]);
             assert!(app.wait().unwrap().success());
             let from = said.find("\nmistakes found").map_or(said.len(), |at| at);
             said[from..]
@@ -139,7 +168,16 @@ fn findings_of(lab: &Lab, mistake: Option<&str>, times: usize) -> Vec<Found> {
                 .filter_map(|l| {
                     let (rule, text) = l.split_once("] ")?;
                     let rule = rule.rsplit_once('[')?.1.to_string();
-                    let names = ["rt-periodic", "rt-twin", "intruder-0", "intruder-1"];
+                    let names = [
+                        "rt-periodic",
+                        "rt-twin",
+                        "intruder-0",
+                        "intruder-1",
+                        "pipe-feeder",
+                        "lock-holder",
+                        "cpu-hog",
+                        "starved",
+                    ];
                     Some((rule, names.iter().filter(|n| text.contains(*n)).map(|n| n.to_string()).collect()))
                 })
                 .collect()
@@ -153,11 +191,16 @@ struct Mode {
     finding: Option<(&'static str, &'static [&'static str])>,
 }
 
-const MODES: [Mode; 4] = [
+const MODES: [Mode; 8] = [
     Mode { mistake: None, finding: None },
     Mode { mistake: Some("fault"), finding: Some(("pagefault", &["rt-periodic"])) },
     Mode { mistake: Some("migrate"), finding: Some(("migration", &["rt-periodic"])) },
     Mode { mistake: Some("share"), finding: Some(("shared-priority", &["rt-periodic", "rt-twin"])) },
+    Mode { mistake: Some("sleep"), finding: Some(("sleep", &["rt-periodic"])) },
+    Mode { mistake: Some("block"), finding: Some(("block", &["rt-periodic", "pipe-feeder"])) },
+    Mode { mistake: Some("inversion"), finding: Some(("inversion", &["rt-periodic", "lock-holder"])) },
+    // The tasks that ran instead are named: the application's own starved thread among them.
+    Mode { mistake: Some("throttle"), finding: Some(("throttle", &["rt-periodic", "starved"])) },
 ];
 
 /// Each mistake of the demonstration application is found with the threads it concerns, in

@@ -28,6 +28,17 @@ pub fn lines(w: &WatchParams) -> String {
         w.lost_events,
         w.source
     );
+    if let Some(l) = &w.lateness {
+        let us = crate::units::us;
+        let _ = writeln!(
+            out,
+            "late after its absolute sleeps (its period's jitter), µs: p50 {}, p99 {}, max {} of {} wake-ups",
+            us(l.p50_ns as f64),
+            us(l.p99_ns as f64),
+            us(l.max_ns as f64),
+            l.count
+        );
+    }
     for (i, f) in w.findings.iter().enumerate() {
         let _ = writeln!(out, "mistake {}: {f}", i + 1);
     }

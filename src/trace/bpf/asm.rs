@@ -33,11 +33,15 @@ const PSEUDO_MAP_FD: u8 = 1;
 pub const FP: u8 = 10;
 
 pub const MAP_LOOKUP: i32 = 1;
+pub const MAP_UPDATE: i32 = 2;
+pub const MAP_DELETE: i32 = 3;
 pub const KTIME_GET_NS: i32 = 5;
 pub const SMP_PROCESSOR_ID: i32 = 8;
 pub const CURRENT_PID_TGID: i32 = 14;
 pub const CURRENT_COMM: i32 = 16;
+pub const CURRENT_TASK: i32 = 35;
 pub const MAP_PUSH: i32 = 87;
+pub const PROBE_READ_USER: i32 = 112;
 pub const PROBE_READ_KERNEL: i32 = 113;
 pub const RINGBUF_OUTPUT: i32 = 130;
 /// `bpf_ringbuf_output`'s flag: no wake-up of a waiting reader. rtbench's readers poll on a

@@ -71,7 +71,7 @@ pub struct Thread {
     pub cpus: Vec<usize>,
 }
 
-/// The threads of `target`, each process's in the order of their ids; an input error when it
+/// The threads of `target`, each process's main thread first and the others by id; an input error when it
 /// names no process, or a cgroup without threads.
 pub fn threads(target: &Target) -> Result<Vec<Thread>> {
     let processes = match target {
@@ -134,7 +134,8 @@ fn cgroup2_mount() -> Option<PathBuf> {
     })
 }
 
-/// The thread ids of process `pid`, in order.
+/// The thread ids of process `pid`: its main thread first, then the others in the order of
+/// their ids (which wrap at pid_max, so a later thread's may be lower than its process's).
 fn tasks(pid: u32) -> Vec<(u32, u32)> {
     let dir = format!("/proc/{pid}/task");
     let mut tids: Vec<u32> = std::fs::read_dir(dir)
@@ -143,7 +144,7 @@ fn tasks(pid: u32) -> Vec<(u32, u32)> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .collect();
-    tids.sort_unstable();
+    tids.sort_unstable_by_key(|&tid| (tid != pid, tid));
     tids.into_iter().map(|tid| (pid, tid)).collect()
 }
 

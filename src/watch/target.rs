@@ -71,8 +71,8 @@ pub struct Thread {
     pub cpus: Vec<usize>,
 }
 
-/// The threads of `target`, each process's main thread first and the others by id; an input error when it
-/// names no process, or a cgroup without threads.
+/// The threads of `target`, each process's main thread first and the others by id; an input
+/// error when it names no process, or a cgroup without threads.
 pub fn threads(target: &Target) -> Result<Vec<Thread>> {
     let processes = match target {
         Target::Pid(pid) => match Path::new(&format!("/proc/{pid}/task")).is_dir() {

@@ -49,7 +49,7 @@ const ARGS: ([i32; 3], i32) = ([0, 4, 8], 4); // uregs[0..3]
 #[cfg(target_pointer_width = "64")]
 const CLOCK_NANOSLEEP: i32 = libc::SYS_clock_nanosleep as i32;
 #[cfg(not(target_pointer_width = "64"))]
-const CLOCK_NANOSLEEP: i32 = libc::SYS_clock_nanosleep_time64 as i32;
+const CLOCK_NANOSLEEP: i32 = super::calls::SYS_CLOCK_NANOSLEEP_TIME64 as i32;
 
 /// `task_struct`'s members the programs read.
 #[derive(Clone, Copy, Debug)]

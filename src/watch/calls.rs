@@ -150,9 +150,18 @@ const COMMON: [(libc::c_long, &str); 27] = calls![
 
 #[cfg(target_pointer_width = "64")]
 const TIME: [(libc::c_long, &str); 3] = calls![SYS_clock_nanosleep, SYS_nanosleep, SYS_futex];
+/// 32-bit architectures' calls with a 64-bit time (Linux 5.1 on; the same numbers on every one
+/// of them; libc does not name them).
 #[cfg(not(target_pointer_width = "64"))]
-const TIME: [(libc::c_long, &str); 5] =
-    calls![SYS_clock_nanosleep, SYS_nanosleep, SYS_futex, SYS_clock_nanosleep_time64, SYS_futex_time64];
+pub const SYS_CLOCK_NANOSLEEP_TIME64: libc::c_long = 407;
+#[cfg(not(target_pointer_width = "64"))]
+const TIME: [(libc::c_long, &str); 5] = [
+    (libc::SYS_clock_nanosleep, "SYS_clock_nanosleep"),
+    (libc::SYS_nanosleep, "SYS_nanosleep"),
+    (libc::SYS_futex, "SYS_futex"),
+    (SYS_CLOCK_NANOSLEEP_TIME64, "SYS_clock_nanosleep_time64"),
+    (422, "SYS_futex_time64"),
+];
 
 #[cfg(target_arch = "x86_64")]
 const OWN: [(libc::c_long, &str); 7] =

@@ -285,6 +285,8 @@ pub struct WatchConfig {
     pub duration: std::time::Duration,
     /// The threads that are not real-time measured too.
     pub all: bool,
+    /// Waits longer than this are looked up in the trace of their CPU (0: none).
+    pub explain_above_ns: u64,
     pub label: String,
     pub db: std::path::PathBuf,
 }

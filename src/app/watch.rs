@@ -11,9 +11,11 @@ use anyhow::Result;
 
 use crate::app::task::WatchConfig;
 use crate::model::{LoadRecord, Metric, ProbeParams, RunKind, RunParams, ThreadResult, WatchParams};
+use crate::report::text::watched::instead_words;
 use crate::session::{Outcome, Session};
 use crate::store::{RunHead, SideBySide};
 use crate::watch::follow::{Account, Followed};
+use crate::watch::instead::Instead;
 use crate::watch::mistakes::{self, Faults, Finding};
 use crate::watch::target::{self, Target, Thread};
 
@@ -31,9 +33,12 @@ pub fn run(a: WatchConfig) -> Result<i32> {
     let mut store = super::writable_store(&a.db)?;
     let session = Session::start()?;
     let on = housekeeping(&threads);
-    let (reader, source) = crate::watch::bpf::start("rtbench-watch", &tgids, &on)
+    let mut into = Followed::default();
+    into.late_above_ns = a.explain_above_ns;
+    let (reader, source) = crate::watch::bpf::start("rtbench-watch", &tgids, &on, into)
         .map_err(|why| crate::invalid!("watch follows the scheduler with BPF, which cannot run here: {why}"))?;
     let started = Instant::now();
+    let mut instead = explain(&a, &threads, &on);
     let mut faults = Faults::default();
     faults.read(&threads);
     let mut book = Book::new(&mut store, &a, named, format!("BPF ({source})"));
@@ -46,25 +51,51 @@ pub fn run(a: WatchConfig) -> Result<i32> {
         faults.read(&threads);
         if written.elapsed() >= WRITE {
             written = Instant::now();
-            book.write(&threads, &crate::trace::stream::lock(&state), &faults)?;
+            let mut followed = crate::trace::stream::lock(&state);
+            if let Some(i) = instead.as_mut() {
+                i.resolve(std::mem::take(&mut followed.late), false);
+            }
+            book.write(&threads, &followed, &faults, instead.as_ref())?;
         }
         Ok(())
     })?;
     faults.read(&threads);
     // Dropped, the reader takes what is left and the programs go.
     drop(reader);
-    let followed = crate::trace::stream::lock(&state);
-    let findings = book.write(&threads, &followed, &faults)?;
+    let mut followed = crate::trace::stream::lock(&state);
+    if let Some(i) = instead.as_mut() {
+        i.resolve(std::mem::take(&mut followed.late), true);
+    }
+    let findings = book.write(&threads, &followed, &faults, instead.as_ref())?;
     let (named, source) = (book.named.clone(), book.source.clone());
     let ids = book.runs.finish(outcome.status())?;
     let ids: Vec<(u32, i64)> = ids.into_iter().map(|(tid, id)| (tid as u32, id)).collect();
-    let watched = Watched { config: &a, named: &named, source: &source, threads: &threads, findings: &findings };
+    let (instead, findings) = (instead.as_ref(), &findings);
+    let watched = Watched { config: &a, named: &named, source: &source, threads: &threads, findings, instead };
     print_accounts(&watched, &followed, &ids);
-    print_findings(&findings);
+    print_findings(findings);
     if let Outcome::Interrupted(_) = outcome {
         eprintln!("rtbench: watch interrupted after {:.1} s; what it saw is kept", started.elapsed().as_secs_f64());
     }
     Ok(outcome.exit_code())
+}
+
+/// The classification's tracer on the CPUs the real-time threads may run on, for what ran in
+/// their waits longer than `--explain-above`; none when not asked, or (said) when it cannot run.
+fn explain(a: &WatchConfig, threads: &[Thread], on: &[usize]) -> Option<Instead> {
+    let mut cpus: Vec<usize> = threads.iter().filter(|t| t.policy.real_time()).flat_map(|t| t.cpus.clone()).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    if a.explain_above_ns == 0 || cpus.is_empty() {
+        return None;
+    }
+    match Instead::arm(&cpus, on, a.explain_above_ns, crate::sys::now_ns()) {
+        Ok(i) => Some(i),
+        Err(why) => {
+            println!("what ran in the waits over {} µs is not looked up: {why}", a.explain_above_ns / 1000);
+            None
+        }
+    }
 }
 
 /// The CPUs none of the real-time threads may run on, where the watch reads its events (all of
@@ -87,6 +118,8 @@ struct Watched<'a> {
     /// The threads when it began.
     threads: &'a [Thread],
     findings: &'a [Finding],
+    /// What ran in their long waits, when looked up.
+    instead: Option<&'a Instead>,
 }
 
 impl Watched<'_> {
@@ -143,9 +176,16 @@ impl<'s> Book<'s> {
 
     /// Every measured thread's run as `followed` has it now, with the mistakes found so far;
     /// those mistakes.
-    fn write(&mut self, threads: &[Thread], followed: &Followed, faults: &Faults) -> Result<Vec<Finding>> {
-        let findings = mistakes::find(threads, followed, faults);
-        let w = Watched { config: self.config, named: &self.named, source: &self.source, threads, findings: &findings };
+    fn write(
+        &mut self,
+        threads: &[Thread],
+        followed: &Followed,
+        faults: &Faults,
+        instead: Option<&Instead>,
+    ) -> Result<Vec<Finding>> {
+        let findings = mistakes::find(threads, followed, faults, &|tid| instead.map(|i| i.of(tid)));
+        let (config, named, source) = (self.config, &self.named, &self.source);
+        let w = Watched { config, named, source, threads, findings: &findings, instead };
         for (&tid, account) in followed.threads.iter().filter(|(&tid, a)| w.measured(tid, a)) {
             let own = own_params(&w, tid, account, followed);
             let probe = match self.runs.id(u64::from(tid)) {
@@ -190,6 +230,7 @@ fn own_params(w: &Watched, tid: u32, account: &Account, followed: &Followed) -> 
         migrations: account.migrations,
         worst_at_ns: account.worst.map(|(_, at)| at),
         lateness: lateness(&account.lateness),
+        instead: w.instead.map(|i| i.of(tid)),
         events: followed.records,
         lost_events: followed.lost_events,
         source: w.source.to_string(),
@@ -226,7 +267,7 @@ fn measured(w: &Watched, own: WatchParams) -> crate::model::MeasuredParams {
     crate::model::MeasuredParams {
         duration_s: Some(w.config.duration.as_secs_f64()),
         ran,
-        ..crate::model::MeasuredParams::one_thread(pin, policy, priority, ProbeParams::Watch(own))
+        ..crate::model::MeasuredParams::one_thread(pin, policy, priority, ProbeParams::Watch(Box::new(own)))
     }
 }
 
@@ -271,14 +312,19 @@ fn print_accounts(w: &Watched, followed: &Followed, ids: &[(u32, i64)]) {
         );
     }
     for (tid, _) in ids {
-        let Some(l) = lateness(&followed.threads[tid].lateness) else { continue };
-        println!(
-            "{tid:>8} late after its absolute sleeps (its period's jitter): p50 {:.3}, p99 {:.3}, max {:.3} µs of {}",
-            us(l.p50_ns),
-            us(l.p99_ns),
-            us(l.max_ns),
-            l.count
-        );
+        if let Some(l) = lateness(&followed.threads[tid].lateness) {
+            println!(
+                "{tid:>8} late after its absolute sleeps (its period's jitter): p50 {:.3}, p99 {:.3}, max {:.3} µs of {}",
+                us(l.p50_ns),
+                us(l.p99_ns),
+                us(l.max_ns),
+                l.count
+            );
+        }
+        if let Some(r) = w.instead.map(|i| i.of(*tid)).filter(|r| r.count > 0) {
+            let above = r.above_ns / 1000;
+            println!("{tid:>8} {} waits over {above} µs; what ran instead: {}", r.count, instead_words(&r));
+        }
     }
     let stored = |tid: u32| ids.iter().any(|(t, _)| *t == tid);
     let listed = w.threads.iter().filter(|t| !stored(t.tid) && !t.policy.real_time() && !w.config.all).count();

@@ -72,8 +72,8 @@ pub enum Command {
     /// Watch latency continuously at low cost: timer windows stored as runs, Prometheus
     /// metrics at /metrics (runs until SIGTERM or Ctrl-C)
     Monitor(MonitorArgs),
-    /// Watch your own application: each real-time thread's wake-up to run latency, run time
-    /// and migrations, measured from the scheduler's events without changing it
+    /// Watch your own application without changing it: each real-time thread's wake-up to run
+    /// latency and period jitter, what ran in its long waits, and the mistakes that cost it
     Watch(watch::WatchArgs),
     /// Print the completion script of a shell
     ///

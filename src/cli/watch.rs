@@ -28,6 +28,10 @@ pub struct WatchArgs {
     /// Measure the threads that are not real-time too (they are listed, not measured, otherwise)
     #[arg(long)]
     pub all: bool,
+    /// For each wait longer than this (µs; 0: none), what ran on the thread's CPU instead:
+    /// interrupts, softirqs, tasks, or nothing the kernel saw (needs root)
+    #[arg(long, value_parser = |s: &str| crate::parse::latency_ns(s, "us"), default_value = "100", value_name = "US")]
+    pub explain_above: u64,
     /// Label of the runs [default: the kernel release]
     #[arg(long)]
     pub label: Option<String>,
@@ -52,6 +56,7 @@ impl WatchArgs {
             target,
             duration: self.duration,
             all: self.all,
+            explain_above_ns: self.explain_above,
             label,
             db: crate::store::default_path(self.db.db.as_deref()),
         })

@@ -42,8 +42,8 @@ pub use params::{
 };
 pub use probe_params::{
     Absent, DeadlineParams, GtodParams, IpcParams, IpcVia, Lateness, MigrateParams, NoiseParams, PiParams,
-    PingpongParams, ProbeParams, ResponseParams, RoundTripsApart, SyntheticParams, ThreadNoise, ThreadRoundTrips,
-    TimerParams, Transport, Warmup, WatchParams,
+    PingpongParams, ProbeParams, RanInstead, ResponseParams, RoundTripsApart, SyntheticParams, ThreadNoise,
+    ThreadRoundTrips, TimerParams, Transport, Warmup, WatchParams,
 };
 pub use run::{Gap, IrqSplit, Run, RunHeader, ThreadResult, ThreadSamples, WindowMax};
 pub use sections::{path as section_path, Sections};

@@ -361,7 +361,7 @@ mod tests {
             deadlocks: Some(1),
             first_deadlocks: vec!["deadlock: group 0".into()],
         });
-        let watch = ProbeParams::Watch(WatchParams {
+        let watch = ProbeParams::Watch(Box::new(WatchParams {
             target: "--comm app".into(),
             tid: 12,
             pid: 11,
@@ -376,11 +376,12 @@ mod tests {
             migrations: 0,
             worst_at_ns: Some(1_000_000),
             lateness: Some(Lateness { count: 2, p50_ns: 900, p99_ns: 1_500, max_ns: 1_500 }),
+            instead: None,
             events: 9,
             lost_events: 0,
             source: "BPF (ringbuf)".into(),
             findings: vec!["rt-loop (12) took 3 page faults while watched".into()],
-        });
+        }));
         for probe in [ipc, migrate, pi, watch] {
             let mut p: MeasuredParams = serde_json::from_str(shared).unwrap();
             p.probe = probe;

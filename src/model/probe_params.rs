@@ -33,7 +33,8 @@ pub enum ProbeParams {
     Migrate(MigrateParams),
     Deadline(DeadlineParams),
     Pi(PiParams),
-    Watch(WatchParams),
+    /// Boxed: a watched thread's account is the largest of them.
+    Watch(Box<WatchParams>),
     /// No probe part at all (a run written by hand): stored as nothing, without a tag.
     #[serde(untagged)]
     Absent(Absent),
@@ -65,7 +66,7 @@ const TAGS: [(&str, Read); 15] = [
     ("migrate", |v| serde_json::from_value(v).map(ProbeParams::Migrate)),
     ("deadline", |v| serde_json::from_value(v).map(ProbeParams::Deadline)),
     ("pi", |v| serde_json::from_value(v).map(ProbeParams::Pi)),
-    ("watch", |v| serde_json::from_value(v).map(ProbeParams::Watch)),
+    ("watch", |v| serde_json::from_value(v).map(|w| ProbeParams::Watch(Box::new(w)))),
     // Last: it takes only an empty part.
     ("absent", |v| serde_json::from_value(v).map(ProbeParams::Absent)),
 ];
@@ -253,6 +254,10 @@ pub struct WatchParams {
     /// such sleep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lateness: Option<Lateness>,
+    /// Its waits longer than a bound, and what ran on its CPU in them instead, in the terms of
+    /// `noise --classify`; none when not asked or not known here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instead: Option<RanInstead>,
     /// The scheduler's events read for the whole watch, and those lost to a full buffer.
     pub events: u64,
     pub lost_events: u64,
@@ -270,6 +275,20 @@ pub struct Lateness {
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub max_ns: u64,
+}
+
+/// A watched thread's waits longer than `above_ns`, each classified by what ran on its CPU
+/// between its wake-up and its switch in (as `noise --classify` classifies a gap).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RanInstead {
+    pub above_ns: u64,
+    pub count: u64,
+    /// By what ran: the most time first within each class.
+    pub totals: Vec<super::ClassTotal>,
+    /// The longest of them, `t_ns` since the watch began.
+    pub longest: Vec<super::LongGap>,
+    /// Where the events came from.
+    pub source: String,
 }
 
 /// `gtod`'s settings.

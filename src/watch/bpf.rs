@@ -134,12 +134,17 @@ impl Programs {
     }
 }
 
-/// Attaches the programs for `tgids` and reads them into a [`Followed`] from a thread named
-/// `name` on the CPUs `on`; with how their records travel (`ringbuf` or `queue`).
-pub fn start(name: &str, tgids: &[u32], on: &[usize]) -> Result<(Reader<Followed>, &'static str), String> {
+/// Attaches the programs for `tgids` and reads them into `into` from a thread named `name` on
+/// the CPUs `on`; with how their records travel (`ringbuf` or `queue`).
+pub fn start(
+    name: &str,
+    tgids: &[u32],
+    on: &[usize],
+    into: Followed,
+) -> Result<(Reader<Followed>, &'static str), String> {
     let mut programs = Programs::attach(tgids)?;
     let transport = programs.records.transport();
-    let reader = Reader::spawn(name, Followed::default(), on, move |f| programs.drain(f).ok())?;
+    let reader = Reader::spawn(name, into, on, move |f| programs.drain(f).ok())?;
     Ok((reader, transport))
 }
 

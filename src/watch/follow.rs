@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::calls::{self, Call, Slept, Waker};
+use super::instead::Late;
 use crate::stats::Stats;
 use crate::trace::ftrace::parse;
 use crate::trace::stream::Lines;
@@ -125,6 +126,10 @@ pub struct Followed {
     read_to: u64,
     /// Threads throttled now, waiting to run again.
     ceding: u32,
+    /// Waits longer than this (0: none) are kept in `late` for the watch to look up who ran
+    /// instead.
+    pub late_above_ns: u64,
+    pub late: Vec<Late>,
 }
 
 /// Fed by the BPF programs, or by an ftrace instance's sched events: those lines name no
@@ -199,67 +204,14 @@ impl Followed {
                 let waker = Waker { tid: e.prev, prio: e.prev_state, watched: e.prev_watched, call: e.call };
                 a.waker.get_or_insert(waker);
             }
-            WAKEUP | WAKEUP_NEW if e.watched => {
-                let a = self.threads.entry(e.pid).or_default();
-                // A wake-up of a thread on its CPU, or one already woken, starts no wait.
-                if a.running_since.is_none() && a.woken_at.is_none() {
-                    a.woken_at = Some(e.ts);
-                }
-                a.prio = Some(e.prio);
-                let waker = a.waker.take();
-                if let Some(call) = a.asleep.take() {
-                    let slept = calls::judge(call, e.prio, waker);
-                    a.due = call.and_then(|c| c.due()).filter(|_| slept == Slept::Timed);
-                    let by =
-                        matches!(slept, Slept::Inverted | Slept::Blocked(_)).then(|| waker.map(|w| w.tid)).flatten();
-                    *a.sleeps.entry((slept, by)).or_default() += 1;
-                }
-            }
+            WAKEUP | WAKEUP_NEW if e.watched => self.threads.entry(e.pid).or_default().woken(e),
             SWITCH => {
                 self.ran_instead(e);
                 if e.prev_watched {
-                    let a = self.threads.entry(e.prev).or_default();
-                    if let Some(since) = a.running_since.take() {
-                        a.runtime_ns += e.ts.saturating_sub(since);
-                    }
-                    if e.prev_state == 0 {
-                        a.preemptions += 1;
-                        a.woken_at = Some(e.ts);
-                        // A real-time thread preempted by an ordinary task: throttled.
-                        if a.prio.is_some_and(|p| p < 100) && e.prio >= 100 && e.pid != 0 {
-                            a.ceded += 1;
-                            *a.ceded_to.entry(e.pid).or_default() += 1;
-                            a.ceding = true;
-                            self.ceding += 1;
-                        }
-                    } else {
-                        a.asleep = Some(e.call);
-                    }
+                    self.switched_out(e);
                 }
-                let twin = e.prev_watched && self.threads.get(&e.prev).and_then(|p| p.prio) == Some(e.prio);
                 if e.watched {
-                    let a = self.threads.entry(e.pid).or_default();
-                    if twin && a.woken_at.is_some() {
-                        *a.behind.entry(e.prev).or_default() += 1;
-                    }
-                    if let Some(woken) = a.woken_at.take() {
-                        let waited = e.ts.saturating_sub(woken);
-                        a.latencies.record(waited);
-                        if a.worst.is_none_or(|(w, _)| waited > w) {
-                            a.worst = Some((waited, e.ts));
-                        }
-                        if std::mem::take(&mut a.ceding) {
-                            a.ceded_worst_ns = a.ceded_worst_ns.max(waited);
-                            self.ceding -= 1;
-                        }
-                        if let Some(due) = a.due.take() {
-                            a.lateness.record(e.ts.saturating_sub(due));
-                        }
-                    }
-                    a.running_since = Some(e.ts);
-                    a.switches_in += 1;
-                    a.last_cpu = Some(e.cpu);
-                    a.prio = Some(e.prio);
+                    self.switched_in(e);
                 }
             }
             MIGRATE if e.watched => {
@@ -268,6 +220,76 @@ impl Followed {
                 a.last_cpu = Some(e.cpu);
             }
             _ => {}
+        }
+    }
+
+    /// A watched thread leaves its CPU: asleep in its call, or preempted (throttled, when an
+    /// ordinary task took a real-time thread's CPU).
+    fn switched_out(&mut self, e: &Event) {
+        let a = self.threads.entry(e.prev).or_default();
+        if let Some(since) = a.running_since.take() {
+            a.runtime_ns += e.ts.saturating_sub(since);
+        }
+        if e.prev_state != 0 {
+            a.asleep = Some(e.call);
+            return;
+        }
+        a.preemptions += 1;
+        a.woken_at = Some(e.ts);
+        if a.prio.is_some_and(|p| p < 100) && e.prio >= 100 && e.pid != 0 {
+            a.ceded += 1;
+            *a.ceded_to.entry(e.pid).or_default() += 1;
+            a.ceding = true;
+            self.ceding += 1;
+        }
+    }
+
+    /// A watched thread switched in: its wait, if it waited, timed (and looked up later when
+    /// long), and an absolute sleep's lateness.
+    fn switched_in(&mut self, e: &Event) {
+        let twin = e.prev_watched && self.threads.get(&e.prev).and_then(|p| p.prio) == Some(e.prio);
+        let a = self.threads.entry(e.pid).or_default();
+        if twin && a.woken_at.is_some() {
+            *a.behind.entry(e.prev).or_default() += 1;
+        }
+        if let Some(woken) = a.woken_at.take() {
+            let waited = e.ts.saturating_sub(woken);
+            a.latencies.record(waited);
+            if a.worst.is_none_or(|(w, _)| waited > w) {
+                a.worst = Some((waited, e.ts));
+            }
+            if std::mem::take(&mut a.ceding) {
+                a.ceded_worst_ns = a.ceded_worst_ns.max(waited);
+                self.ceding -= 1;
+            }
+            if let Some(due) = a.due.take() {
+                a.lateness.record(e.ts.saturating_sub(due));
+            }
+            if self.late_above_ns > 0 && waited > self.late_above_ns {
+                self.late.push(Late { tid: e.pid, cpu: e.cpu, from: woken, to: e.ts });
+            }
+        }
+        a.running_since = Some(e.ts);
+        a.switches_in += 1;
+        a.last_cpu = Some(e.cpu);
+        a.prio = Some(e.prio);
+    }
+}
+
+impl Account {
+    /// Made runnable: its wait begins, unless it is on its CPU or already woken; the sleep it
+    /// ends judged by its call and its waker.
+    fn woken(&mut self, e: &Event) {
+        if self.running_since.is_none() && self.woken_at.is_none() {
+            self.woken_at = Some(e.ts);
+        }
+        self.prio = Some(e.prio);
+        let waker = self.waker.take();
+        if let Some(call) = self.asleep.take() {
+            let slept = calls::judge(call, e.prio, waker);
+            self.due = call.and_then(|c| c.due()).filter(|_| slept == Slept::Timed);
+            let by = matches!(slept, Slept::Inverted | Slept::Blocked(_)).then(|| waker.map(|w| w.tid)).flatten();
+            *self.sleeps.entry((slept, by)).or_default() += 1;
         }
     }
 }

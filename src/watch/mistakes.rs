@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use super::calls::{self, Slept};
 use super::follow::{Account, Followed};
 use super::target::{Policy, Thread};
+use crate::model::{NoiseClass, RanInstead};
 
 /// One mistake: its rule, the threads it names, and the sentence with evidence and fix.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,9 +51,12 @@ fn fault_counts(tgid: u32, tid: u32) -> Option<(u64, u64)> {
     Some((rest.get(7)?.parse().ok()?, rest.get(9)?.parse().ok()?))
 }
 
+/// What ran in a thread's long waits, when looked up.
+pub type Instead<'a> = &'a dyn Fn(u32) -> Option<RanInstead>;
+
 /// Every mistake found in the real-time `threads` (as they were when the watch began), from
-/// what `followed` saw of them and their `faults`.
-pub fn find(threads: &[Thread], followed: &Followed, faults: &Faults) -> Vec<Finding> {
+/// what `followed` saw of them, their `faults` and what ran `instead` in their long waits.
+pub fn find(threads: &[Thread], followed: &Followed, faults: &Faults, instead: Instead) -> Vec<Finding> {
     let rt: Vec<&Thread> = threads.iter().filter(|t| t.policy.real_time()).collect();
     let mut found = Vec::new();
     for t in &rt {
@@ -61,7 +65,7 @@ pub fn find(threads: &[Thread], followed: &Followed, faults: &Faults) -> Vec<Fin
         found.extend(moved(t, a.migrations));
         found.extend(slept(t, a));
         found.extend(blocked(t, a, threads));
-        found.extend(inverted(t, a, threads));
+        found.extend(inverted(t, a, threads, instead));
         found.extend(throttled(t, a, threads));
     }
     found.extend(shared(&rt, followed));
@@ -153,25 +157,40 @@ fn blocked(t: &Thread, a: &Account, threads: &[Thread]) -> Option<Finding> {
     })
 }
 
-/// Futex waits ended by a lower-priority thread of the application: priority inversion.
-fn inverted(t: &Thread, a: &Account, threads: &[Thread]) -> Option<Finding> {
+/// Futex waits ended by a lower-priority thread of the application: priority inversion; with
+/// the task that kept that thread from running most, when its long waits were looked up.
+fn inverted(t: &Thread, a: &Account, threads: &[Thread], instead: Instead) -> Option<Finding> {
     let (n, wakers) = sleeps_of(a, |s| s == Slept::Inverted);
     if n == 0 {
         return None;
     }
     let mut tids = vec![t.tid];
     tids.extend(wakers.keys());
+    let holder = wakers.iter().max_by_key(|(_, n)| **n).map(|(tid, _)| *tid);
+    let meanwhile = holder.and_then(|h| Some((h, instead(h)?))).and_then(|(h, r)| {
+        let most = r.totals.iter().filter(|c| c.class == NoiseClass::Thread).max_by_key(|c| c.ns)?;
+        let detail = most.detail.as_ref().map_or(String::new(), |d| format!(" ({d})"));
+        Some(format!(
+            " While {} waited to run, {}{detail} held its CPU: in {} of its waits over {} µs, {} ms in all.",
+            whose(h, threads),
+            most.name,
+            most.count,
+            crate::units::fmt_ns_as_us(r.above_ns as f64),
+            crate::units::fmt_us(most.ns as f64 / 1e6)
+        ))
+    });
     Some(Finding {
         rule: "inversion",
         tids,
         said: format!(
             "{} waited {n} times on a lock without priority inheritance (a futex wait) until a \
              lower-priority thread let it go: {}. Meanwhile every thread of a priority between \
-             theirs ran first (priority inversion). Fix: make the lock priority-inheriting \
+             theirs ran first (priority inversion).{} Fix: make the lock priority-inheriting \
              (pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT)) (the rtapp monitor's \
              sleep rule: a futex wait must be ended by a thread of its priority or higher)",
             named(t),
-            tally_words(&wakers, threads)
+            tally_words(&wakers, threads),
+            meanwhile.unwrap_or_default()
         ),
     })
 }
@@ -305,7 +324,7 @@ mod tests {
         for e in [ev(1, SWITCH, 2, 0), ev(2, WAKEUP, 3, 0), ev(5, SWITCH, 3, 2)] {
             f.take(&e);
         }
-        let found = find(&threads, &f, &Faults::default());
+        let found = find(&threads, &f, &Faults::default(), &|_| None);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!((found[0].rule, &found[0].tids[..]), ("shared-priority", &[2, 3][..]));
         assert!(
@@ -321,12 +340,12 @@ mod tests {
         faults.last.insert(2, (14, 1));
         let mut f = Followed::of(&[2]);
         f.threads.get_mut(&2).unwrap().migrations = 3;
-        let found = find(std::slice::from_ref(&rt), &f, &faults);
+        let found = find(std::slice::from_ref(&rt), &f, &faults, &|_| None);
         let rules: Vec<&str> = found.iter().map(|x| x.rule).collect();
         assert_eq!(rules, ["pagefault", "migration"]);
         let said = &found[0].said;
         assert!(said.starts_with("t2 (2) took 4 page faults while watched (0 major)"), "{said}");
-        assert!(find(&[rt], &Followed::of(&[2]), &Faults::default()).is_empty(), "a clean thread has none");
+        assert!(find(&[rt], &Followed::of(&[2]), &Faults::default(), &|_| None).is_empty(), "a clean thread has none");
     }
 
     #[test]

@@ -2,12 +2,13 @@
 //! which of its threads were late from wake-up to running, by how much, how often they moved,
 //! and the mistakes that cost them latency. [`target`] finds the threads; [`bpf`] follows
 //! their wake-ups, switches and migrations in the kernel; [`follow`] turns those events into
-//! each thread's latencies; [`calls`] judges why a thread slept; [`mistakes`] names what the
-//! application did wrong.
+//! each thread's latencies; [`calls`] judges why a thread slept; [`instead`] looks up what ran
+//! in its long waits; [`mistakes`] names what the application did wrong.
 
 pub mod bpf;
 pub mod calls;
 pub mod follow;
+pub mod instead;
 pub mod mistakes;
 pub mod target;
 

@@ -106,6 +106,9 @@ fn the_demonstration_application_s_real_time_threads_become_runs() {
     let whose = format!("watched (--pid {pid}): thread {} rt-periodic of process {pid}, fifo/80, CPUs 0", threads[0].1);
     assert!(show.contains(&whose), "{show}");
     assert!(show.contains("mistake 1: rt-periodic") && show.contains("share CPU 0"), "{show}");
+    // Its absolute sleeps timed to the time they asked; its long waits looked up (or none).
+    assert!(show.contains("late after its absolute sleeps (its period's jitter), µs: p50 "), "{show}");
+    assert!(show.contains("no wait over 100 µs") || show.contains("waits over 100 µs; what ran instead: "), "{show}");
 }
 
 /// A watch killed (SIGKILL: nothing of it runs after) keeps what it saw up to its last second:
@@ -198,7 +201,8 @@ const MODES: [Mode; 8] = [
     Mode { mistake: Some("share"), finding: Some(("shared-priority", &["rt-periodic", "rt-twin"])) },
     Mode { mistake: Some("sleep"), finding: Some(("sleep", &["rt-periodic"])) },
     Mode { mistake: Some("block"), finding: Some(("block", &["rt-periodic", "pipe-feeder"])) },
-    Mode { mistake: Some("inversion"), finding: Some(("inversion", &["rt-periodic", "lock-holder"])) },
+    // The middle thread that kept the holder from running is named from its long waits.
+    Mode { mistake: Some("inversion"), finding: Some(("inversion", &["rt-periodic", "lock-holder", "cpu-hog"])) },
     // The tasks that ran instead are named: the application's own starved thread among them.
     Mode { mistake: Some("throttle"), finding: Some(("throttle", &["rt-periodic", "starved"])) },
 ];

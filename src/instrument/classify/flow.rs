@@ -265,7 +265,7 @@ impl ClassifyFlow {
 
 /// Counts one gap `v` of `gap` ns in `totals`; `budget` is the rule-of-thumb budget, and
 /// `policies` name a real-time task's policy the first time it is counted.
-fn count(
+pub(crate) fn count(
     totals: &mut FastMap<Verdict, ClassTotal>,
     v: Verdict,
     gap: u64,

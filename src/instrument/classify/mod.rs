@@ -20,7 +20,8 @@ mod timeline;
 
 use std::sync::{Arc, Mutex};
 
-pub(crate) use gap::Verdict;
+pub(crate) use flow::count;
+pub use gap::Verdict;
 pub use gap::UNTRACED_EDGES_NS;
 pub use timeline::Timeline;
 
@@ -125,6 +126,11 @@ impl ClassifyTracer {
     /// What the reader has read.
     pub fn timeline(&self) -> Arc<Mutex<Timeline>> {
         self.feed.state()
+    }
+
+    /// Waits until the reader has read every event committed before `ns`, or gave up.
+    pub fn catch_up(&self, ns: u64) {
+        self.feed.catch_up(ns);
     }
 
     /// Where the events came from, as the run stores it.

@@ -4,4 +4,4 @@
 pub mod compare;
 pub mod compare_noise;
 pub mod show;
-mod watched;
+pub mod watched;

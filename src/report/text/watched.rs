@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::model::WatchParams;
+use crate::model::{RanInstead, WatchParams};
 
 pub fn lines(w: &WatchParams) -> String {
     let mut out = String::new();
@@ -39,8 +39,38 @@ pub fn lines(w: &WatchParams) -> String {
             l.count
         );
     }
+    if let Some(r) = &w.instead {
+        let above = crate::units::fmt_ns_as_us(r.above_ns as f64);
+        match r.count {
+            0 => {
+                let _ = writeln!(out, "no wait over {above} µs");
+            }
+            n => {
+                let _ = writeln!(out, "{n} waits over {above} µs; what ran instead: {}", instead_words(r));
+            }
+        }
+    }
     for (i, f) in w.findings.iter().enumerate() {
         let _ = writeln!(out, "mistake {}: {f}", i + 1);
     }
     out
+}
+
+/// What ran instead, in a line: each cause with its count and time, the most time first.
+pub fn instead_words(r: &RanInstead) -> String {
+    let mut by: Vec<&crate::model::ClassTotal> = r.totals.iter().collect();
+    by.sort_by_key(|t| std::cmp::Reverse(t.ns));
+    let each: Vec<String> = by
+        .iter()
+        .take(4)
+        .map(|t| {
+            let what = match t.name.is_empty() {
+                true => t.class.heading().to_string(),
+                false => format!("{} {}", t.class.heading(), t.name),
+            };
+            let detail = t.detail.as_ref().map_or(String::new(), |d| format!(" ({d})"));
+            format!("{what}{detail} {} times, {} µs", t.count, crate::units::fmt_ns_as_us(t.ns as f64))
+        })
+        .collect();
+    each.join("; ")
 }

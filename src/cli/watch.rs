@@ -30,13 +30,21 @@ pub struct WatchArgs {
     pub all: bool,
     /// For each wait longer than this (µs; 0: none), what ran on the thread's CPU instead:
     /// interrupts, softirqs, tasks, or nothing the kernel saw (needs root)
-    #[arg(long, value_parser = |s: &str| crate::parse::latency_ns(s, "us"), default_value = "100", value_name = "US")]
+    #[arg(long, value_parser = explain_above, default_value = "100", value_name = "US")]
     pub explain_above: u64,
     /// Label of the runs [default: the kernel release]
     #[arg(long)]
     pub label: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
+}
+
+/// `--explain-above`: a latency (a bare number in µs), or 0 (also `off`) for none.
+fn explain_above(s: &str) -> Result<u64, String> {
+    match s {
+        "0" | "off" => Ok(0),
+        _ => crate::parse::latency_ns(s, "us"),
+    }
 }
 
 impl WatchArgs {

@@ -39,6 +39,7 @@ fn what_names_no_thread_is_refused_in_one_line() {
     assert_rejected(&lab.run(&["watch", "--cgroup", "/no/such/group"]), "not a cgroup v2 directory");
     assert_rejected(&lab.run(&["watch", "--pid", "1", "--comm", "init"]), "--comm");
     assert_rejected(&lab.run(&["watch", "--pid", "1", "-D", "0"]), "must be greater than zero");
+    assert_rejected(&lab.run(&["watch", "--pid", "1", "--explain-above", "soon"]), "--explain-above");
     assert!(!lab.db().exists() || lab.runs().as_array().unwrap().is_empty(), "nothing stored");
 }
 

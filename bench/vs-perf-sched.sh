@@ -3,6 +3,7 @@
 # (tests/apps/rtdemo.c: two FIFO-80 threads of a 1 ms period sharing CPU 0).
 #
 #   bench/vs-perf-sched.sh [ROUNDS] [SECONDS]        (defaults: 5 rounds of 10 s)
+#   WATCH_ARGS='--explain-above 0' bench/vs-perf-sched.sh    more arguments for the watch
 #
 # Needs root, cc, python3, `perf` (Debian: apt-get install linux-perf; this script installs
 # nothing) and a release build (`cargo build --release`; set RTBENCH to use another binary).
@@ -38,7 +39,7 @@ for r in $(seq 1 "$ROUNDS"); do
     sleep 0.5
     perf sched record -q -o "$tmp/perf.$r.data" -- sleep "$SECS" >/dev/null 2>&1 &
     rec=$!
-    "$RTBENCH" watch --pid "$app" -D "${SECS}s" --label "round-$r" --db "$db" >"$tmp/rb.$r" 2>&1
+    "$RTBENCH" watch --pid "$app" -D "${SECS}s" --label "round-$r" --db "$db" ${WATCH_ARGS:-} >"$tmp/rb.$r" 2>&1
     wait "$rec"
     wait "$app"
     perf sched timehist -i "$tmp/perf.$r.data" -p "$app" >"$tmp/perf.$r.txt" 2>/dev/null

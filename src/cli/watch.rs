@@ -28,9 +28,10 @@ pub struct WatchArgs {
     /// Measure the threads that are not real-time too (they are listed, not measured, otherwise)
     #[arg(long)]
     pub all: bool,
-    /// For each wait longer than this (µs; 0: none), what ran on the thread's CPU instead:
-    /// interrupts, softirqs, tasks, or nothing the kernel saw (needs root)
-    #[arg(long, value_parser = explain_above, default_value = "100", value_name = "US")]
+    /// For each wait longer than this (µs), what ran on the thread's CPU instead: interrupts,
+    /// softirqs, tasks, or nothing the kernel saw. It traces every switch and interrupt of
+    /// those CPUs, which costs their threads a little on each (0 or off: not looked up)
+    #[arg(long, value_parser = explain_above, default_value = "off", value_name = "US")]
     pub explain_above: u64,
     /// Label of the runs [default: the kernel release]
     #[arg(long)]

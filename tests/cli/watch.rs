@@ -81,7 +81,7 @@ fn the_demonstration_application_s_real_time_threads_become_runs() {
     assert!(interrupted.iter().all(|r| r["status"] == "interrupted"), "{interrupted:?}");
 
     let started = Instant::now();
-    let said = lab.ok(&["watch", "--pid", &pid, "-D", "60s"]);
+    let said = lab.ok(&["watch", "--pid", &pid, "-D", "60s", "--explain-above", "100"]);
     let took = started.elapsed();
     assert!(app.wait().unwrap().success());
     assert!(took < Duration::from_secs(20), "the watch ends with the application: {took:?}");
@@ -164,7 +164,8 @@ fn findings_of(lab: &Lab, mistake: Option<&str>, times: usize) -> Vec<Found> {
             };
             let (mut app, _) = start_rtdemo(lab, &args, threads);
             let label = format!("rtdemo-{}", mistake.unwrap_or("clean"));
-            let said = lab.ok(&["watch", "--pid", &app.id().to_string(), "-D", watched, "--label", &label]);
+            let pid = app.id().to_string();
+            let said = lab.ok(&["watch", "--pid", &pid, "-D", watched, "--label", &label, "--explain-above", "100"]);
             assert!(app.wait().unwrap().success());
             let from = said.find("\nmistakes found").map_or(said.len(), |at| at);
             said[from..]

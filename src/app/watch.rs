@@ -186,16 +186,22 @@ impl<'s> Book<'s> {
         let findings = mistakes::find(threads, followed, faults, &|tid| instead.map(|i| i.of(tid)));
         let (config, named, source) = (self.config, &self.named, &self.source);
         let w = Watched { config, named, source, threads, findings: &findings, instead };
-        for (&tid, account) in followed.threads.iter().filter(|(&tid, a)| w.measured(tid, a)) {
-            let own = own_params(&w, tid, account, followed);
-            let probe = match self.runs.id(u64::from(tid)) {
-                Some(_) => String::new(),
-                None => self.probe_for(&own.comm),
-            };
-            let params = RunParams::Measured(measured(&w, own.clone()));
+        let measured_now: Vec<(u32, &Account)> =
+            followed.threads.iter().filter(|(&tid, a)| w.measured(tid, a)).map(|(t, a)| (*t, a)).collect();
+        // Every run begun first, so each names all of the watch's runs.
+        for &(tid, account) in &measured_now {
+            if self.runs.id(u64::from(tid)).is_none() {
+                let own = own_params(&w, tid, account, followed);
+                let probe = self.probe_for(&own.comm);
+                let params = RunParams::Measured(measured(&w, own));
+                self.runs.begin(u64::from(tid), || head(&w, &probe, params, &self.system, &self.command_line))?;
+            }
+        }
+        let ids = self.runs.ids();
+        for (tid, account) in measured_now {
+            let own = WatchParams { watch_runs: ids.clone(), ..own_params(&w, tid, account, followed) };
             let result = ThreadResult { thread: 0, cpu: account.last_cpu, stats: account.latencies.clone(), irq: None };
-            let head = || head(&w, &probe, params.clone(), &self.system, &self.command_line);
-            self.runs.checkpoint(u64::from(tid), head, &params, &result)?;
+            self.runs.write(u64::from(tid), &RunParams::Measured(measured(&w, own)), &result)?;
         }
         Ok(findings)
     }
@@ -231,6 +237,7 @@ fn own_params(w: &Watched, tid: u32, account: &Account, followed: &Followed) -> 
         worst_at_ns: account.worst.map(|(_, at)| at),
         lateness: lateness(&account.lateness),
         instead: w.instead.map(|i| i.of(tid)),
+        watch_runs: Vec::new(),
         events: followed.records,
         lost_events: followed.lost_events,
         source: w.source.to_string(),

@@ -258,6 +258,9 @@ pub struct WatchParams {
     /// `noise --classify`; none when not asked or not known here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instead: Option<RanInstead>,
+    /// The runs of the watch that stored this one (one per thread), this one among them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watch_runs: Vec<i64>,
     /// The scheduler's events read for the whole watch, and those lost to a full buffer.
     pub events: u64,
     pub lost_events: u64,

@@ -1,6 +1,6 @@
 //! Several one-thread runs written side by side by one command (a watch's threads, one run
-//! each): a run begun when its thread is first checkpointed, its results and parameters
-//! replaced at each checkpoint, all ended together with one status. A command killed between
+//! each): a run begun when its thread is first seen, its results and parameters replaced at
+//! each checkpoint, all ended together with one status. A command killed between
 //! checkpoints keeps the last one; its runs read as aborted.
 
 use anyhow::Result;
@@ -30,28 +30,28 @@ impl<'s> SideBySide<'s> {
         self.runs.iter().map(|(_, _, h)| h)
     }
 
-    /// Writes `key`'s run: begun with `head()` the first time, then its `params` and its one
-    /// thread's `result` replaced. Returns its id.
-    pub fn checkpoint(
-        &mut self,
-        key: u64,
-        head: impl FnOnce() -> RunHead,
-        params: &RunParams,
-        result: &ThreadResult,
-    ) -> Result<i64> {
-        let id = match self.id(key) {
-            Some(id) => id,
-            None => {
-                let mut head = head();
-                head.warnings = with_emulation(&head.system, &head.warnings);
-                let id = self.store.begin(&head)?;
-                self.runs.push((key, id, head));
-                id
-            }
-        };
-        self.store.set_params(id, params)?;
-        self.store.checkpoint(id, std::slice::from_ref(result), &[], &[], &[], &[])?;
+    /// The runs begun, in the order they began.
+    pub fn ids(&self) -> Vec<i64> {
+        self.runs.iter().map(|(_, id, _)| *id).collect()
+    }
+
+    /// `key`'s run, begun with `head()` unless it already is; its id.
+    pub fn begin(&mut self, key: u64, head: impl FnOnce() -> RunHead) -> Result<i64> {
+        if let Some(id) = self.id(key) {
+            return Ok(id);
+        }
+        let mut head = head();
+        head.warnings = with_emulation(&head.system, &head.warnings);
+        let id = self.store.begin(&head)?;
+        self.runs.push((key, id, head));
         Ok(id)
+    }
+
+    /// Replaces the `params` and the one thread's `result` of `key`'s run, begun before.
+    pub fn write(&mut self, key: u64, params: &RunParams, result: &ThreadResult) -> Result<()> {
+        let id = self.id(key).ok_or_else(|| anyhow::anyhow!("run {key} written before it began"))?;
+        self.store.set_params(id, params)?;
+        self.store.checkpoint(id, std::slice::from_ref(result), &[], &[], &[], &[])
     }
 
     /// Ends every run with `status` (and its head's warnings); their ids by key.

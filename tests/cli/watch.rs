@@ -110,6 +110,8 @@ fn the_demonstration_application_s_real_time_threads_become_runs() {
     // Its absolute sleeps timed to the time they asked; its long waits looked up (or none).
     assert!(show.contains("late after its absolute sleeps (its period's jitter), µs: p50 "), "{show}");
     assert!(show.contains("no wait over 100 µs") || show.contains("waits over 100 µs; what ran instead: "), "{show}");
+    let both = format!("one watch with runs {}, {} (a thread each)", runs[0]["id"], runs[1]["id"]);
+    assert!(show.contains(&both), "{show}");
 }
 
 /// A watch killed (SIGKILL: nothing of it runs after) keeps what it saw up to its last second:

@@ -17,6 +17,10 @@ pub fn lines(w: &WatchParams) -> String {
         false => format!(", CPUs {}", crate::units::format_cpu_list(&w.allowed_cpus)),
     };
     let _ = writeln!(out, "watched ({}): thread {} {} of process {}, {policy}{cpus}", w.target, w.tid, w.comm, w.pid);
+    if w.watch_runs.len() > 1 {
+        let runs: Vec<String> = w.watch_runs.iter().map(i64::to_string).collect();
+        let _ = writeln!(out, "one watch with runs {} (a thread each)", runs.join(", "));
+    }
     let _ = writeln!(
         out,
         "ran {:.1} ms in {} switches in; preempted {} times, moved {} times; {} scheduler events, {} lost, from {}",

@@ -10,7 +10,9 @@
 # another binary). Each round runs the application three times, unwatched, watched and
 # unwatched again, rotating which comes first; per round it prints each run's p50, p99 and max
 # lateness (µs), then the medians of watched/unwatched and of unwatched/unwatched, with their
-# spreads over the rounds. It also prints what the watch read (events, the reader's CPU time).
+# spreads over the rounds. It also prints what the watch read (events, the reader's CPU time),
+# and per watched run the watch's own measure of the period's jitter (each absolute sleep's
+# lateness at the switch in) beside the application's (at its return, a clock read later).
 set -euo pipefail
 
 ROUNDS=${1:-${ROUNDS:-5}}
@@ -50,7 +52,7 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 python3 - "$tmp" "$ROUNDS" <<'PY'
-import statistics, sys
+import re, statistics, sys
 
 tmp, rounds = sys.argv[1], int(sys.argv[2])
 
@@ -78,4 +80,19 @@ spread = lambda xs: f"{min(xs):.3f}-{max(xs):.3f}"
 print(f"p50 watched/alone median {statistics.median(w50):.3f} ({spread(w50)})   A/A again/alone {statistics.median(a50):.3f} ({spread(a50)})")
 print(f"p99 watched/alone median {statistics.median(w99):.3f} ({spread(w99)})   A/A again/alone {statistics.median(a99):.3f} ({spread(a99)})")
 print("last watch:", watch_line(f"{tmp}/w.{rounds}.watch"))
+
+# The watch's own view of the period's jitter (each absolute sleep's lateness, at the switch in)
+# beside the application's (at its return to user space, a clock read later).
+def lateness(path):
+    for line in open(path):
+        if "late after its absolute sleeps" in line:
+            m = re.search(r"p50 ([\d.]+), p99 ([\d.]+), max ([\d.]+) µs of (\d+)", line)
+            return tuple(float(x) for x in m.groups())
+    return None
+
+print(f"{'round':>5} {'app p50':>9} {'watch p50':>10} {'app p99':>9} {'watch p99':>10}   (the watched run, µs)")
+for r in range(1, rounds + 1):
+    app, seen = jitter(f"{tmp}/w.{r}"), lateness(f"{tmp}/w.{r}.watch")
+    if seen:
+        print(f"{r:>5} {app[1]:>9.3f} {seen[0]:>10.3f} {app[2]:>9.3f} {seen[1]:>10.3f}")
 PY

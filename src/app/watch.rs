@@ -209,8 +209,11 @@ impl<'s> Book<'s> {
     /// `watch.COMM`, or `watch.COMM.N` for the Nth thread of that name.
     fn probe_for(&self, comm: &str) -> String {
         let base = format!("watch.{comm}");
-        let same = self.runs.heads().filter(|h| h.probe == base || h.probe.starts_with(&format!("{base}."))).count();
-        match same {
+        let named = |h: &&RunHead| match h.params.measured().map(|m| &m.probe) {
+            Some(ProbeParams::Watch(w)) => w.comm == comm,
+            _ => false,
+        };
+        match self.runs.heads().filter(named).count() {
             0 => base,
             n => format!("{base}.{}", n + 1),
         }

@@ -62,3 +62,39 @@ impl<'s> SideBySide<'s> {
         Ok(self.runs.iter().map(|(k, id, _)| (*k, *id)).collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Stats;
+
+    /// Two runs written side by side: each begun once, its results replaced at each write, a
+    /// run read before the end is still running with what it had, and both end together.
+    #[test]
+    fn runs_side_by_side_are_begun_once_replaced_at_each_write_and_ended_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let path = dir.path().join("s.db");
+        let mut side = SideBySide::new(&mut store);
+        let params = RunHead::for_test("watch.a").params;
+        let result = |n: u64| {
+            let mut stats = Stats::default();
+            (1..=n).for_each(|v| stats.record(v * 1000));
+            ThreadResult { thread: 0, cpu: Some(0), stats, irq: None }
+        };
+        let a = side.begin(1, || RunHead::for_test("watch.a")).unwrap();
+        let b = side.begin(2, || RunHead::for_test("watch.b")).unwrap();
+        assert_eq!(side.begin(1, || panic!("begun once")).unwrap(), a);
+        side.write(1, &params, &result(3)).unwrap();
+        side.write(1, &params, &result(5)).unwrap();
+        side.write(2, &params, &result(2)).unwrap();
+        assert_eq!(side.ids(), [a, b]);
+        let reader = Store::open(&path).unwrap();
+        let run = reader.run(a).unwrap();
+        assert_eq!((run.header.status, run.threads[0].stats.count), (RunStatus::Running, 5), "the last write");
+        assert!(side.write(3, &params, &result(1)).is_err(), "a run not begun");
+        assert_eq!(side.finish(RunStatus::Interrupted).unwrap(), [(1, a), (2, b)]);
+        let statuses: Vec<RunStatus> = [a, b].iter().map(|&id| reader.header(id).unwrap().status).collect();
+        assert_eq!(statuses, [RunStatus::Interrupted, RunStatus::Interrupted]);
+    }
+}

@@ -238,7 +238,8 @@ fn own_params(w: &Watched, tid: u32, account: &Account, followed: &Followed) -> 
         preemptions: account.preemptions,
         migrations: account.migrations,
         worst_at_ns: account.worst.map(|(_, at)| at),
-        lateness: lateness(&account.lateness),
+        lateness: account.lateness.as_ref().and_then(lateness),
+        period: account.intervals.as_ref().and_then(period),
         instead: w.instead.map(|i| i.of(tid)),
         watch_runs: Vec::new(),
         events: followed.records,
@@ -246,6 +247,22 @@ fn own_params(w: &Watched, tid: u32, account: &Account, followed: &Followed) -> 
         source: w.source.to_string(),
         findings: w.findings.iter().filter(|f| f.tids.contains(&tid)).map(|f| f.said.clone()).collect(),
     }
+}
+
+/// The period of a thread whose times between runs after a wake-up look periodic: 10 or more,
+/// the middle 80 % within a quarter of their median.
+fn period(s: &crate::stats::Stats) -> Option<crate::model::Period> {
+    let q = s.percentiles(&[0.01, 0.1, 0.5, 0.9, 0.99]);
+    let (p1, p10, median, p90, p99) = (q[0], q[1], q[2], q[3], q[4]);
+    let near = |v: u64| v.abs_diff(median) * 4 <= median;
+    (s.count >= 10 && median > 0 && near(p10) && near(p90)).then_some(crate::model::Period {
+        intervals: s.count,
+        period_ns: median,
+        p1_ns: p1,
+        p99_ns: p99,
+        min_ns: s.min,
+        max_ns: s.max,
+    })
 }
 
 fn lateness(s: &crate::stats::Stats) -> Option<crate::model::Lateness> {
@@ -322,7 +339,18 @@ fn print_accounts(w: &Watched, followed: &Followed, ids: &[(u32, i64)]) {
         );
     }
     for (tid, _) in ids {
-        if let Some(l) = lateness(&followed.threads[tid].lateness) {
+        let a = &followed.threads[tid];
+        if let Some(p) = a.intervals.as_ref().and_then(period) {
+            println!(
+                "{tid:>8} periodic: every {:.3} µs (median of {} times between its runs after a wake-up); p1 {:.3}, \
+                 p99 {:.3} µs",
+                us(p.period_ns),
+                p.intervals,
+                us(p.p1_ns),
+                us(p.p99_ns)
+            );
+        }
+        if let Some(l) = a.lateness.as_ref().and_then(lateness) {
             println!(
                 "{tid:>8} late after its absolute sleeps (its period's jitter): p50 {:.3}, p99 {:.3}, max {:.3} µs of {}",
                 us(l.p50_ns),
@@ -358,5 +386,29 @@ fn print_findings(findings: &[Finding]) {
     println!("\nmistakes found ({})", findings.len());
     for (i, f) in findings.iter().enumerate() {
         println!("{:>3}. [{}] {}", i + 1, f.rule, f.said);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Stats;
+
+    #[test]
+    fn a_period_is_inferred_only_from_times_that_look_periodic() {
+        let mut every = Stats::default();
+        for i in 0..100u64 {
+            every.record(1_000_000 + (i % 7) * 1_000);
+        }
+        every.record(9_000_000);
+        let p = period(&every).expect("periodic");
+        assert!(p.period_ns.abs_diff(1_003_000) <= 1_000, "{p:?}");
+        assert_eq!((p.intervals, p.max_ns), (101, 9_000_000));
+        let mut irregular = Stats::default();
+        (1..=100u64).for_each(|i| irregular.record(i * 50_000));
+        assert_eq!(period(&irregular), None, "times spread from 50 µs to 5 ms");
+        let mut few = Stats::default();
+        (0..9).for_each(|_| few.record(1_000_000));
+        assert_eq!(period(&few), None, "fewer than 10");
     }
 }

@@ -41,7 +41,7 @@ pub use params::{
     ThreadRan, ToolSummary,
 };
 pub use probe_params::{
-    Absent, DeadlineParams, GtodParams, IpcParams, IpcVia, Lateness, MigrateParams, NoiseParams, PiParams,
+    Absent, DeadlineParams, GtodParams, IpcParams, IpcVia, Lateness, MigrateParams, NoiseParams, Period, PiParams,
     PingpongParams, ProbeParams, RanInstead, ResponseParams, RoundTripsApart, SyntheticParams, ThreadNoise,
     ThreadRoundTrips, TimerParams, Transport, Warmup, WatchParams,
 };

@@ -376,6 +376,7 @@ mod tests {
             migrations: 0,
             worst_at_ns: Some(1_000_000),
             lateness: Some(Lateness { count: 2, p50_ns: 900, p99_ns: 1_500, max_ns: 1_500 }),
+            period: None,
             instead: None,
             watch_runs: vec![7, 8],
             events: 9,

@@ -254,6 +254,11 @@ pub struct WatchParams {
     /// such sleep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lateness: Option<Lateness>,
+    /// Its period, inferred from the times between its runs after a wake-up, and their spread;
+    /// none when those times do not look periodic (fewer than 10, or a tenth of them more than
+    /// a quarter off the median either side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<Period>,
     /// Its waits longer than a bound, and what ran on its CPU in them instead, in the terms of
     /// `noise --classify`; none when not asked or not known here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -277,6 +282,18 @@ pub struct Lateness {
     pub count: u64,
     pub p50_ns: u64,
     pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+/// A watched thread's period inferred from its wake-ups: the median time between its runs
+/// after a wake-up, and those times' spread, ns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Period {
+    pub intervals: u64,
+    pub period_ns: u64,
+    pub p1_ns: u64,
+    pub p99_ns: u64,
+    pub min_ns: u64,
     pub max_ns: u64,
 }
 

@@ -99,8 +99,15 @@ pub struct Account {
     /// Its sleeps, by what they were ([`calls::judge`]), with who ended them: how often.
     pub sleeps: BTreeMap<(Slept, Option<u32>), u64>,
     /// For each absolute sleep on CLOCK_MONOTONIC, how late it ran after the time it asked:
-    /// what a periodic thread measures as its own jitter (and cyclictest as its latency).
-    pub lateness: Stats,
+    /// what a periodic thread measures as its own jitter (and cyclictest as its latency). Made
+    /// at the first (a histogram each is large; most threads never sleep so).
+    pub lateness: Option<Stats>,
+    /// The times between its runs after a wake-up: a periodic thread's period and its spread,
+    /// whatever way it sleeps. Made at the first.
+    pub intervals: Option<Stats>,
+    last_woken_run: Option<u64>,
+    /// Its wait is one after a preemption.
+    after_preemption: bool,
     /// Preempted while it could run by an ordinary (not real-time) task: how often, the
     /// longest wait to run again, and by which tasks how often.
     pub ceded: u64,
@@ -236,6 +243,7 @@ impl Followed {
         }
         a.preemptions += 1;
         a.woken_at = Some(e.ts);
+        a.after_preemption = true;
         if a.prio.is_some_and(|p| p < 100) && e.prio >= 100 && e.pid != 0 {
             a.ceded += 1;
             *a.ceded_to.entry(e.pid).or_default() += 1;
@@ -263,7 +271,13 @@ impl Followed {
                 self.ceding -= 1;
             }
             if let Some(due) = a.due.take() {
-                a.lateness.record(e.ts.saturating_sub(due));
+                a.lateness.get_or_insert_with(Stats::default).record(e.ts.saturating_sub(due));
+            }
+            // A run after a wake-up (not after a preemption) begins a period.
+            if !std::mem::take(&mut a.after_preemption) {
+                if let Some(last) = a.last_woken_run.replace(e.ts) {
+                    a.intervals.get_or_insert_with(Stats::default).record(e.ts - last);
+                }
             }
             if self.late_above_ns > 0 && waited > self.late_above_ns {
                 self.late.push(Late { tid: e.pid, cpu: e.cpu, from: woken, to: e.ts });
@@ -282,6 +296,7 @@ impl Account {
     fn woken(&mut self, e: &Event) {
         if self.running_since.is_none() && self.woken_at.is_none() {
             self.woken_at = Some(e.ts);
+            self.after_preemption = false;
         }
         self.prio = Some(e.prio);
         let waker = self.waker.take();
@@ -362,7 +377,11 @@ mod tests {
             f.take(&e);
         }
         let a = &f.threads[&7];
-        assert_eq!((a.lateness.count, a.lateness.max), (1, 2_000));
+        let late = a.lateness.as_ref().expect("an absolute sleep timed");
+        assert_eq!((late.count, late.max), (1, 2_000));
+        // Runs after a wake-up at 12 and 15 µs (the one after a preemption begins no period).
+        let every = a.intervals.as_ref().expect("its periods");
+        assert_eq!((every.count, every.min, every.max), (1, 3_000, 3_000));
         let sleeps: Vec<_> = a.sleeps.iter().map(|(k, n)| (*k, *n)).collect();
         assert_eq!(sleeps, [((Slept::Timed, None), 1), ((Slept::Inverted, Some(8)), 1)]);
         assert_eq!((a.ceded, a.ceded_worst_ns, a.ceded_to.get(&9)), (1, 3_000, Some(&1)));

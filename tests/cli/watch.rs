@@ -109,6 +109,8 @@ fn the_demonstration_application_s_real_time_threads_become_runs() {
     assert!(show.contains("mistake 1: rt-periodic") && show.contains("share CPU 0"), "{show}");
     // Its absolute sleeps timed to the time they asked; its long waits looked up (or none).
     assert!(show.contains("late after its absolute sleeps (its period's jitter), µs: p50 "), "{show}");
+    let every = show.split("periodic: every ").nth(1).and_then(|r| r.split(' ').next()?.parse::<f64>().ok());
+    assert!(every.is_some_and(|us| (900.0..1100.0).contains(&us)), "a 1 ms period inferred: {show}");
     assert!(show.contains("no wait over 100 µs") || show.contains("waits over 100 µs; what ran instead: "), "{show}");
     let both = format!("one watch with runs {}, {} (a thread each)", runs[0]["id"], runs[1]["id"]);
     assert!(show.contains(&both), "{show}");

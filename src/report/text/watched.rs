@@ -32,6 +32,19 @@ pub fn lines(w: &WatchParams) -> String {
         w.lost_events,
         w.source
     );
+    if let Some(p) = &w.period {
+        let us = crate::units::us;
+        let _ = writeln!(
+            out,
+            "periodic: every {} µs, inferred from {} times between its runs after a wake-up; p1 {}, p99 {}, min {}, max {} µs",
+            us(p.period_ns as f64),
+            p.intervals,
+            us(p.p1_ns as f64),
+            us(p.p99_ns as f64),
+            us(p.min_ns as f64),
+            us(p.max_ns as f64)
+        );
+    }
     if let Some(l) = &w.lateness {
         let us = crate::units::us;
         let _ = writeln!(

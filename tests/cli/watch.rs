@@ -241,7 +241,14 @@ fn each_mistake_of_the_demonstration_application_is_found_and_the_clean_one_has_
     each_mistake_is_found_every_time(1);
 }
 
-#[needs(full = "ten watches of each of eight modes of the demonstration application", root, btf, native, two_cpus, "cc")]
+#[needs(
+    full = "ten watches of each of eight modes of the demonstration application",
+    root,
+    btf,
+    native,
+    two_cpus,
+    "cc"
+)]
 #[test]
 fn each_mistake_is_found_in_ten_of_ten_watches() {
     each_mistake_is_found_every_time(10);

@@ -52,11 +52,11 @@ fn fault_counts(tgid: u32, tid: u32) -> Option<(u64, u64)> {
 }
 
 /// What ran in a thread's long waits, when looked up.
-pub type Instead<'a> = &'a dyn Fn(u32) -> Option<RanInstead>;
+pub type RanInsteadOf<'a> = &'a dyn Fn(u32) -> Option<RanInstead>;
 
 /// Every mistake found in the real-time `threads` (as they were when the watch began), from
 /// what `followed` saw of them, their `faults` and what ran `instead` in their long waits.
-pub fn find(threads: &[Thread], followed: &Followed, faults: &Faults, instead: Instead) -> Vec<Finding> {
+pub fn find(threads: &[Thread], followed: &Followed, faults: &Faults, instead: RanInsteadOf) -> Vec<Finding> {
     let rt: Vec<&Thread> = threads.iter().filter(|t| t.policy.real_time()).collect();
     let mut found = Vec::new();
     for t in &rt {
@@ -159,7 +159,7 @@ fn blocked(t: &Thread, a: &Account, threads: &[Thread]) -> Option<Finding> {
 
 /// Futex waits ended by a lower-priority thread of the application: priority inversion; with
 /// the task that kept that thread from running most, when its long waits were looked up.
-fn inverted(t: &Thread, a: &Account, threads: &[Thread], instead: Instead) -> Option<Finding> {
+fn inverted(t: &Thread, a: &Account, threads: &[Thread], instead: RanInsteadOf) -> Option<Finding> {
     let (n, wakers) = sleeps_of(a, |s| s == Slept::Inverted);
     if n == 0 {
         return None;
@@ -200,9 +200,8 @@ fn throttled(t: &Thread, a: &Account, threads: &[Thread]) -> Option<Finding> {
     if a.ceded == 0 {
         return None;
     }
-    let knob = |name: &str| crate::sysinfo::read(&format!("/proc/sys/kernel/{name}")).map(|v| v.trim().to_string());
-    let (runtime, period) = (knob("sched_rt_runtime_us"), knob("sched_rt_period_us"));
-    let limit = match (runtime, period) {
+    let knobs = crate::sysinfo::rt_throttling();
+    let limit = match (knobs.sched_rt_runtime_us, knobs.sched_rt_period_us) {
         (Some(r), Some(p)) => format!("sched_rt_runtime_us {r} of every sched_rt_period_us {p}"),
         _ => "the RT runtime".to_string(),
     };
